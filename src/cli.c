@@ -1,0 +1,89 @@
+#include "config.h"
+
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cli_fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("dllm: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(CLI_EXIT_ERROR);
+}
+
+void cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "dllm %s: ", cmd->name);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\nrun 'dllm %s --help' for usage\n", cmd->name);
+    va_end(ap);
+    exit(CLI_EXIT_USAGE);
+}
+
+void cli_help(const struct cli_command *cmd)
+{
+    fputs(cmd->usage, stdout);
+    exit(CLI_EXIT_OK);
+}
+
+int cli_getopt(const struct cli_command *cmd, int argc, char **argv, const char *shortopts,
+               const struct option *longopts)
+{
+    /* The caller's options plus --help, with ':' first so missing arguments are reported. */
+    static struct option all[64];
+    static char shorts[128];
+    size_t n = 0;
+    while (longopts && longopts[n].name && n < 62) {
+        all[n] = longopts[n];
+        n++;
+    }
+    all[n++] = (struct option){"help", no_argument, NULL, 'h'};
+    all[n] = (struct option){0};
+    snprintf(shorts, sizeof shorts, ":h%s", shortopts ? shortopts : "");
+    opterr = 0;
+    int c = getopt_long(argc, argv, shorts, all, NULL);
+    if (c == 'h')
+        cli_help(cmd);
+    if (c == '?') {
+        if (optopt)
+            cli_usage_error(cmd, "unknown option -%c", optopt);
+        cli_usage_error(cmd, "unknown option %s", argv[optind - 1]);
+    }
+    if (c == ':')
+        cli_usage_error(cmd, "option %s needs a value", argv[optind - 1]);
+    return c;
+}
+
+long long cli_parse_int(const struct cli_command *cmd, const char *flag, const char *text,
+                        long long min, long long max)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno || end == text || *end || v < min || v > max)
+        cli_usage_error(cmd, "%s takes a whole number from %lld to %lld, not '%s'", flag, min, max,
+                        text);
+    return v;
+}
+
+double cli_parse_float(const struct cli_command *cmd, const char *flag, const char *text,
+                       double min, double max)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || end == text || *end || !isfinite(v) || v < min || v > max)
+        cli_usage_error(cmd, "%s takes a number from %g to %g, not '%s'", flag, min, max, text);
+    return v;
+}

@@ -1,0 +1,44 @@
+/* Shared by the dllm programs: the command table, option helpers and exit conventions. */
+#ifndef DLLM_CLI_H
+#define DLLM_CLI_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Exit codes: 0 success, 1 error, 2 usage error (nothing changed), 3 action needed. */
+enum { CLI_EXIT_OK = 0, CLI_EXIT_ERROR = 1, CLI_EXIT_USAGE = 2 };
+
+struct cli_command {
+    const char *name;
+    const char *summary; /* one line for `dllm help` */
+    const char *usage;   /* the command's help text, starting with its synopsis */
+    int (*run)(const struct cli_command *cmd, int argc, char **argv);
+};
+
+/* Prints "dllm: error: <message>" on stderr and exits 1. */
+_Noreturn void cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Prints "dllm <cmd>: <message>" and a pointer to --help on stderr and exits 2. */
+_Noreturn void cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Prints the command's usage on stdout and exits 0. */
+_Noreturn void cli_help(const struct cli_command *cmd);
+
+/*
+ * getopt_long over argv with the command's options plus -h/--help. Returns the option
+ * character, -1 at the end; a bad or incomplete option is a usage error.
+ */
+int cli_getopt(const struct cli_command *cmd, int argc, char **argv, const char *shortopts,
+               const struct option *longopts);
+
+/* Parses a whole decimal integer in [min, max] for the named flag, or a usage error. */
+long long cli_parse_int(const struct cli_command *cmd, const char *flag, const char *text,
+                        long long min, long long max);
+
+/* Parses a finite float in [min, max] for the named flag, or a usage error. */
+double cli_parse_float(const struct cli_command *cmd, const char *flag, const char *text,
+                       double min, double max);
+
+#endif

@@ -1,0 +1,69 @@
+/* dllm: the command-line tools. Each command lives in src/cmd_<name>.c. */
+#include "config.h"
+
+#include "cli.h"
+#include "dllm.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int cmd_inspect(const struct cli_command *cmd, int argc, char **argv);
+extern const char cmd_inspect_usage[];
+
+static const struct cli_command commands[] = {
+    {"inspect", "print a GGUF file's metadata and tensors", cmd_inspect_usage, cmd_inspect},
+};
+static const size_t n_commands = sizeof commands / sizeof commands[0];
+
+/* The top-level usage: the synopsis and one line per command. */
+static void print_usage(FILE *out)
+{
+    fputs("usage: dllm COMMAND [OPTIONS]\n"
+          "       dllm help [COMMAND] | --help | --version\n\n"
+          "Local inference for diffusion language models (LLaDA, Dream) from GGUF files.\n\n"
+          "commands:\n",
+          out);
+    for (size_t i = 0; i < n_commands; i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fputs("\nRun 'dllm COMMAND --help' for a command's options; 'man dllm' for the manual.\n", out);
+}
+
+static const struct cli_command *find_command(const char *name)
+{
+    for (size_t i = 0; i < n_commands; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        print_usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    const char *word = argv[1];
+    if (!strcmp(word, "--help") || !strcmp(word, "-h") || !strcmp(word, "help")) {
+        if (!strcmp(word, "help") && argc > 2) {
+            const struct cli_command *cmd = find_command(argv[2]);
+            if (!cmd) {
+                fprintf(stderr, "dllm: unknown command '%s'\n", argv[2]);
+                return CLI_EXIT_USAGE;
+            }
+            cli_help(cmd);
+        }
+        print_usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (!strcmp(word, "--version") || !strcmp(word, "-V")) {
+        printf("dllm %s (build: %s)\n", dllm_version(), DLLM_BUILD_CONFIG);
+        return CLI_EXIT_OK;
+    }
+    const struct cli_command *cmd = find_command(word);
+    if (!cmd) {
+        fprintf(stderr, "dllm: unknown command '%s'\n\n", word);
+        print_usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    return cmd->run(cmd, argc - 1, argv + 1);
+}

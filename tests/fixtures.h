@@ -1,0 +1,22 @@
+/* Finding the reference fixtures (../shared/fixtures, or $DLLM_FIXTURES) from a test. */
+#ifndef DLLM_TESTS_FIXTURES_H
+#define DLLM_TESTS_FIXTURES_H
+
+#include <stddef.h>
+
+/*
+ * The fixtures folder. When it is absent the test cannot run: it prints a SKIP line naming
+ * DLLM_FIXTURES and exits 77 (automake's "skipped"), or 1 when CI=true.
+ */
+const char *fixtures_dir(void);
+
+/* A malloc'd path "<fixtures>/<rel>". */
+char *fixture_path(const char *rel);
+
+/* Reads a whole file into a malloc'd buffer; aborts the test on failure. */
+void *fixture_read(const char *rel, size_t *size);
+
+/* A malloc'd path to a new, empty temporary directory for this test. */
+char *test_tmpdir(void);
+
+#endif
