@@ -1,0 +1,542 @@
+/*
+ * Reference matrix kernels: activation quantisers against their definitions (reference.md
+ * C.6), and y = x · W^T against float64 products of the weights decoded by quant.c.
+ */
+#include "kernels/matmul.h"
+#include "quant.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- deterministic random data ---------------------------------------------------------- */
+
+static uint64_t rng_next(uint64_t *s)
+{
+    /* splitmix64 */
+    uint64_t z = (*s += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [0, 1). */
+static double rng_uniform(uint64_t *s)
+{
+    return (double)(rng_next(s) >> 11) * 0x1p-53;
+}
+
+/* Standard normal (Box-Muller). */
+static double rng_gauss(uint64_t *s)
+{
+    double u = 1.0 - rng_uniform(s), v = rng_uniform(s);
+    return sqrt(-2.0 * log(u)) * cos(2.0 * M_PI * v);
+}
+
+/* A scale in [0.5, 1.5) * 2^-6 as fp16: what real block scales look like. */
+static dllm_fp16 rng_scale(uint64_t *s)
+{
+    return dllm_f32_to_fp16((float)((0.5 + rng_uniform(s)) * 0x1p-6));
+}
+
+/*
+ * N rows of K random weights of type wtype: random bytes for the quantised values, scales and
+ * mins, with sane fp16 block scales; normal values for the float types.
+ */
+static void *random_weights(uint32_t wtype, int64_t N, int64_t K, uint64_t *s)
+{
+    const struct dllm_type_traits *tr = dllm_type_traits(wtype);
+    const int64_t nblocks = N * K / tr->block_elems;
+    uint8_t *w = malloc((size_t)nblocks * tr->block_bytes);
+    ck_assert_ptr_nonnull(w);
+    for (size_t i = 0; i < (size_t)nblocks * tr->block_bytes; i++) {
+        w[i] = (uint8_t)rng_next(s);
+    }
+    for (int64_t b = 0; b < nblocks; b++) {
+        void *blk = w + (size_t)b * tr->block_bytes;
+        switch (wtype) {
+        case DLLM_TYPE_Q4_K:
+            ((struct block_q4_K *)blk)->d = rng_scale(s);
+            ((struct block_q4_K *)blk)->dmin = rng_scale(s);
+            break;
+        case DLLM_TYPE_Q5_K:
+            ((struct block_q5_K *)blk)->d = rng_scale(s);
+            ((struct block_q5_K *)blk)->dmin = rng_scale(s);
+            break;
+        case DLLM_TYPE_Q6_K: ((struct block_q6_K *)blk)->d = rng_scale(s); break;
+        case DLLM_TYPE_Q8_0: ((struct block_q8_0 *)blk)->d = rng_scale(s); break;
+        case DLLM_TYPE_Q4_0: ((struct block_q4_0 *)blk)->d = rng_scale(s); break;
+        case DLLM_TYPE_Q5_0: ((struct block_q5_0 *)blk)->d = rng_scale(s); break;
+        case DLLM_TYPE_Q4_1:
+            ((struct block_q4_1 *)blk)->d = rng_scale(s);
+            ((struct block_q4_1 *)blk)->m =
+                dllm_f32_to_fp16(-8.0f * (float)rng_uniform(s) * dllm_fp16_to_f32(rng_scale(s)));
+            break;
+        case DLLM_TYPE_Q5_1:
+            ((struct block_q5_1 *)blk)->d = rng_scale(s);
+            ((struct block_q5_1 *)blk)->m =
+                dllm_f32_to_fp16(-16.0f * (float)rng_uniform(s) * dllm_fp16_to_f32(rng_scale(s)));
+            break;
+        case DLLM_TYPE_F16: ((dllm_fp16 *)w)[b] = dllm_f32_to_fp16((float)rng_gauss(s)); break;
+        case DLLM_TYPE_BF16: ((dllm_bf16 *)w)[b] = dllm_f32_to_bf16((float)rng_gauss(s)); break;
+        case DLLM_TYPE_F32: ((float *)w)[b] = (float)rng_gauss(s); break;
+        default: ck_abort_msg("no weight generator for type %u", wtype);
+        }
+    }
+    return w;
+}
+
+/* L rows of K normal activations; row l is scaled by 4^(l-2) so rows differ in magnitude. */
+static float *random_acts(int64_t L, int64_t K, uint64_t *s)
+{
+    float *x = malloc((size_t)(L * K) * sizeof *x);
+    ck_assert_ptr_nonnull(x);
+    for (int64_t l = 0; l < L; l++) {
+        for (int64_t k = 0; k < K; k++) {
+            x[l * K + k] = (float)(ldexp(rng_gauss(s), 2 * ((int)l - 2)));
+        }
+    }
+    return x;
+}
+
+/* Decodes n rows of K elements of type from src into a malloc'd float array. */
+static float *decode_rows(uint32_t type, const void *src, int64_t n, int64_t K)
+{
+    const struct dllm_type_traits *tr = dllm_type_traits(type);
+    ck_assert_ptr_nonnull(tr);
+    ck_assert_msg(tr->decode != NULL, "quant.c has no decoder for %s", tr->name);
+    float *dst = malloc((size_t)(n * K) * sizeof *dst);
+    ck_assert_ptr_nonnull(dst);
+    tr->decode(src, dst, n * K);
+    return dst;
+}
+
+/*
+ * The activations in scratch as floats: Q8_K is d * q (reference.md C.4; quant.c has no Q8_K
+ * decoder since model files do not hold it); the other types use quant.c's decoders.
+ */
+static float *dequantise_acts(uint32_t atype, const void *scratch, int64_t L, int64_t K)
+{
+    if (atype != DLLM_TYPE_Q8_K) {
+        return decode_rows(atype, scratch, L, K);
+    }
+    const struct block_q8_K *b = scratch;
+    float *x = malloc((size_t)(L * K) * sizeof *x);
+    ck_assert_ptr_nonnull(x);
+    for (int64_t i = 0; i < L * K; i++) {
+        x[i] = b[i / QK_K].d * b[i / QK_K].qs[i % QK_K];
+    }
+    return x;
+}
+
+/* ---- supported types -------------------------------------------------------------------- */
+
+/* The weight types the kernels cover and the activation type each takes (reference.md C.6). */
+static const struct {
+    uint32_t wtype, atype;
+} supported[] = {
+    {DLLM_TYPE_Q4_K, DLLM_TYPE_Q8_K}, {DLLM_TYPE_Q5_K, DLLM_TYPE_Q8_K},
+    {DLLM_TYPE_Q6_K, DLLM_TYPE_Q8_K}, {DLLM_TYPE_Q8_0, DLLM_TYPE_Q8_0},
+    {DLLM_TYPE_Q4_0, DLLM_TYPE_Q8_0}, {DLLM_TYPE_Q4_1, DLLM_TYPE_Q8_0},
+    {DLLM_TYPE_Q5_0, DLLM_TYPE_Q8_0}, {DLLM_TYPE_Q5_1, DLLM_TYPE_Q8_0},
+    {DLLM_TYPE_F16, DLLM_TYPE_F16},   {DLLM_TYPE_BF16, DLLM_TYPE_BF16},
+    {DLLM_TYPE_F32, DLLM_TYPE_F32},
+};
+#define N_SUPPORTED (sizeof supported / sizeof supported[0])
+
+START_TEST(test_supported_set)
+{
+    for (uint32_t t = 0; t < DLLM_TYPE_COUNT + 4; t++) {
+        bool expect = false;
+        for (size_t i = 0; i < N_SUPPORTED; i++) {
+            expect = expect || supported[i].wtype == t;
+        }
+        ck_assert_msg(dllm_matmul_supported(t) == expect, "type %u", t);
+    }
+    for (size_t i = 0; i < N_SUPPORTED; i++) {
+        ck_assert_uint_eq(dllm_matmul_act_type(supported[i].wtype), supported[i].atype);
+    }
+}
+END_TEST
+
+/* The list names every supported type once, separated by ", ", and nothing else. */
+START_TEST(test_supported_list)
+{
+    char *list = strdup(dllm_matmul_supported_list());
+    ck_assert_ptr_nonnull(list);
+    size_t count = 0;
+    for (char *save = NULL, *name = strtok_r(list, ", ", &save); name != NULL;
+         name = strtok_r(NULL, ", ", &save)) {
+        bool found = false;
+        for (size_t i = 0; i < N_SUPPORTED; i++) {
+            found = found || strcmp(dllm_type_traits(supported[i].wtype)->name, name) == 0;
+        }
+        ck_assert_msg(found, "listed type %s is not supported", name);
+        count++;
+    }
+    ck_assert_uint_eq(count, N_SUPPORTED);
+    free(list);
+}
+END_TEST
+
+/* Scratch sizes from the block layouts: Q8_K 292 bytes per 256, Q8_0 34 per 32. */
+START_TEST(test_scratch_bytes)
+{
+    ck_assert_uint_eq(dllm_matmul_scratch_bytes(DLLM_TYPE_Q4_K, 4096, 3), 3 * 16 * 292);
+    ck_assert_uint_eq(dllm_matmul_scratch_bytes(DLLM_TYPE_Q6_K, 12288, 1), 48 * 292);
+    ck_assert_uint_eq(dllm_matmul_scratch_bytes(DLLM_TYPE_Q8_0, 4096, 2), 2 * 128 * 34);
+    ck_assert_uint_eq(dllm_matmul_scratch_bytes(DLLM_TYPE_Q5_1, 64, 5), 5 * 2 * 34);
+    ck_assert_uint_eq(dllm_matmul_scratch_bytes(DLLM_TYPE_F16, 4096, 7), 7 * 4096 * 2);
+    ck_assert_uint_eq(dllm_matmul_scratch_bytes(DLLM_TYPE_BF16, 3584, 2), 2 * 3584 * 2);
+    ck_assert_uint_eq(dllm_matmul_scratch_bytes(DLLM_TYPE_F32, 4096, 3), 3 * 4096 * 4);
+}
+END_TEST
+
+/* ---- activation quantisers -------------------------------------------------------------- */
+
+/*
+ * Rows of 4 blocks of 256 that exercise the corner cases: normal values, an all-zero block, a
+ * block whose largest magnitude is negative, and a block with one non-zero element.
+ */
+static float *corner_acts(int64_t K, uint64_t *s)
+{
+    float *x = random_acts(1, K, s);
+    memset(x + 256, 0, 256 * sizeof *x);
+    x[512 + 17] = -40.0f;
+    memset(x + 768, 0, 256 * sizeof *x);
+    x[768 + 200] = 0.375f;
+    return x;
+}
+
+/*
+ * Q8_K: per 256 the dequantised d*q lies within |d|/2 of x, the largest magnitude maps to -127,
+ * bsums are the 16-element sums of q, and an all-zero block has d = 0, q = 0.
+ */
+START_TEST(test_quantize_q8_K)
+{
+    const int64_t K = 1024;
+    uint64_t seed = 11;
+    float *x = corner_acts(K, &seed);
+    struct block_q8_K y[4];
+    ck_assert_uint_eq(dllm_matmul_scratch_bytes(DLLM_TYPE_Q4_K, K, 1), sizeof y);
+    dllm_matmul_quantize_ref(DLLM_TYPE_Q4_K, x, K, 1, y);
+    for (int b = 0; b < 4; b++) {
+        const float *xb = x + 256 * b;
+        float amax = 0.0f, max = 0.0f;
+        for (int j = 0; j < 256; j++) {
+            if (fabsf(xb[j]) > amax) {
+                amax = fabsf(xb[j]);
+                max = xb[j];
+            }
+        }
+        if (amax == 0.0f) {
+            ck_assert(b == 1);
+            ck_assert_float_eq(y[b].d, 0.0f);
+        } else {
+            ck_assert_float_eq_tol(y[b].d, max / -127.0f, 1e-6f * amax / 127.0f);
+        }
+        for (int j = 0; j < 256; j++) {
+            ck_assert_int_ge(y[b].qs[j], -127);
+            ck_assert_float_le(fabsf(xb[j] - y[b].d * y[b].qs[j]), fabsf(y[b].d) * 0.50001f);
+            if (xb[j] == max && amax != 0.0f) {
+                ck_assert_int_eq(y[b].qs[j], -127);
+            }
+        }
+        for (int g = 0; g < 16; g++) {
+            int sum = 0;
+            for (int j = 0; j < 16; j++) {
+                sum += y[b].qs[16 * g + j];
+            }
+            ck_assert_int_eq(y[b].bsums[g], sum);
+        }
+    }
+    free(x);
+}
+END_TEST
+
+/*
+ * Round half to even: with max = 127 the step d is -1 and q = round_half_even(-x); the later
+ * -127 of equal magnitude maps to +127.
+ */
+START_TEST(test_quantize_q8_K_ties)
+{
+    float x[256] = {0};
+    struct block_q8_K y;
+    x[0] = 127.0f;
+    x[1] = 2.5f;
+    x[2] = 3.5f;
+    x[3] = -0.5f;
+    x[4] = 126.5f;
+    x[5] = -127.0f;
+    dllm_matmul_quantize_ref(DLLM_TYPE_Q6_K, x, 256, 1, &y);
+    ck_assert_float_eq(y.d, -1.0f);
+    /* q = round_half_even(-x) */
+    ck_assert_int_eq(y.qs[0], -127);
+    ck_assert_int_eq(y.qs[1], -2);
+    ck_assert_int_eq(y.qs[2], -4);
+    ck_assert_int_eq(y.qs[3], 0);
+    ck_assert_int_eq(y.qs[4], -126);
+    ck_assert_int_eq(y.qs[5], 127);
+    ck_assert_int_eq(y.bsums[0], -127 - 2 - 4 - 126 + 127);
+    for (int g = 1; g < 16; g++) {
+        ck_assert_int_eq(y.bsums[g], 0);
+    }
+}
+END_TEST
+
+/*
+ * Q8_0: per 32, d = fp16(amax/127) and q = round(x / (amax/127)), so d*q lies within
+ * (1/2 + 127 * 2^-11) * d of x (the second term is fp16's rounding of d).
+ */
+START_TEST(test_quantize_q8_0)
+{
+    const int64_t K = 1024;
+    uint64_t seed = 12;
+    float *x = corner_acts(K, &seed);
+    struct block_q8_0 y[32];
+    ck_assert_uint_eq(dllm_matmul_scratch_bytes(DLLM_TYPE_Q8_0, K, 1), sizeof y);
+    dllm_matmul_quantize_ref(DLLM_TYPE_Q4_1, x, K, 1, y);
+    for (int b = 0; b < 32; b++) {
+        const float *xb = x + 32 * b;
+        float amax = 0.0f;
+        for (int j = 0; j < 32; j++) {
+            amax = fmaxf(amax, fabsf(xb[j]));
+        }
+        const float d = dllm_fp16_to_f32(y[b].d);
+        ck_assert_float_le(fabsf(d - amax / 127.0f), amax / 127.0f * 0x1p-11f);
+        for (int j = 0; j < 32; j++) {
+            ck_assert_int_ge(y[b].qs[j], -127);
+            ck_assert_float_le(fabsf(xb[j] - d * y[b].qs[j]), (0.5f + 127 * 0x1p-11f) * d);
+            if (amax == 0.0f) {
+                ck_assert_int_eq(y[b].qs[j], 0);
+            }
+        }
+    }
+    ck_assert_float_eq(dllm_fp16_to_f32(y[8].d), 0.0f);
+    free(x);
+}
+END_TEST
+
+/* F16 and BF16 activations are x rounded to the format; F32 activations are x itself. */
+START_TEST(test_quantize_float)
+{
+    const int64_t K = 256, L = 3;
+    uint64_t seed = 13;
+    float *x = random_acts(L, K, &seed);
+    void *scratch = malloc(dllm_matmul_scratch_bytes(DLLM_TYPE_F32, K, L));
+    ck_assert_ptr_nonnull(scratch);
+    const struct {
+        uint32_t type;
+        float rel; /* unit roundoff */
+        float abs; /* half the smallest subnormal, for tiny x */
+    } cases[] = {{DLLM_TYPE_F16, 0x1p-11f, 0x1p-25f},
+                 {DLLM_TYPE_BF16, 0x1p-8f, 0.0f},
+                 {DLLM_TYPE_F32, 0.0f, 0.0f}};
+    for (size_t c = 0; c < 3; c++) {
+        dllm_matmul_quantize_ref(cases[c].type, x, K, L, scratch);
+        float *back = decode_rows(cases[c].type, scratch, L, K);
+        for (int64_t i = 0; i < L * K; i++) {
+            ck_assert_float_le(fabsf(back[i] - x[i]), cases[c].rel * fabsf(x[i]) + cases[c].abs);
+        }
+        free(back);
+    }
+    free(scratch);
+    free(x);
+}
+END_TEST
+
+/* ---- products --------------------------------------------------------------------------- */
+
+/*
+ * Tolerances on the relative L2 error of one output row (N outputs) against float64 x.
+ * Q8_K: each activation is rounded to a step |d| = amax/127 with amax the block's largest
+ * magnitude; the error is uniform in ±|d|/2, rms |d|/sqrt(12). For 256 normal values amax is
+ * about 3 sigma, so the relative rms error per element, and that of a product with independent
+ * weights, is r = 3/(127*sqrt(12)) = 6.8e-3. Q8_0: amax of 32 normals is about 2.1 sigma, so
+ * r = 4.8e-3. F16 / BF16: x rounded with unit roundoff u, r about u/sqrt(3).
+ * With 8 outputs a row's squared error and squared norm are both about chi-square with 8
+ * degrees of freedom, so their ratio squared is F(8, 8) distributed: about 1 typically, 12 at
+ * the 99.9th percentile. Each tolerance is 4 r (so 16 in F), rounded up.
+ * F32: float products summed in double, a few float roundings.
+ */
+#define TOL_Q8_K 3e-2
+#define TOL_Q8_0 2e-2
+#define TOL_F16  0x1p-10
+#define TOL_BF16 0x1p-7
+#define TOL_F32  1e-6
+
+/*
+ * Tolerance against float64 products of the decoded weights and the dequantised activations:
+ * the integer parts are exact, leaving float roundings of the block scales and of the sum of
+ * up to 384 block contributions.
+ */
+#define TOL_ARITH 1e-5
+
+static const struct product_case {
+    uint32_t wtype;
+    int64_t K, L;
+    double tol;
+} product_cases[] = {
+    {DLLM_TYPE_Q4_K, 4096, 3, TOL_Q8_K},  {DLLM_TYPE_Q4_K, 12288, 7, TOL_Q8_K},
+    {DLLM_TYPE_Q4_K, 3584, 4, TOL_Q8_K},  {DLLM_TYPE_Q5_K, 4096, 5, TOL_Q8_K},
+    {DLLM_TYPE_Q5_K, 12288, 3, TOL_Q8_K}, {DLLM_TYPE_Q6_K, 4096, 7, TOL_Q8_K},
+    {DLLM_TYPE_Q6_K, 12288, 4, TOL_Q8_K}, {DLLM_TYPE_Q6_K, 18944, 3, TOL_Q8_K},
+    {DLLM_TYPE_Q8_0, 4096, 3, TOL_Q8_0},  {DLLM_TYPE_Q8_0, 12288, 6, TOL_Q8_0},
+    {DLLM_TYPE_Q4_0, 4096, 4, TOL_Q8_0},  {DLLM_TYPE_Q4_1, 4096, 5, TOL_Q8_0},
+    {DLLM_TYPE_Q5_0, 4096, 6, TOL_Q8_0},  {DLLM_TYPE_Q5_1, 4096, 7, TOL_Q8_0},
+    {DLLM_TYPE_F16, 4096, 3, TOL_F16},    {DLLM_TYPE_F16, 12288, 4, TOL_F16},
+    {DLLM_TYPE_BF16, 4096, 5, TOL_BF16},  {DLLM_TYPE_BF16, 12288, 3, TOL_BF16},
+    {DLLM_TYPE_F32, 4096, 6, TOL_F32},    {DLLM_TYPE_F32, 12288, 7, TOL_F32},
+};
+
+/* The largest relative L2 error over rows l of y[l*ldy + n] against ref[l*N + n], n < N. */
+static double max_row_error(const float *y, int64_t ldy, const double *ref, int64_t L, int64_t N)
+{
+    double worst = 0.0;
+    for (int64_t l = 0; l < L; l++) {
+        double num = 0.0, den = 0.0;
+        for (int64_t n = 0; n < N; n++) {
+            double diff = y[l * ldy + n] - ref[l * N + n];
+            num += diff * diff;
+            den += ref[l * N + n] * ref[l * N + n];
+        }
+        ck_assert(den > 0.0);
+        worst = fmax(worst, sqrt(num / den));
+    }
+    return worst;
+}
+
+/* ref[l*N + n] = sum_k w[n*K + k] * x[l*K + k] in float64. */
+static void product_f64(const float *w, const float *x, int64_t N, int64_t K, int64_t L,
+                        double *ref)
+{
+    for (int64_t l = 0; l < L; l++) {
+        for (int64_t n = 0; n < N; n++) {
+            double acc = 0.0;
+            for (int64_t k = 0; k < K; k++) {
+                acc += (double)w[n * K + k] * x[l * K + k];
+            }
+            ref[l * N + n] = acc;
+        }
+    }
+}
+
+/*
+ * y = x · W^T for N = 8 random weight rows, computed as two row ranges into a y with padding
+ * columns, against float64 products with x (the named tolerance) and with the dequantised
+ * activations (TOL_ARITH). The padding must stay untouched.
+ */
+START_TEST(test_product)
+{
+    const struct product_case *pc = &product_cases[_i];
+    const int64_t N = 8, ldy = N + 3, K = pc->K, L = pc->L;
+    uint64_t seed = 1000 + (uint64_t)_i;
+    void *w = random_weights(pc->wtype, N, K, &seed);
+    float *x = random_acts(L, K, &seed);
+    void *scratch = malloc(dllm_matmul_scratch_bytes(pc->wtype, K, L));
+    float *y = malloc((size_t)(L * ldy) * sizeof *y);
+    double *ref = malloc((size_t)(L * N) * sizeof *ref);
+    ck_assert(scratch != NULL && y != NULL && ref != NULL);
+    for (int64_t i = 0; i < L * ldy; i++) {
+        y[i] = -1234.5f;
+    }
+
+    dllm_matmul_quantize_ref(pc->wtype, x, K, L, scratch);
+    dllm_matmul_rows_ref(pc->wtype, w, K, 3, N, scratch, L, y, ldy);
+    dllm_matmul_rows_ref(pc->wtype, w, K, 0, 3, scratch, L, y, ldy);
+    for (int64_t l = 0; l < L; l++) {
+        for (int64_t n = N; n < ldy; n++) {
+            ck_assert_float_eq(y[l * ldy + n], -1234.5f);
+        }
+    }
+
+    float *wf = decode_rows(pc->wtype, w, N, K);
+    product_f64(wf, x, N, K, L, ref);
+    const double err_x = max_row_error(y, ldy, ref, L, N);
+    float *xq = dequantise_acts(dllm_matmul_act_type(pc->wtype), scratch, L, K);
+    product_f64(wf, xq, N, K, L, ref);
+    const double err_arith = max_row_error(y, ldy, ref, L, N);
+
+    printf("%-4s K=%-5lld L=%lld: rel L2 error %.3g vs float64 x (tol %.3g), %.3g vs "
+           "dequantised x (tol %.3g)\n",
+           dllm_type_traits(pc->wtype)->name, (long long)K, (long long)L, err_x, pc->tol, err_arith,
+           TOL_ARITH);
+    ck_assert_double_le(err_x, pc->tol);
+    ck_assert_double_le(err_arith, TOL_ARITH);
+
+    free(xq);
+    free(wf);
+    free(ref);
+    free(y);
+    free(scratch);
+    free(x);
+    free(w);
+}
+END_TEST
+
+/* A zero activation row gives exact zeros; L = 0 and empty row ranges write nothing. */
+START_TEST(test_product_zero)
+{
+    const uint32_t wtype = supported[_i].wtype;
+    const int64_t N = 4, K = 512, L = 2;
+    uint64_t seed = 77;
+    void *w = random_weights(wtype, N, K, &seed);
+    float x[2 * 512] = {0};
+    for (int64_t k = 0; k < K; k++) {
+        x[K + k] = (float)rng_gauss(&seed);
+    }
+    void *scratch = malloc(dllm_matmul_scratch_bytes(wtype, K, L));
+    ck_assert_ptr_nonnull(scratch);
+    float y[2 * 4];
+    for (int i = 0; i < 8; i++) {
+        y[i] = 7.0f;
+    }
+    dllm_matmul_quantize_ref(wtype, x, K, L, scratch);
+    dllm_matmul_rows_ref(wtype, w, K, 2, 2, scratch, L, y, N);
+    dllm_matmul_rows_ref(wtype, w, K, 0, N, scratch, 0, y, N);
+    for (int i = 0; i < 8; i++) {
+        ck_assert_float_eq(y[i], 7.0f);
+    }
+    dllm_matmul_rows_ref(wtype, w, K, 0, N, scratch, L, y, N);
+    for (int n = 0; n < N; n++) {
+        ck_assert_float_eq(y[n], 0.0f);
+        ck_assert(y[N + n] != 7.0f);
+    }
+    free(scratch);
+    free(w);
+}
+END_TEST
+
+static Suite *matmul_suite(void)
+{
+    Suite *s = suite_create("matmul");
+    TCase *tc = tcase_create("types");
+    tcase_add_test(tc, test_supported_set);
+    tcase_add_test(tc, test_supported_list);
+    tcase_add_test(tc, test_scratch_bytes);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("quantize");
+    tcase_add_test(tc, test_quantize_q8_K);
+    tcase_add_test(tc, test_quantize_q8_K_ties);
+    tcase_add_test(tc, test_quantize_q8_0);
+    tcase_add_test(tc, test_quantize_float);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("product");
+    tcase_add_loop_test(tc, test_product, 0, (int)(sizeof product_cases / sizeof product_cases[0]));
+    tcase_add_loop_test(tc, test_product_zero, 0, (int)N_SUPPORTED);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(matmul_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
