@@ -209,20 +209,13 @@ static void decode_q5_1(const void *src, float *dst, int64_t n)
     }
 }
 
-/*
- * The 6-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K block. Bytes 0-3 hold
- * scales 0-3 and bytes 4-7 mins 0-3 in their low 6 bits; scales and mins 4-7 take their low
- * nibbles from bytes 8-11 (scale low, min high) and their top two bits from the top of
- * bytes 0-3 (scales) and 4-7 (mins).
- */
-static void k4_scale_min(int j, const uint8_t s[12], float *sc, float *mn)
+void dllm_k4_scales_mins(const uint8_t s[12], uint8_t sc[8], uint8_t mn[8])
 {
-    if (j < 4) {
-        *sc = s[j] & 63;
-        *mn = s[j + 4] & 63;
-    } else {
-        *sc = (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4);
-        *mn = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    for (int j = 0; j < 4; j++) {
+        sc[j] = s[j] & 63;
+        mn[j] = s[j + 4] & 63;
+        sc[j + 4] = (s[j + 8] & 15) | ((s[j] >> 6) << 4);
+        mn[j + 4] = (s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4);
     }
 }
 
@@ -238,12 +231,12 @@ static void decode_q4_K(const void *src, float *dst, int64_t n)
         memcpy(&b, p, sizeof b);
         float d = dllm_fp16_to_f32(b.d);
         float dmin = dllm_fp16_to_f32(b.dmin);
+        uint8_t sc[8], mn[8];
+        dllm_k4_scales_mins(b.scales, sc, mn);
         for (int c = 0; c < 4; c++) {
             const uint8_t *q = b.qs + 32 * c;
-            float sc0, mn0, sc1, mn1;
-            k4_scale_min(2 * c, b.scales, &sc0, &mn0);
-            k4_scale_min(2 * c + 1, b.scales, &sc1, &mn1);
-            float d0 = d * sc0, m0 = dmin * mn0, d1 = d * sc1, m1 = dmin * mn1;
+            float d0 = d * sc[2 * c], m0 = dmin * mn[2 * c];
+            float d1 = d * sc[2 * c + 1], m1 = dmin * mn[2 * c + 1];
             for (int l = 0; l < 32; l++) {
                 dst[64 * c + l] = d0 * (q[l] & 15) - m0;
                 dst[64 * c + 32 + l] = d1 * (q[l] >> 4) - m1;
@@ -263,12 +256,12 @@ static void decode_q5_K(const void *src, float *dst, int64_t n)
         memcpy(&b, p, sizeof b);
         float d = dllm_fp16_to_f32(b.d);
         float dmin = dllm_fp16_to_f32(b.dmin);
+        uint8_t sc[8], mn[8];
+        dllm_k4_scales_mins(b.scales, sc, mn);
         for (int c = 0; c < 4; c++) {
             const uint8_t *q = b.qs + 32 * c;
-            float sc0, mn0, sc1, mn1;
-            k4_scale_min(2 * c, b.scales, &sc0, &mn0);
-            k4_scale_min(2 * c + 1, b.scales, &sc1, &mn1);
-            float d0 = d * sc0, m0 = dmin * mn0, d1 = d * sc1, m1 = dmin * mn1;
+            float d0 = d * sc[2 * c], m0 = dmin * mn[2 * c];
+            float d1 = d * sc[2 * c + 1], m1 = dmin * mn[2 * c + 1];
             for (int l = 0; l < 32; l++) {
                 int lo = (q[l] & 15) | (((b.qh[l] >> (2 * c)) & 1) << 4);
                 int hi = (q[l] >> 4) | (((b.qh[l] >> (2 * c + 1)) & 1) << 4);

@@ -92,6 +92,14 @@ struct dllm_type_traits {
 /* Traits of a type id, or NULL when the id is out of range or undefined. */
 const struct dllm_type_traits *dllm_type_traits(uint32_t type);
 
+/*
+ * The eight 6-bit scales and mins of a Q4_K / Q5_K block. Bytes 0-3 hold scales 0-3 and bytes
+ * 4-7 mins 0-3 in their low 6 bits; scales and mins 4-7 take their low nibbles from bytes 8-11
+ * (scale low, min high) and their top two bits from the top of bytes 0-3 (scales) and 4-7
+ * (mins). This is ggml's get_scale_min_k4.
+ */
+void dllm_k4_scales_mins(const uint8_t s[12], uint8_t sc[8], uint8_t mn[8]);
+
 float dllm_fp16_to_f32(dllm_fp16 h);
 dllm_fp16 dllm_f32_to_fp16(float f);
 float dllm_bf16_to_f32(dllm_bf16 h);

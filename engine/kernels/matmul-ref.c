@@ -45,11 +45,11 @@ struct matmul_type {
 /* Unpacks the 6-bit scales and mins of a Q4_K or Q5_K block (get_scale_min_k4, C.4). */
 static void unpack_scales_k4(const uint8_t s[12], struct kblock *out)
 {
-    for (int j = 0; j < 4; j++) {
-        out->sc[j] = s[j] & 63;
-        out->mn[j] = s[j + 4] & 63;
-        out->sc[j + 4] = (s[j + 8] & 15) | ((s[j] >> 6) << 4);
-        out->mn[j + 4] = (s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4);
+    uint8_t sc[8], mn[8];
+    dllm_k4_scales_mins(s, sc, mn);
+    for (int j = 0; j < 8; j++) {
+        out->sc[j] = sc[j];
+        out->mn[j] = mn[j];
     }
     out->sub = 32;
     out->off = 0;
