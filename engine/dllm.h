@@ -249,8 +249,7 @@ struct dllm_model;
  * "model needs 9.1 GB but only 6.0 GB is available". On failure *out is NULL.
  * A model is immutable: any number of forward contexts may share it.
  */
-DLLM_API enum dllm_status dllm_model_open(const char *path,
-                                          const struct dllm_model_params *params,
+DLLM_API enum dllm_status dllm_model_open(const char *path, const struct dllm_model_params *params,
                                           struct dllm_model **out, struct dllm_error *err);
 
 DLLM_API void dllm_model_close(struct dllm_model *model);
@@ -300,9 +299,9 @@ DLLM_API enum dllm_status dllm_forward_new(const struct dllm_model *model, int64
  * [0, n), n_rows at most max_rows) to logits, row-major [n_rows, n_vocab]. These are the
  * model's raw output rows: no Dream shift is applied (see dllm_model_shift_logits).
  */
-DLLM_API enum dllm_status dllm_forward_run(struct dllm_forward *fwd, const int32_t *ids,
-                                           int64_t n, const int32_t *rows, int64_t n_rows,
-                                           float *logits, struct dllm_error *err);
+DLLM_API enum dllm_status dllm_forward_run(struct dllm_forward *fwd, const int32_t *ids, int64_t n,
+                                           const int32_t *rows, int64_t n_rows, float *logits,
+                                           struct dllm_error *err);
 
 DLLM_API void dllm_forward_free(struct dllm_forward *fwd);
 

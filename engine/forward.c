@@ -1,0 +1,298 @@
+/*
+ * The reference forward pass of LLaDA and Dream (shared/docs/reference.md A.1): embedding
+ * lookup, n_layer pre-norm blocks with bidirectional grouped-query attention and a SwiGLU
+ * feed-forward network, the final norm and the output projection of the requested rows only.
+ * The pass is a plain sequence of kernel calls (kernels/matmul.h, kernels/ops.h) over buffers
+ * sized once by dllm_forward_new.
+ */
+#include "config.h"
+
+#include "forward.h"
+
+#include "error.h"
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+
+#define BUFFER_ALIGN 64
+
+struct dllm_forward {
+    const struct dllm_model *model;
+    int64_t max_tokens, max_rows;
+    void *arena;   /* every buffer below, each 64-byte aligned */
+    float *x;      /* [max_tokens, n_embd] the residual stream */
+    float *xn;     /* [max_tokens, n_embd] a block's normed input, then its projected output */
+    float *q;      /* [max_tokens, n_head * head_dim] */
+    float *k, *v;  /* [max_tokens, n_head_kv * head_dim] */
+    float *att;    /* [max_tokens, n_head * head_dim] attention output, heads side by side */
+    float *gate;   /* [max_tokens, n_ff] gate projection, then SwiGLU */
+    float *up;     /* [max_tokens, n_ff] */
+    float *scores; /* [max_tokens] one query's attention weights */
+    float *cos;    /* [max_tokens, n_rot / 2] RoPE table for positions 0 .. max_tokens-1 */
+    float *sin;    /* [max_tokens, n_rot / 2] */
+    float *out;    /* [max_rows, n_embd] the final-normed rows to project to logits */
+    void *act;     /* [max_tokens] rows of activations converted for a matrix kernel, each
+                      as long as the largest dllm_matmul_scratch_bytes(type, K, 1) */
+};
+
+enum {
+    BUF_X,
+    BUF_XN,
+    BUF_Q,
+    BUF_K,
+    BUF_V,
+    BUF_ATT,
+    BUF_GATE,
+    BUF_UP,
+    BUF_SCORES,
+    BUF_COS,
+    BUF_SIN,
+    BUF_OUT,
+    BUF_ACT,
+    N_BUFS
+};
+
+/* Bytes of one activation row converted for the matrix of the model that needs the most. */
+static size_t act_row_bytes(const struct dllm_model *m)
+{
+    size_t most = dllm_matmul_scratch_bytes(m->output->type, m->output->ne[0], 1);
+    for (int64_t il = 0; il < m->hp.n_layer; il++) {
+        const struct dllm_layer *l = &m->layers[il];
+        const struct dllm_gguf_tensor *w[] = {l->wq,     l->wk,   l->wv,    l->wo,
+                                              l->w_gate, l->w_up, l->w_down};
+        for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+            size_t b = dllm_matmul_scratch_bytes(w[i]->type, w[i]->ne[0], 1);
+            most = b > most ? b : most;
+        }
+    }
+    return most;
+}
+
+/* Byte sizes of the buffers for L tokens and R rows, each rounded up to the alignment. */
+static bool buffer_sizes(const struct dllm_model *m, int64_t L, int64_t R, size_t size[N_BUFS])
+{
+    const struct dllm_hparams *hp = &m->hp;
+    const int64_t dq = hp->n_head * hp->head_dim, dkv = hp->n_head_kv * hp->head_dim;
+    const struct {
+        int64_t rows, cols;
+        size_t elem;
+    } shape[N_BUFS] = {
+        [BUF_X] = {L, hp->n_embd, sizeof(float)},
+        [BUF_XN] = {L, hp->n_embd, sizeof(float)},
+        [BUF_Q] = {L, dq, sizeof(float)},
+        [BUF_K] = {L, dkv, sizeof(float)},
+        [BUF_V] = {L, dkv, sizeof(float)},
+        [BUF_ATT] = {L, dq, sizeof(float)},
+        [BUF_GATE] = {L, hp->n_ff, sizeof(float)},
+        [BUF_UP] = {L, hp->n_ff, sizeof(float)},
+        [BUF_SCORES] = {L, 1, sizeof(float)},
+        [BUF_COS] = {L, hp->n_rot / 2, sizeof(float)},
+        [BUF_SIN] = {L, hp->n_rot / 2, sizeof(float)},
+        [BUF_OUT] = {R, hp->n_embd, sizeof(float)},
+        [BUF_ACT] = {L, 1, act_row_bytes(m)},
+    };
+    for (int i = 0; i < N_BUFS; i++) {
+        size_t n;
+        if (__builtin_mul_overflow((size_t)shape[i].rows, (size_t)shape[i].cols, &n) ||
+            __builtin_mul_overflow(n, shape[i].elem, &n) ||
+            __builtin_add_overflow(n, (size_t)BUFFER_ALIGN - 1, &n))
+            return false;
+        size[i] = n / BUFFER_ALIGN * BUFFER_ALIGN;
+    }
+    return true;
+}
+
+size_t dllm_forward_bytes(const struct dllm_model *model, int64_t max_tokens, int64_t max_rows)
+{
+    size_t size[N_BUFS], total = 0;
+    if (!buffer_sizes(model, max_tokens, max_rows, size))
+        return SIZE_MAX;
+    for (int i = 0; i < N_BUFS; i++) {
+        if (__builtin_add_overflow(total, size[i], &total))
+            return SIZE_MAX;
+    }
+    return total;
+}
+
+enum dllm_status dllm_forward_new(const struct dllm_model *model, int64_t max_tokens,
+                                  int64_t max_rows, struct dllm_forward **out,
+                                  struct dllm_error *err)
+{
+    const struct dllm_hparams *hp = &model->hp;
+    *out = NULL;
+    if (max_tokens < 1 || max_tokens > hp->n_ctx)
+        return dllm_error_set(err, DLLM_ERR_ARG,
+                              "a forward pass over %" PRId64 " tokens: the model takes 1 to "
+                              "%" PRId64 " (%s.context_length)",
+                              max_tokens, hp->n_ctx, model->arch);
+    if (max_rows < 1 || max_rows > max_tokens)
+        return dllm_error_set(err, DLLM_ERR_ARG,
+                              "%" PRId64 " logits rows for %" PRId64 " tokens: ask for 1 to "
+                              "%" PRId64,
+                              max_rows, max_tokens, max_tokens);
+    size_t size[N_BUFS];
+    const size_t total = dllm_forward_bytes(model, max_tokens, max_rows);
+    struct dllm_forward *f = calloc(1, sizeof *f);
+    if (f && total != SIZE_MAX && buffer_sizes(model, max_tokens, max_rows, size))
+        f->arena = aligned_alloc(BUFFER_ALIGN, total);
+    if (!f || !f->arena) {
+        free(f);
+        return dllm_error_set(err, DLLM_ERR_NOMEM,
+                              "out of memory for a forward pass over %" PRId64 " tokens",
+                              max_tokens);
+    }
+    void *bufs[N_BUFS];
+    char *p = f->arena;
+    for (int i = 0; i < N_BUFS; i++) {
+        bufs[i] = p;
+        p += size[i];
+    }
+    f->model = model;
+    f->max_tokens = max_tokens;
+    f->max_rows = max_rows;
+    f->x = bufs[BUF_X];
+    f->xn = bufs[BUF_XN];
+    f->q = bufs[BUF_Q];
+    f->k = bufs[BUF_K];
+    f->v = bufs[BUF_V];
+    f->att = bufs[BUF_ATT];
+    f->gate = bufs[BUF_GATE];
+    f->up = bufs[BUF_UP];
+    f->scores = bufs[BUF_SCORES];
+    f->cos = bufs[BUF_COS];
+    f->sin = bufs[BUF_SIN];
+    f->out = bufs[BUF_OUT];
+    f->act = bufs[BUF_ACT];
+    dllm_rope_table(hp->rope_base, hp->n_rot, max_tokens, f->cos, f->sin);
+    *out = f;
+    return DLLM_OK;
+}
+
+void dllm_forward_free(struct dllm_forward *fwd)
+{
+    if (!fwd)
+        return;
+    free(fwd->arena);
+    free(fwd);
+}
+
+/* y[L, N] = x[L, K] W^T for a matrix W [N, K]: converts x for W's type, then multiplies. */
+static void linear(struct dllm_forward *f, const struct dllm_gguf_tensor *w, const float *x,
+                   int64_t L, float *y, int64_t ldy)
+{
+    const int64_t K = w->ne[0], N = w->ne[1];
+    dllm_matmul_quantize_ref(w->type, x, K, L, f->act);
+    dllm_matmul_rows_ref(w->type, w->data, K, 0, N, f->act, L, y, ldy);
+}
+
+/* Adds a bias b[n] to each of L rows of y [L, n]; no-op when b is NULL. */
+static void add_bias(float *y, const float *b, int64_t L, int64_t n)
+{
+    if (!b)
+        return;
+    for (int64_t i = 0; i < L; i++)
+        dllm_add_ref(y + i * n, b, n);
+}
+
+/* RMSNorm of L rows of n elements, x to y. */
+static void rms_norm_rows(const float *x, const float *g, float eps, int64_t L, int64_t n, float *y)
+{
+    for (int64_t i = 0; i < L; i++)
+        dllm_rms_norm_ref(x + i * n, g, eps, n, y + i * n);
+}
+
+/* x += Wo attention(rope(Wq a + bq), rope(Wk a + bk), Wv a + bv) with a = RMSNorm(x). */
+static void attention_block(struct dllm_forward *f, const struct dllm_layer *l, int64_t L)
+{
+    const struct dllm_hparams *hp = &f->model->hp;
+    const int64_t dq = hp->n_head * hp->head_dim, dkv = hp->n_head_kv * hp->head_dim;
+    const int64_t half = hp->n_rot / 2;
+    rms_norm_rows(f->x, l->attn_norm, hp->norm_eps, L, hp->n_embd, f->xn);
+    linear(f, l->wq, f->xn, L, f->q, dq);
+    linear(f, l->wk, f->xn, L, f->k, dkv);
+    linear(f, l->wv, f->xn, L, f->v, dkv);
+    add_bias(f->q, l->bq, L, dq);
+    add_bias(f->k, l->bk, L, dkv);
+    add_bias(f->v, l->bv, L, dkv);
+    for (int64_t i = 0; i < L; i++) {
+        dllm_rope_ref(f->q + i * dq, hp->n_head, hp->head_dim, hp->n_rot, hp->rope_mode,
+                      f->cos + i * half, f->sin + i * half);
+        dllm_rope_ref(f->k + i * dkv, hp->n_head_kv, hp->head_dim, hp->n_rot, hp->rope_mode,
+                      f->cos + i * half, f->sin + i * half);
+    }
+    dllm_attention_ref(f->q, f->k, f->v, L, hp->n_head, hp->n_head_kv, hp->head_dim,
+                       1.0f / sqrtf((float)hp->head_dim), 0, L, f->scores, f->att);
+    linear(f, l->wo, f->att, L, f->xn, hp->n_embd);
+    dllm_add_ref(f->x, f->xn, L * hp->n_embd);
+}
+
+/* x += W_down (SiLU(W_gate a) * W_up a) with a = RMSNorm(x). */
+static void ffn_block(struct dllm_forward *f, const struct dllm_layer *l, int64_t L)
+{
+    const struct dllm_hparams *hp = &f->model->hp;
+    rms_norm_rows(f->x, l->ffn_norm, hp->norm_eps, L, hp->n_embd, f->xn);
+    linear(f, l->w_gate, f->xn, L, f->gate, hp->n_ff);
+    linear(f, l->w_up, f->xn, L, f->up, hp->n_ff);
+    dllm_swiglu_ref(f->gate, f->up, L * hp->n_ff);
+    linear(f, l->w_down, f->gate, L, f->xn, hp->n_embd);
+    dllm_add_ref(f->x, f->xn, L * hp->n_embd);
+}
+
+/* Checks a pass's arguments against the context and the vocabulary. */
+static enum dllm_status check_run(const struct dllm_forward *f, const int32_t *ids, int64_t n,
+                                  const int32_t *rows, int64_t n_rows, struct dllm_error *err)
+{
+    if (n < 1 || n > f->max_tokens)
+        return dllm_error_set(err, DLLM_ERR_ARG,
+                              "%" PRId64 " tokens: this forward context takes 1 to %" PRId64, n,
+                              f->max_tokens);
+    if (n_rows < 0 || n_rows > f->max_rows)
+        return dllm_error_set(err, DLLM_ERR_ARG,
+                              "%" PRId64 " logits rows: this forward context takes 0 to "
+                              "%" PRId64,
+                              n_rows, f->max_rows);
+    for (int64_t i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= f->model->hp.n_vocab)
+            return dllm_error_set(err, DLLM_ERR_ARG,
+                                  "token id %" PRId32 " at position %" PRId64 " is outside the "
+                                  "vocabulary of %" PRId64 " tokens",
+                                  ids[i], i, f->model->hp.n_vocab);
+    }
+    for (int64_t r = 0; r < n_rows; r++) {
+        if (rows[r] < 0 || rows[r] >= n)
+            return dllm_error_set(err, DLLM_ERR_ARG,
+                                  "logits row %" PRId32 " is outside the %" PRId64
+                                  " positions of the pass",
+                                  rows[r], n);
+    }
+    return DLLM_OK;
+}
+
+enum dllm_status dllm_forward_run(struct dllm_forward *fwd, const int32_t *ids, int64_t n,
+                                  const int32_t *rows, int64_t n_rows, float *logits,
+                                  struct dllm_error *err)
+{
+    const struct dllm_model *m = fwd->model;
+    const struct dllm_hparams *hp = &m->hp;
+    const int64_t d = hp->n_embd;
+    enum dllm_status st = check_run(fwd, ids, n, rows, n_rows, err);
+    if (st)
+        return st;
+    for (int64_t i = 0; i < n; i++) {
+        if ((st =
+                 dllm_gguf_tensor_decode(m->tok_embd, (int64_t)ids[i] * d, d, fwd->x + i * d, err)))
+            return st;
+    }
+    for (int64_t il = 0; il < hp->n_layer; il++) {
+        attention_block(fwd, &m->layers[il], n);
+        ffn_block(fwd, &m->layers[il], n);
+    }
+    for (int64_t r = 0; r < n_rows; r++)
+        dllm_rms_norm_ref(fwd->x + rows[r] * d, m->output_norm, hp->norm_eps, d, fwd->out + r * d);
+    if (n_rows > 0)
+        linear(fwd, m->output, fwd->out, n_rows, logits, hp->n_vocab);
+    return DLLM_OK;
+}

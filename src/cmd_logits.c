@@ -1,0 +1,131 @@
+/* dllm logits: one forward pass over given token ids, the logits of chosen positions to a file. */
+#include "config.h"
+
+#include "cli.h"
+#include "dllm.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char cmd_logits_usage[] =
+    "usage: dllm logits --model PATH --tokens IDS --rows POSITIONS|all --out FILE\n"
+    "                   [--threads N]\n"
+    "\n"
+    "Runs one bidirectional forward pass of a LLaDA or Dream model over the token ids, at\n"
+    "positions 0, 1, ..., and writes the logits of the requested positions to FILE as float32,\n"
+    "row-major [rows, vocab], in the order the positions are given. These are the model's raw\n"
+    "output rows: no Dream shift is applied (Dream's row p predicts the token at p+1).\n"
+    "\n"
+    "options:\n"
+    "  -m, --model PATH        a LLaDA or Dream GGUF file\n"
+    "      --tokens IDS        comma-separated token ids, e.g. 1,2048,126336\n"
+    "  -r, --rows POSITIONS    comma-separated 0-based positions, or 'all'\n"
+    "  -o, --out FILE          where to write the logits\n"
+    "  -t, --threads N         worker threads, 1 to 1024 (default 1); this version's\n"
+    "                          reference kernels compute on one thread whatever N is\n"
+    "  -h, --help              this help\n";
+
+/* Parses "a,b,c" into a new array of n values in [0, max], or a usage error naming flag. */
+static int32_t *parse_list(const struct cli_command *cmd, const char *flag, const char *text,
+                           int64_t max, int64_t *n)
+{
+    size_t cap = 1;
+    for (const char *p = text; *p; p++)
+        cap += *p == ',';
+    int32_t *v = malloc(cap * sizeof *v);
+    if (!v)
+        cli_fail("out of memory");
+    *n = 0;
+    const char *p = text;
+    for (;;) {
+        char *end;
+        errno = 0;
+        long long x = strtoll(p, &end, 10);
+        if (end == p || errno || x < 0 || x > max || (*end && *end != ','))
+            cli_usage_error(
+                cmd, "%s takes comma-separated whole numbers from 0 to %" PRId64 ", not '%s'", flag,
+                max, text);
+        v[(*n)++] = (int32_t)x;
+        if (!*end)
+            return v;
+        p = end + 1;
+    }
+}
+
+int cmd_logits(const struct cli_command *cmd, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"model", required_argument, NULL, 'm'},   {"tokens", required_argument, NULL, 'i'},
+        {"rows", required_argument, NULL, 'r'},    {"out", required_argument, NULL, 'o'},
+        {"threads", required_argument, NULL, 't'}, {0},
+    };
+    const char *model_path = NULL, *tokens = NULL, *rows_text = NULL, *out_path = NULL;
+    int c;
+    while ((c = cli_getopt(cmd, argc, argv, "m:r:o:t:", opts)) != -1) {
+        switch (c) {
+        case 'm': model_path = optarg; break;
+        case 'i': tokens = optarg; break;
+        case 'r': rows_text = optarg; break;
+        case 'o': out_path = optarg; break;
+        case 't': cli_parse_int(cmd, "--threads", optarg, 1, 1024); break;
+        }
+    }
+    if (optind != argc)
+        cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    if (!model_path || !tokens || !rows_text || !out_path)
+        cli_usage_error(cmd, "--%s is missing",
+                        !model_path  ? "model"
+                        : !tokens    ? "tokens"
+                        : !rows_text ? "rows"
+                                     : "out");
+    int64_t n, n_rows;
+    int32_t *ids = parse_list(cmd, "--tokens", tokens, INT32_MAX, &n);
+    int32_t *rows;
+    if (strcmp(rows_text, "all") == 0) {
+        rows = malloc((size_t)n * sizeof *rows);
+        if (!rows)
+            cli_fail("out of memory");
+        for (int64_t i = 0; i < n; i++)
+            rows[i] = (int32_t)i;
+        n_rows = n;
+    } else {
+        rows = parse_list(cmd, "--rows", rows_text, INT32_MAX, &n_rows);
+    }
+
+    struct dllm_model_params params;
+    dllm_model_params_init(&params);
+    params.max_tokens = n;
+    struct dllm_model *model;
+    struct dllm_forward *fwd;
+    struct dllm_error err;
+    if (dllm_model_open(model_path, &params, &model, &err) != DLLM_OK)
+        cli_fail("%s", err.text);
+    if (dllm_forward_new(model, n, n_rows > n ? n : n_rows, &fwd, &err) != DLLM_OK)
+        cli_fail("%s", err.text);
+    const int64_t n_vocab = dllm_model_n_vocab(model);
+    float *logits = malloc((size_t)(n_rows * n_vocab) * sizeof *logits);
+    if (!logits)
+        cli_fail("out of memory for %" PRId64 " rows of %" PRId64 " logits", n_rows, n_vocab);
+    if (dllm_forward_run(fwd, ids, n, rows, n_rows, logits, &err) != DLLM_OK)
+        cli_fail("%s", err.text);
+
+    FILE *f = fopen(out_path, "wb");
+    if (!f)
+        cli_fail("cannot create %s: %s", out_path, strerror(errno));
+    const size_t count = (size_t)(n_rows * n_vocab);
+    if (fwrite(logits, sizeof *logits, count, f) != count || fclose(f) != 0)
+        cli_fail("cannot write %s: %s", out_path, strerror(errno));
+    printf("%s: %" PRId64 " tokens, %" PRId64 " rows of %" PRId64 " float32 logits written to %s\n",
+           dllm_model_arch(model), n, n_rows, n_vocab, out_path);
+    free(logits);
+    free(ids);
+    free(rows);
+    dllm_forward_free(fwd);
+    dllm_model_close(model);
+    if (fflush(stdout) != 0)
+        cli_fail("cannot write the output");
+    return CLI_EXIT_OK;
+}

@@ -1,0 +1,518 @@
+/*
+ * The reference forward pass: the block kernels against float64 formulas, and every case of
+ * every fixture model against the float64 logits of shared/fixtures/logits, where each row
+ * must be as close as llama.cpp's own row (the figures in llamacpp_vs_f64).
+ */
+#include "dllm.h"
+#include "fixtures.h"
+#include "kernels/ops.h"
+
+#include <check.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- deterministic random data ---------------------------------------------------------- */
+
+static uint64_t rng_next(uint64_t *s)
+{
+    /* splitmix64 */
+    uint64_t z = (*s += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [-1, 1). */
+static float rng_signed(uint64_t *s)
+{
+    return (float)((double)(rng_next(s) >> 11) * 0x1p-52 - 1.0);
+}
+
+static float *random_vector(int64_t n, float scale, uint64_t *s)
+{
+    float *v = malloc((size_t)n * sizeof *v);
+    ck_assert_ptr_nonnull(v);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = scale * rng_signed(s);
+    return v;
+}
+
+/* ---- kernels against float64 ------------------------------------------------------------ */
+
+/* Relative error of float results against float64: one float rounding per operation. */
+#define TOL_NORM   1e-6
+#define TOL_SWIGLU 1e-6
+/* Attention: float dot products and weighted sums over L terms. */
+#define TOL_ATTENTION 1e-5
+
+START_TEST(test_rms_norm)
+{
+    static const int64_t sizes[] = {1, 7, 256, 4096};
+    uint64_t s = 1;
+    for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++) {
+        const int64_t n = sizes[c];
+        const float eps = 1e-5f;
+        float *x = random_vector(n, 3.0f, &s), *g = random_vector(n, 2.0f, &s);
+        float *y = malloc((size_t)n * sizeof *y);
+        dllm_rms_norm_ref(x, g, eps, n, y);
+        double sum = 0.0;
+        for (int64_t j = 0; j < n; j++)
+            sum += (double)x[j] * x[j];
+        const double scale = 1.0 / sqrt(sum / (double)n + eps);
+        for (int64_t j = 0; j < n; j++) {
+            const double want = x[j] * scale * g[j];
+            ck_assert_double_eq_tol(y[j], want, TOL_NORM * fabs(want) + 1e-30);
+        }
+        /* In place gives the same values. */
+        dllm_rms_norm_ref(x, g, eps, n, x);
+        ck_assert_mem_eq(x, y, (size_t)n * sizeof *y);
+        free(x);
+        free(g);
+        free(y);
+    }
+}
+END_TEST
+
+/*
+ * The table's angles are built by repeated float multiplication: angle j of position p carries
+ * up to (j + 2) roundings of p * base^(-2j/n_rot).
+ */
+START_TEST(test_rope_table)
+{
+    const int64_t n_rot = 64, n_pos = 700;
+    const float base = 500000.0f;
+    float *c = malloc(n_pos * n_rot / 2 * sizeof *c), *sn = malloc(n_pos * n_rot / 2 * sizeof *sn);
+    dllm_rope_table(base, n_rot, n_pos, c, sn);
+    for (int64_t p = 0; p < n_pos; p++) {
+        for (int64_t j = 0; j < n_rot / 2; j++) {
+            const double theta = (double)p * pow(base, -2.0 * (double)j / (double)n_rot);
+            const double tol = (double)(j + 2) * theta * 0x1p-23 + 0x1p-22;
+            ck_assert_double_eq_tol(c[p * n_rot / 2 + j], cos(theta), tol);
+            ck_assert_double_eq_tol(sn[p * n_rot / 2 + j], sin(theta), tol);
+        }
+    }
+    /* Position 0 is the identity, position 1 starts at angle 1 exactly. */
+    ck_assert_float_eq(c[0], 1.0f);
+    ck_assert_float_eq(sn[0], 0.0f);
+    ck_assert_float_eq(c[n_rot / 2], cosf(1.0f));
+    free(c);
+    free(sn);
+}
+END_TEST
+
+/*
+ * RoPE pairs: NORMAL rotates (2j, 2j+1), NEOX (j, j + n_rot/2); dimensions at or past n_rot
+ * are left alone. Checked against the rotation written out in float64 for each pairing.
+ */
+START_TEST(test_rope_pairs)
+{
+    const int64_t n_heads = 3, head_dim = 16, n_rot = 12, half = n_rot / 2;
+    uint64_t s = 2;
+    float *cs = random_vector(half, 1.0f, &s), *sn = random_vector(half, 1.0f, &s);
+    for (int mode = 0; mode < 2; mode++) {
+        float *x = random_vector(n_heads * head_dim, 1.0f, &s);
+        float *y = malloc(n_heads * head_dim * sizeof *y);
+        memcpy(y, x, n_heads * head_dim * sizeof *y);
+        dllm_rope_ref(y, n_heads, head_dim, n_rot, mode ? DLLM_ROPE_NEOX : DLLM_ROPE_NORMAL, cs,
+                      sn);
+        for (int64_t h = 0; h < n_heads; h++) {
+            const float *xh = x + h * head_dim, *yh = y + h * head_dim;
+            for (int64_t j = 0; j < half; j++) {
+                const int64_t a = mode ? j : 2 * j, b = mode ? j + half : 2 * j + 1;
+                ck_assert_double_eq_tol(yh[a], (double)xh[a] * cs[j] - (double)xh[b] * sn[j], 1e-6);
+                ck_assert_double_eq_tol(yh[b], (double)xh[a] * sn[j] + (double)xh[b] * cs[j], 1e-6);
+            }
+            for (int64_t d = n_rot; d < head_dim; d++)
+                ck_assert_float_eq(yh[d], xh[d]);
+        }
+        free(x);
+        free(y);
+    }
+    free(cs);
+    free(sn);
+}
+END_TEST
+
+/*
+ * The LLaDA trap (reference.md A.2): rows permuted inside each head as the converter does,
+ * GGUF (h, 2j+s) <- HF (h, s*half + j), then NORMAL RoPE, equal NEOX RoPE on the original rows.
+ */
+START_TEST(test_rope_permuted)
+{
+    const int64_t n_heads = 2, head_dim = 8, half = head_dim / 2;
+    uint64_t s = 3;
+    float *cs = random_vector(half, 1.0f, &s), *sn = random_vector(half, 1.0f, &s);
+    float *hf = random_vector(n_heads * head_dim, 1.0f, &s);
+    float gguf[16];
+    for (int64_t h = 0; h < n_heads; h++)
+        for (int64_t j = 0; j < half; j++)
+            for (int sh = 0; sh < 2; sh++)
+                gguf[h * head_dim + 2 * j + sh] = hf[h * head_dim + sh * half + j];
+    dllm_rope_ref(hf, n_heads, head_dim, head_dim, DLLM_ROPE_NEOX, cs, sn);
+    dllm_rope_ref(gguf, n_heads, head_dim, head_dim, DLLM_ROPE_NORMAL, cs, sn);
+    for (int64_t h = 0; h < n_heads; h++)
+        for (int64_t j = 0; j < half; j++)
+            for (int sh = 0; sh < 2; sh++)
+                ck_assert_float_eq(gguf[h * head_dim + 2 * j + sh],
+                                   hf[h * head_dim + sh * half + j]);
+    free(cs);
+    free(sn);
+    free(hf);
+}
+END_TEST
+
+/* Grouped-query, bidirectional attention against the formula in float64. */
+START_TEST(test_attention)
+{
+    const int64_t L = 9, n_head = 6, n_kv = 2, hd = 16, dq = n_head * hd, dkv = n_kv * hd;
+    const float scale = 1.0f / sqrtf((float)hd);
+    uint64_t s = 4;
+    float *q = random_vector(L * dq, 2.0f, &s), *k = random_vector(L * dkv, 2.0f, &s);
+    float *v = random_vector(L * dkv, 1.0f, &s);
+    float *out = calloc((size_t)(L * dq), sizeof *out), scores[9];
+    /* Two calls over row ranges compose to the whole. */
+    dllm_attention_ref(q, k, v, L, n_head, n_kv, hd, scale, 0, 4, scores, out);
+    dllm_attention_ref(q, k, v, L, n_head, n_kv, hd, scale, 4, L, scores, out);
+    for (int64_t i = 0; i < L; i++) {
+        for (int64_t h = 0; h < n_head; h++) {
+            const int64_t g = h / (n_head / n_kv);
+            double w[9], max = -INFINITY, sum = 0.0;
+            for (int64_t j = 0; j < L; j++) {
+                double dot = 0.0;
+                for (int64_t d = 0; d < hd; d++)
+                    dot += (double)q[i * dq + h * hd + d] * k[j * dkv + g * hd + d];
+                w[j] = dot / sqrt((double)hd);
+                max = fmax(max, w[j]);
+            }
+            for (int64_t j = 0; j < L; j++)
+                sum += (w[j] = exp(w[j] - max));
+            for (int64_t d = 0; d < hd; d++) {
+                double o = 0.0;
+                for (int64_t j = 0; j < L; j++)
+                    o += w[j] / sum * v[j * dkv + g * hd + d];
+                ck_assert_double_eq_tol(out[i * dq + h * hd + d], o, TOL_ATTENTION);
+            }
+        }
+    }
+    free(q);
+    free(k);
+    free(v);
+    free(out);
+}
+END_TEST
+
+START_TEST(test_swiglu_add)
+{
+    const int64_t n = 1000;
+    uint64_t s = 5;
+    float *g = random_vector(n, 8.0f, &s), *u = random_vector(n, 2.0f, &s);
+    float *y = malloc(n * sizeof *y);
+    memcpy(y, g, n * sizeof *y);
+    dllm_swiglu_ref(y, u, n);
+    for (int64_t i = 0; i < n; i++) {
+        const double want = g[i] / (1.0 + exp(-(double)g[i])) * u[i];
+        ck_assert_double_eq_tol(y[i], want, TOL_SWIGLU * fabs(want) + 1e-30);
+    }
+    memcpy(y, g, n * sizeof *y);
+    dllm_add_ref(y, u, n);
+    for (int64_t i = 0; i < n; i++)
+        ck_assert_float_eq(y[i], g[i] + u[i]);
+    free(g);
+    free(u);
+    free(y);
+}
+END_TEST
+
+/* ---- fixture models against float64 logits ---------------------------------------------- */
+
+static const char *const fixture_models[] = {
+    "llada-tiny-q4km", "llada-tiny-q5km", "llada-tiny-q6k",  "llada-tiny-q80",
+    "llada-tiny-f16",  "llada-tiny-bf16", "dream-tiny-q4km", "dream-tiny-realvocab-q4km",
+};
+
+/* Figures of a set of rows against the float64 reference. */
+struct figures {
+    double cos_min, rel_max, rel_median;
+};
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Cosine and relative L2 error |a - b| / |b| of one row a against the reference b. */
+static void row_error(const float *a, const float *b, int64_t n, double *cos_out, double *rel)
+{
+    double ab = 0.0, aa = 0.0, bb = 0.0, dd = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        ab += (double)a[i] * b[i];
+        aa += (double)a[i] * a[i];
+        bb += (double)b[i] * b[i];
+        dd += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+    }
+    *cos_out = ab / sqrt(aa * bb);
+    *rel = sqrt(dd / bb);
+}
+
+/* Per-row figures of rows [n_rows, n_vocab] against ref; rel[] receives each row's error. */
+static struct figures compare_rows(const float *rows, const float *ref, int64_t n_rows,
+                                   int64_t n_vocab, double *cos_row, double *rel_row)
+{
+    struct figures f = {1.0, 0.0, 0.0};
+    double *sorted = malloc((size_t)n_rows * sizeof *sorted);
+    for (int64_t r = 0; r < n_rows; r++) {
+        row_error(rows + r * n_vocab, ref + r * n_vocab, n_vocab, &cos_row[r], &rel_row[r]);
+        f.cos_min = fmin(f.cos_min, cos_row[r]);
+        f.rel_max = fmax(f.rel_max, rel_row[r]);
+        sorted[r] = rel_row[r];
+    }
+    qsort(sorted, (size_t)n_rows, sizeof *sorted, cmp_double);
+    f.rel_median =
+        n_rows % 2 ? sorted[n_rows / 2] : 0.5 * (sorted[n_rows / 2 - 1] + sorted[n_rows / 2]);
+    free(sorted);
+    return f;
+}
+
+static float *read_logits(const char *name, const char *kind, int64_t n_floats)
+{
+    char rel[256];
+    size_t size;
+    snprintf(rel, sizeof rel, "logits/%s.%s.f32", name, kind);
+    float *v = fixture_read(rel, &size);
+    ck_assert_uint_eq(size, (size_t)n_floats * sizeof(float));
+    return v;
+}
+
+static double json_number(json_t *obj, const char *key)
+{
+    json_t *v = json_object_get(obj, key);
+    ck_assert_msg(json_is_number(v), "cases.json: %s is not a number", key);
+    return json_number_value(v);
+}
+
+/*
+ * The bar: every row's relative error at most llama.cpp's worst row plus 5%, the median at most
+ * llama.cpp's plus 5%, and every row's cosine distance 1 - cos at most llama.cpp's worst plus
+ * the same 5% on the error (1 - cos grows as the square of the error: 1.05^2).
+ */
+#define REL_MARGIN 1.05
+
+/* One case: a pass over all positions, each row against float64 and llama.cpp's figures. */
+static void check_case(struct dllm_forward *fwd, const struct dllm_model *model, json_t *c)
+{
+    const char *name = json_string_value(json_object_get(c, "name"));
+    const int64_t n = (int64_t)json_number(c, "n_tokens");
+    const int64_t n_vocab = (int64_t)json_number(c, "n_vocab");
+    json_t *ids_json = json_object_get(c, "ids"), *bar = json_object_get(c, "llamacpp_vs_f64");
+    ck_assert_ptr_nonnull(name);
+    ck_assert_int_eq(n_vocab, dllm_model_n_vocab(model));
+    ck_assert_int_eq((int64_t)json_array_size(ids_json), n);
+    ck_assert_int_eq((int64_t)json_number(c, "mask_id"), dllm_model_mask_id(model));
+    int32_t *ids = malloc((size_t)n * sizeof *ids), *rows = malloc((size_t)n * sizeof *rows);
+    for (int64_t i = 0; i < n; i++) {
+        ids[i] = (int32_t)json_integer_value(json_array_get(ids_json, (size_t)i));
+        rows[i] = (int32_t)i;
+    }
+    float *logits = malloc((size_t)(n * n_vocab) * sizeof *logits);
+    struct dllm_error err = {0};
+    ck_assert_msg(dllm_forward_run(fwd, ids, n, rows, n, logits, &err) == DLLM_OK, "%s: %s", name,
+                  err.text);
+
+    float *ref = read_logits(name, "f64ref", n * n_vocab);
+    float *llama = read_logits(name, "llamacpp", n * n_vocab);
+    double *cos_row = malloc((size_t)n * sizeof *cos_row),
+           *rel_row = malloc((size_t)n * sizeof *rel_row);
+    double *lcos = malloc((size_t)n * sizeof *lcos), *lrel = malloc((size_t)n * sizeof *lrel);
+    const struct figures ours = compare_rows(logits, ref, n, n_vocab, cos_row, rel_row);
+    const struct figures theirs = compare_rows(llama, ref, n, n_vocab, lcos, lrel);
+    const struct figures want = {json_number(bar, "cos_min"), json_number(bar, "rel_max"),
+                                 json_number(bar, "rel_median")};
+    printf("%-32s dllm: cos_min %.7f rel_max %.5f rel_median %.5f | llama.cpp: cos_min %.7f "
+           "rel_max %.5f rel_median %.5f\n",
+           name, ours.cos_min, ours.rel_max, ours.rel_median, want.cos_min, want.rel_max,
+           want.rel_median);
+    fflush(stdout);
+    /* The harness recomputes llama.cpp's published figures from its logits. */
+    ck_assert_double_eq_tol(theirs.cos_min, want.cos_min, 1e-6);
+    ck_assert_double_eq_tol(theirs.rel_max, want.rel_max, 1e-4 * want.rel_max);
+    ck_assert_double_eq_tol(theirs.rel_median, want.rel_median, 1e-4 * want.rel_median);
+
+    for (int64_t r = 0; r < n; r++) {
+        ck_assert_msg(rel_row[r] <= REL_MARGIN * want.rel_max,
+                      "%s row %lld: relative error %.6f above llama.cpp's worst %.6f + 5%%", name,
+                      (long long)r, rel_row[r], want.rel_max);
+        ck_assert_msg(1.0 - cos_row[r] <= REL_MARGIN * REL_MARGIN * (1.0 - want.cos_min),
+                      "%s row %lld: cosine %.7f below llama.cpp's worst %.7f", name, (long long)r,
+                      cos_row[r], want.cos_min);
+    }
+    ck_assert_msg(ours.rel_median <= REL_MARGIN * want.rel_median,
+                  "%s: median relative error %.6f above llama.cpp's %.6f + 5%%", name,
+                  ours.rel_median, want.rel_median);
+    free(ids);
+    free(rows);
+    free(logits);
+    free(ref);
+    free(llama);
+    free(cos_row);
+    free(rel_row);
+    free(lcos);
+    free(lrel);
+}
+
+START_TEST(test_fixture_logits)
+{
+    const char *model_name = fixture_models[_i];
+    char rel[256];
+    size_t size;
+    snprintf(rel, sizeof rel, "logits/%s.cases.json", model_name);
+    char *text = fixture_read(rel, &size);
+    json_error_t jerr;
+    json_t *cases = json_loadb(text, size, 0, &jerr);
+    ck_assert_msg(json_is_array(cases), "%s: %s", rel, jerr.text);
+    ck_assert_uint_gt(json_array_size(cases), 0);
+    int64_t max_tokens = 0;
+    for (size_t i = 0; i < json_array_size(cases); i++)
+        max_tokens = fmax(max_tokens, json_number(json_array_get(cases, i), "n_tokens"));
+
+    snprintf(rel, sizeof rel, "models/%s.gguf", model_name);
+    char *path = fixture_path(rel);
+    struct dllm_model_params params;
+    dllm_model_params_init(&params);
+    params.max_tokens = max_tokens;
+    struct dllm_model *model = NULL;
+    struct dllm_forward *fwd = NULL;
+    struct dllm_error err = {0};
+    ck_assert_msg(dllm_model_open(path, &params, &model, &err) == DLLM_OK, "%s", err.text);
+    ck_assert_msg(dllm_forward_new(model, max_tokens, max_tokens, &fwd, &err) == DLLM_OK, "%s",
+                  err.text);
+    for (size_t i = 0; i < json_array_size(cases); i++)
+        check_case(fwd, model, json_array_get(cases, i));
+    dllm_forward_free(fwd);
+    dllm_model_close(model);
+    json_decref(cases);
+    free(text);
+    free(path);
+}
+END_TEST
+
+/* ---- requested rows and arguments -------------------------------------------------------- */
+
+/* Opens a fixture model with a forward context for max_tokens tokens. */
+static void open_fixture(const char *file, int64_t max_tokens, struct dllm_model **model,
+                         struct dllm_forward **fwd)
+{
+    char rel[256];
+    snprintf(rel, sizeof rel, "models/%s", file);
+    char *path = fixture_path(rel);
+    struct dllm_model_params params;
+    dllm_model_params_init(&params);
+    params.max_tokens = max_tokens;
+    struct dllm_error err = {0};
+    ck_assert_msg(dllm_model_open(path, &params, model, &err) == DLLM_OK, "%s", err.text);
+    ck_assert_msg(dllm_forward_new(*model, max_tokens, max_tokens, fwd, &err) == DLLM_OK, "%s",
+                  err.text);
+    free(path);
+}
+
+/* Rows asked for in any order, repeated or not, equal the same rows of a pass over all. */
+START_TEST(test_rows_subset)
+{
+    static const char *const files[] = {"llada-tiny-q4km.gguf", "dream-tiny-q4km.gguf"};
+    struct dllm_model *model;
+    struct dllm_forward *fwd;
+    open_fixture(files[_i], 24, &model, &fwd);
+    const int64_t V = dllm_model_n_vocab(model), n = 24;
+    int32_t ids[24], all[24];
+    for (int i = 0; i < n; i++) {
+        ids[i] = (int32_t)((i * 397 + 11) % V);
+        all[i] = i;
+    }
+    ids[5] = ids[9] = dllm_model_mask_id(model);
+    float *full = malloc((size_t)(n * V) * sizeof *full), *some = malloc(4 * V * sizeof *some);
+    struct dllm_error err = {0};
+    ck_assert_int_eq(dllm_forward_run(fwd, ids, n, all, n, full, &err), DLLM_OK);
+    const int32_t rows[4] = {23, 0, 9, 23};
+    ck_assert_int_eq(dllm_forward_run(fwd, ids, n, rows, 4, some, &err), DLLM_OK);
+    for (int r = 0; r < 4; r++)
+        ck_assert_mem_eq(some + r * V, full + rows[r] * V, V * sizeof *some);
+    /* A shorter pass in the same context attends only over its own tokens. */
+    ck_assert_int_eq(dllm_forward_run(fwd, ids, 10, all, 10, full, &err), DLLM_OK);
+    ck_assert_int_eq(dllm_forward_run(fwd, ids, 10, rows + 2, 1, some, &err), DLLM_OK);
+    ck_assert_mem_eq(some, full + 9 * V, V * sizeof *some);
+    free(full);
+    free(some);
+    dllm_forward_free(fwd);
+    dllm_model_close(model);
+}
+END_TEST
+
+START_TEST(test_run_errors)
+{
+    struct dllm_model *model;
+    struct dllm_forward *fwd;
+    open_fixture("llada-tiny-q4km.gguf", 8, &model, &fwd);
+    int32_t ids[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, rows[2] = {0, 7};
+    float *logits = malloc(9 * dllm_model_n_vocab(model) * sizeof *logits);
+    struct dllm_error err = {0};
+    ck_assert_int_eq(dllm_forward_run(fwd, ids, 9, rows, 1, logits, &err), DLLM_ERR_ARG);
+    ck_assert_str_eq(err.text, "9 tokens: this forward context takes 1 to 8");
+    ck_assert_int_eq(dllm_forward_run(fwd, ids, 0, rows, 1, logits, &err), DLLM_ERR_ARG);
+    ck_assert_int_eq(dllm_forward_run(fwd, ids, 4, rows, 9, logits, &err), DLLM_ERR_ARG);
+    ck_assert_str_eq(err.text, "9 logits rows: this forward context takes 0 to 8");
+    ck_assert_int_eq(dllm_forward_run(fwd, ids, 4, rows, 2, logits, &err), DLLM_ERR_ARG);
+    ck_assert_str_eq(err.text, "logits row 7 is outside the 4 positions of the pass");
+    ids[2] = 2048;
+    ck_assert_int_eq(dllm_forward_run(fwd, ids, 4, rows, 1, logits, &err), DLLM_ERR_ARG);
+    ck_assert_str_eq(err.text, "token id 2048 at position 2 is outside the vocabulary of 2048 "
+                               "tokens");
+    ids[2] = -1;
+    ck_assert_int_eq(dllm_forward_run(fwd, ids, 4, rows, 1, logits, &err), DLLM_ERR_ARG);
+    /* Bad sizes for a new context. */
+    struct dllm_forward *other = NULL;
+    ck_assert_int_eq(dllm_forward_new(model, 0, 1, &other, &err), DLLM_ERR_ARG);
+    ck_assert_int_eq(dllm_forward_new(model, 4097, 1, &other, &err), DLLM_ERR_ARG);
+    ck_assert_str_eq(err.text, "a forward pass over 4097 tokens: the model takes 1 to 4096 "
+                               "(llada.context_length)");
+    ck_assert_int_eq(dllm_forward_new(model, 8, 9, &other, &err), DLLM_ERR_ARG);
+    ck_assert_ptr_null(other);
+    free(logits);
+    dllm_forward_free(fwd);
+    dllm_model_close(model);
+}
+END_TEST
+
+static Suite *forward_suite(void)
+{
+    Suite *s = suite_create("forward");
+    TCase *tc = tcase_create("kernels");
+    tcase_add_test(tc, test_rms_norm);
+    tcase_add_test(tc, test_rope_table);
+    tcase_add_test(tc, test_rope_pairs);
+    tcase_add_test(tc, test_rope_permuted);
+    tcase_add_test(tc, test_attention);
+    tcase_add_test(tc, test_swiglu_add);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("fixtures");
+    tcase_add_loop_test(tc, test_fixture_logits, 0,
+                        sizeof fixture_models / sizeof fixture_models[0]);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("rows");
+    tcase_add_loop_test(tc, test_rows_subset, 0, 2);
+    tcase_add_test(tc, test_run_errors);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    fixtures_dir();
+    SRunner *sr = srunner_create(forward_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
