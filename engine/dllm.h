@@ -216,6 +216,216 @@ DLLM_API enum dllm_status dllm_gguf_tensor_decode(const struct dllm_gguf_tensor 
                                                   int64_t first, int64_t n, float *out,
                                                   struct dllm_error *err);
 
+/* ---- tokenizer -------------------------------------------------------------------------- */
+
+/*
+ * A vocabulary and its byte-level BPE tokenizer (tokenizer.ggml.model = "gpt2"), read from a
+ * GGUF file's tokenizer.ggml.* keys. Pre-tokenizers (tokenizer.ggml.pre): qwen2 (Dream),
+ * bailingmoe, bailingmoe2 and llada-moe (LLaDA), llama-bpe, llama3 and llama-v3 (Llama 3),
+ * gpt-2. Encoding matches llama.cpp's tokenizer id for id on valid UTF-8; bytes that are not
+ * valid UTF-8 are kept as pieces of their own, so decoding any encoding gives back its input.
+ * A loaded vocabulary is immutable and may be shared by threads.
+ */
+struct dllm_vocab;
+
+/* Token types, as tokenizer.ggml.token_type stores them. */
+enum dllm_token_type {
+    DLLM_TOKEN_TYPE_UNDEFINED = 0,
+    DLLM_TOKEN_TYPE_NORMAL = 1,       /* text of the byte-level alphabet */
+    DLLM_TOKEN_TYPE_UNKNOWN = 2,
+    DLLM_TOKEN_TYPE_CONTROL = 3,      /* <|im_start|>, <|eot_id|>, BOS, EOS, mask */
+    DLLM_TOKEN_TYPE_USER_DEFINED = 4, /* added tokens that are always matched: <tool_call> */
+    DLLM_TOKEN_TYPE_UNUSED = 5,       /* [PAD<i>] fillers */
+    DLLM_TOKEN_TYPE_BYTE = 6,
+};
+
+/* The special tokens a vocabulary may name. */
+enum dllm_special_token {
+    DLLM_SPECIAL_BOS,  /* tokenizer.ggml.bos_token_id */
+    DLLM_SPECIAL_EOS,  /* tokenizer.ggml.eos_token_id */
+    DLLM_SPECIAL_EOT,  /* tokenizer.ggml.eot_token_id, else <|eot_id|> or <|im_end|> */
+    DLLM_SPECIAL_PAD,  /* tokenizer.ggml.padding_token_id */
+    DLLM_SPECIAL_MASK, /* tokenizer.ggml.mask_token_id */
+};
+
+/*
+ * Builds the tokenizer from a GGUF file's metadata; the vocabulary copies what it needs, so
+ * the file may be closed afterwards. Errors name the key and the problem:
+ * "unknown pre-tokenizer 'falcon' in tokenizer.ggml.pre (supported: ...)",
+ * "required metadata key missing: tokenizer.ggml.merges",
+ * "tokenizer.ggml.bos_token_id is 50257, outside the vocabulary of 50257 tokens".
+ */
+DLLM_API enum dllm_status dllm_vocab_load(const struct dllm_gguf *gguf, struct dllm_vocab **out,
+                                          struct dllm_error *err);
+
+DLLM_API void dllm_vocab_free(struct dllm_vocab *vocab);
+
+/* The number of tokens; valid ids are 0 .. size-1. */
+DLLM_API int32_t dllm_vocab_size(const struct dllm_vocab *vocab);
+
+/* The id of a special token, or -1 when the vocabulary has none. */
+DLLM_API int32_t dllm_vocab_special(const struct dllm_vocab *vocab,
+                                    enum dllm_special_token which);
+
+/*
+ * Whether generation ends at this token: EOS, EOT, and the control tokens <|endoftext|>,
+ * <|im_end|>, <|eot_id|> and <|eom_id|>. False for ids out of range.
+ */
+DLLM_API bool dllm_vocab_is_eog(const struct dllm_vocab *vocab, int32_t id);
+
+/* The type of a token (DLLM_TOKEN_TYPE_UNDEFINED for ids out of range). */
+DLLM_API enum dllm_token_type dllm_vocab_token_type(const struct dllm_vocab *vocab, int32_t id);
+
+/*
+ * A token's text as the GGUF file stores it ("Ġthe" for " the"), NUL-terminated, with its
+ * length in *len (may be NULL); NULL for ids out of range.
+ */
+DLLM_API const char *dllm_vocab_token_text(const struct dllm_vocab *vocab, int32_t id,
+                                           size_t *len);
+
+/*
+ * The bytes a token stands for: the decoded byte-level text of a normal token (" the"), the
+ * text itself of any other token ("<|im_end|>"). A piece may end or start inside a UTF-8
+ * character. Not NUL-terminated; NULL for ids out of range.
+ */
+DLLM_API const char *dllm_vocab_token_bytes(const struct dllm_vocab *vocab, int32_t id,
+                                            size_t *len);
+
+/*
+ * The length (1 to 4) of the well-formed UTF-8 character at the start of s (n > 0 bytes), or 0
+ * when the bytes there do not form one: a check for text that pieces may have split.
+ */
+DLLM_API size_t dllm_utf8_char_len(const char *s, size_t n);
+
+/* The id of the token whose GGUF text is exactly these len bytes, or -1. */
+DLLM_API int32_t dllm_vocab_find(const struct dllm_vocab *vocab, const char *text, size_t len);
+
+/* Flags of dllm_vocab_encode, or-ed together. */
+enum dllm_encode_flags {
+    /* Add BOS before (EOS after) the text when tokenizer.ggml.add_bos_token (add_eos_token)
+     * says so; the default of add_bos is false, except for the Llama 3 pre-tokenizers. */
+    DLLM_ENCODE_ADD_SPECIAL = 1 << 0,
+    /* Match the text of control tokens as those tokens (chat-template text). Otherwise it is
+     * ordinary text. User-defined tokens are matched either way, as llama.cpp and Hugging
+     * Face tokenizers do. */
+    DLLM_ENCODE_PARSE_SPECIAL = 1 << 1,
+};
+
+/*
+ * Tokenizes len bytes of text (any bytes; NUL is ordinary). *ids receives a malloc'd array
+ * the caller frees with free(), *n_ids its length (0 for empty text without BOS/EOS).
+ */
+DLLM_API enum dllm_status dllm_vocab_encode(const struct dllm_vocab *vocab, const char *text,
+                                            size_t len, unsigned flags, int32_t **ids,
+                                            int64_t *n_ids, struct dllm_error *err);
+
+/* Flags of dllm_vocab_decode and dllm_decoder_new. */
+enum dllm_decode_flags {
+    /* Render control, unknown, unused and byte tokens as their text; otherwise they are
+     * skipped (normal and user-defined tokens always render). */
+    DLLM_DECODE_SPECIAL = 1 << 0,
+};
+
+/*
+ * The bytes that n token ids stand for, concatenated: a malloc'd, NUL-terminated buffer the
+ * caller frees with free(), its length (without the NUL) in *len. An id out of range is
+ * DLLM_ERR_ARG.
+ */
+DLLM_API enum dllm_status dllm_vocab_decode(const struct dllm_vocab *vocab, const int32_t *ids,
+                                            int64_t n, unsigned flags, char **text, size_t *len,
+                                            struct dllm_error *err);
+
+/*
+ * Incremental decoding for display: tokens go in one at a time and only whole UTF-8
+ * characters come out. Bytes that begin a character the next token may complete are held
+ * back; bytes that can never form a character are passed through as they are.
+ */
+struct dllm_decoder;
+
+DLLM_API enum dllm_status dllm_decoder_new(const struct dllm_vocab *vocab, unsigned flags,
+                                           struct dllm_decoder **out, struct dllm_error *err);
+
+DLLM_API void dllm_decoder_free(struct dllm_decoder *dec);
+
+/*
+ * Feeds one token. *text receives the bytes now ready to show (valid until the next call on
+ * this decoder), *len their count, possibly 0. An id out of range is DLLM_ERR_ARG and changes
+ * nothing.
+ */
+DLLM_API enum dllm_status dllm_decoder_push(struct dllm_decoder *dec, int32_t id,
+                                            const char **text, size_t *len,
+                                            struct dllm_error *err);
+
+/* Ends the stream: returns the bytes still held (an unfinished character) and forgets them. */
+DLLM_API void dllm_decoder_flush(struct dllm_decoder *dec, const char **text, size_t *len);
+
+/* ---- chat templates --------------------------------------------------------------------- */
+
+/*
+ * The chat formats dllm renders, recognised from tokenizer.chat_template:
+ * LLAMA3 is LLaDA-8B-Instruct's template (that of Llama-3-Instruct): BOS before the first
+ * message, "<|start_header_id|>ROLE<|end_header_id|>\n\n" + content with surrounding
+ * whitespace trimmed + "<|eot_id|>" per message, then the assistant header.
+ * CHATML is Dream-v0-Instruct's (that of Qwen2.5-Instruct): "<|im_start|>ROLE\n" + content +
+ * "<|im_end|>\n" per message, after the system message "You are a helpful assistant." when
+ * the conversation does not start with one, then "<|im_start|>assistant\n".
+ */
+enum dllm_chat_format {
+    DLLM_CHAT_LLAMA3,
+    DLLM_CHAT_CHATML,
+};
+
+/* "llama3" or "chatml". */
+DLLM_API const char *dllm_chat_format_name(enum dllm_chat_format format);
+
+/* One message of a conversation: role "system", "user", "assistant" (or "tool" for CHATML). */
+struct dllm_chat_message {
+    const char *role;    /* NUL-terminated */
+    const char *content; /* NUL-terminated, UTF-8 */
+};
+
+struct dllm_chat_template;
+
+/*
+ * Recognises a chat template's source (Jinja text). The vocabulary supplies the BOS text a
+ * LLAMA3 template inserts and must outlive the template. An unrecognised source is
+ * DLLM_ERR_UNSUPPORTED.
+ */
+DLLM_API enum dllm_status dllm_chat_template_new(const char *source, size_t len,
+                                                 const struct dllm_vocab *vocab,
+                                                 struct dllm_chat_template **out,
+                                                 struct dllm_error *err);
+
+/* The same for a GGUF file's tokenizer.chat_template (DLLM_ERR_MISSING when absent). */
+DLLM_API enum dllm_status dllm_chat_template_load(const struct dllm_gguf *gguf,
+                                                  const struct dllm_vocab *vocab,
+                                                  struct dllm_chat_template **out,
+                                                  struct dllm_error *err);
+
+DLLM_API void dllm_chat_template_free(struct dllm_chat_template *tmpl);
+
+DLLM_API enum dllm_chat_format dllm_chat_template_format(const struct dllm_chat_template *tmpl);
+
+/*
+ * Renders a conversation (n >= 1 messages) as the model's template does with the generation
+ * prompt, the text ending where the assistant's answer begins. *text receives a malloc'd,
+ * NUL-terminated string the caller frees with free(), *len its length. A role the template
+ * would drop is DLLM_ERR_ARG.
+ */
+DLLM_API enum dllm_status dllm_chat_render(const struct dllm_chat_template *tmpl,
+                                           const struct dllm_chat_message *msgs, size_t n,
+                                           char **text, size_t *len, struct dllm_error *err);
+
+/*
+ * The ids a model is prompted with: the rendered conversation encoded with
+ * DLLM_ENCODE_PARSE_SPECIAL and no added BOS (the template already holds it), as the
+ * reference implementations do. *ids is malloc'd; the caller frees it with free().
+ */
+DLLM_API enum dllm_status dllm_chat_encode(const struct dllm_chat_template *tmpl,
+                                           const struct dllm_chat_message *msgs, size_t n,
+                                           int32_t **ids, int64_t *n_ids,
+                                           struct dllm_error *err);
+
 /* ---- models ----------------------------------------------------------------------------- */
 
 /*
@@ -304,6 +514,276 @@ DLLM_API enum dllm_status dllm_forward_run(struct dllm_forward *fwd, const int32
                                            struct dllm_error *err);
 
 DLLM_API void dllm_forward_free(struct dllm_forward *fwd);
+
+/* ---- sampler settings ------------------------------------------------------------------- */
+
+/*
+ * The reference a generation follows (reference.md part B). Both fill the generation area's
+ * masks over a number of steps and never re-mask a committed token.
+ *   LLADA: LLaDA generate.py. Blocks of block_length tile the generation area, left to right;
+ *          a block that began with n masks commits floor(n/s) + [i < n mod s] tokens at its
+ *          step i (s = steps / blocks). Proposals: argmax, or at temperature > 0 a float64
+ *          Gumbel-max sample; confidence by `remasking`. top_p and top_k must be off.
+ *   DREAM: Dream diffusion_generate. No blocks unless block_length is set. Step i commits
+ *          int(N (1 - tau_{i+1}/tau_i)) of the N masks left, with tau = float32
+ *          linspace(1, eps, s + 1), and the last step all of them. Proposals and confidences
+ *          by `alg` after temperature, top-p and top-k, in that order.
+ * Candidates are the masked slots of the current block; the quota's most confident commit,
+ * ties to the lower position. With alg_temp > 0 the positions are instead drawn without
+ * replacement from softmax(confidence / alg_temp). With a threshold, every candidate at
+ * least that confident commits, and always the most confident one; each block then runs until
+ * it is full and steps do not apply.
+ */
+enum dllm_sampler_kind {
+    DLLM_SAMPLER_LLADA,
+    DLLM_SAMPLER_DREAM,
+};
+
+/* LLaDA's confidence of a proposal. */
+enum dllm_remasking {
+    DLLM_REMASKING_LOW_CONFIDENCE, /* "low_confidence": its temperature-1 softmax probability */
+    DLLM_REMASKING_RANDOM,         /* "random": a uniform draw in [0, 1) */
+};
+
+/* Dream's confidence of a proposal, from the filtered distribution p. */
+enum dllm_alg {
+    DLLM_ALG_ORIGIN,       /* "origin": none; each mask commits with probability 1 - s/t */
+    DLLM_ALG_MASKGIT_PLUS, /* "maskgit_plus": p of the proposal */
+    DLLM_ALG_TOPK_MARGIN,  /* "topk_margin": top-1 minus top-2 probability */
+    DLLM_ALG_ENTROPY,      /* "entropy": sum p ln(p + 1e-10), larger is more certain */
+};
+
+/* Sampler settings; dllm_sampler_params_init fills the defaults of a kind. */
+struct dllm_sampler_params {
+    enum dllm_sampler_kind kind;
+    int64_t gen_length;   /* masked slots after the prompt */
+    int64_t steps;        /* denoising steps in all (not used with a threshold) */
+    int64_t block_length; /* 0: one block over the whole generation area */
+    double temperature;   /* 0: argmax proposals */
+    double top_p;         /* DREAM; in (0, 1], 1: off */
+    int64_t top_k;        /* DREAM; 0: off */
+    double threshold;     /* 0: off, else in (0, 1] */
+    enum dllm_remasking remasking; /* LLADA */
+    enum dllm_alg alg;             /* DREAM */
+    double alg_temp;               /* 0: the most confident positions commit */
+    double eps;                    /* DREAM; the last timestep, in [0, 1) */
+    double cfg_scale;     /* classifier-free guidance weight, >= 0 (0: off); the session runs
+                             the second pass with the prompt masked */
+    uint64_t seed;        /* the one source of randomness of a run */
+    bool early_stop;      /* stop once the text before the first end-of-generation is final */
+};
+
+/*
+ * The defaults: LLADA gen_length 128, steps 128, block_length 32, temperature 0,
+ * low_confidence (LLaDA's chat demo); DREAM gen_length 128, steps 128, no blocks, temperature
+ * 0.2, top_p 0.95, entropy, eps 1e-3 (Dream's README example). Both: no threshold, alg_temp 0,
+ * cfg_scale 0, seed 0, early_stop on.
+ */
+DLLM_API void dllm_sampler_params_init(struct dllm_sampler_params *params,
+                                       enum dllm_sampler_kind kind);
+
+/*
+ * DLLM_ERR_ARG when params cannot run, with a message that names the values that would work,
+ * e.g. "steps 30 is not a multiple of the 4 blocks (gen length 128 / block length 32): use 28
+ * or 32".
+ */
+DLLM_API enum dllm_status dllm_sampler_params_check(const struct dllm_sampler_params *params,
+                                                    struct dllm_error *err);
+
+/* Names as the references spell them ("low_confidence", "maskgit_plus"), and back. */
+DLLM_API const char *dllm_remasking_name(enum dllm_remasking remasking);
+DLLM_API bool dllm_remasking_parse(const char *name, enum dllm_remasking *out);
+DLLM_API const char *dllm_alg_name(enum dllm_alg alg);
+DLLM_API bool dllm_alg_parse(const char *name, enum dllm_alg *out);
+
+/* One token a denoising step wrote: canvas slot (prompt included), token id, confidence. */
+struct dllm_commit {
+    int32_t pos;
+    int32_t token;
+    double conf;
+};
+
+/* ---- models from the Hugging Face hub --------------------------------------------------- */
+
+/*
+ * A model reference, as programs take it with -m:
+ *   PATH                 a local file: anything that exists, or starts with '/', './', '../'
+ *                        or '~'
+ *   org/repo             the repo's Q4_K_M GGUF, else its Q8_0, else its first model GGUF
+ *   org/repo:QUANT       the first GGUF whose path has QUANT followed by '.' or '-', ignoring
+ *                        case (llama.cpp's rule): Q5_K_M, q8_0, ...
+ *   org/repo:FILE.gguf   that file of the repo (a tag ending in .gguf names a file)
+ * Hub files are downloaded into the cache huggingface_hub and llama.cpp share, verified
+ * against the hub's SHA-256 and linked into snapshots/<commit>/. A split GGUF
+ * (NAME-00001-of-0000N.gguf) is downloaded whole, every part; dllm cannot load split files
+ * yet (merge them with llama.cpp's llama-gguf-split --merge).
+ *
+ * Environment: HF_ENDPOINT (default https://huggingface.co), HF_HUB_CACHE or
+ * HUGGINGFACE_HUB_CACHE (else $HF_HOME/hub, $XDG_CACHE_HOME/huggingface/hub,
+ * ~/.cache/huggingface/hub), HF_TOKEN or HUGGING_FACE_HUB_TOKEN (else the file
+ * $HF_TOKEN_PATH or $HF_HOME/token), HF_HUB_OFFLINE=1, HF_HUB_DISABLE_SYMLINKS=1, and the
+ * proxy variables libcurl reads (https_proxy, no_proxy, ...). The token is sent to the hub
+ * only, never to the host a download redirects to, and never appears in error text.
+ *
+ * Statuses: DLLM_ERR_ARG a malformed reference; DLLM_ERR_MISSING no such repo, revision,
+ * file or quant (the text lists the repo's GGUF files), or not in the cache when offline;
+ * DLLM_ERR_IO network, permission (401/403: gated or private) and disk errors, including a
+ * full disk; DLLM_ERR_FORMAT a download or cached file whose size or SHA-256 is wrong (it is
+ * deleted), or malformed JSON from the hub; DLLM_ERR_CANCELLED cancelled (a partial download
+ * is kept and the next call resumes it).
+ */
+
+/* The default model: LLaDA-8B-Instruct, Q4_K_M, as converted by llama.cpp. */
+#define DLLM_HUB_DEFAULT_MODEL "mradermacher/LLaDA-8B-Instruct-GGUF:Q4_K_M"
+
+#define DLLM_HUB_REPO_MAX 194  /* "org/name": 96 + 1 + 96 characters, and the NUL */
+#define DLLM_HUB_TAG_MAX 1025  /* a quant tag or a path inside the repo, and the NUL */
+#define DLLM_HUB_PATH_MAX 4096 /* a local path, and the NUL */
+
+/* A parsed model reference. */
+struct dllm_hub_ref {
+    bool local;                    /* a local path rather than a hub model */
+    char path[DLLM_HUB_PATH_MAX];  /* local: the path, with a leading ~ expanded */
+    char repo[DLLM_HUB_REPO_MAX];  /* hub: "org/name" */
+    char tag[DLLM_HUB_TAG_MAX];    /* hub: "" (default quant), a quant, or a file path */
+    bool tag_is_file;              /* hub: tag names a file (it ends in .gguf) */
+};
+
+/*
+ * Parses a model reference without touching the network. Errors (DLLM_ERR_ARG) name what is
+ * wrong: "'org' is neither an existing file nor a hub model (org/repo[:QUANT])",
+ * "invalid hub repo id 'a/b/c': ...", "unsafe file name in 'org/repo:../x.gguf'".
+ */
+DLLM_API enum dllm_status dllm_hub_ref_parse(const char *text, struct dllm_hub_ref *out,
+                                             struct dllm_error *err);
+
+/* What a download is doing, in struct dllm_hub_progress. */
+enum dllm_hub_phase {
+    DLLM_HUB_PHASE_CHECK,    /* hashing a cached file, or the partial download to resume */
+    DLLM_HUB_PHASE_WAIT,     /* waiting for another process downloading the same file */
+    DLLM_HUB_PHASE_DOWNLOAD, /* receiving bytes */
+    DLLM_HUB_PHASE_RETRY,    /* waiting retry_in seconds before another attempt */
+    DLLM_HUB_PHASE_DONE,     /* the file is verified and linked */
+};
+
+/*
+ * A progress event, at most about ten a second per file plus one at each change of phase.
+ * Strings are valid during the callback only.
+ */
+struct dllm_hub_progress {
+    enum dllm_hub_phase phase;
+    const char *repo;  /* "org/name" */
+    const char *file;  /* the path inside the repo */
+    int file_index;    /* 0 .. n_files-1 among the files this call fetches */
+    int n_files;
+    int64_t bytes;     /* bytes of the file done (downloaded, or hashed when checking) */
+    int64_t total;     /* the file's size */
+    double rate;       /* download rate in bytes per second over the last seconds; 0 unknown */
+    int attempt;       /* 1 for the first request of the file */
+    double retry_in;   /* PHASE_RETRY: seconds until the next attempt */
+    const char *why;   /* PHASE_RETRY: the failure ("HTTP 503", "connection reset", ...) */
+};
+
+/* Options of the hub functions; dllm_hub_params_init fills the defaults. */
+struct dllm_hub_params {
+    const char *endpoint;      /* NULL: $HF_ENDPOINT, else https://huggingface.co */
+    const char *cache_dir;     /* NULL: HF_HUB_CACHE and the rest (see above) */
+    const char *token;         /* NULL: HF_TOKEN, HUGGING_FACE_HUB_TOKEN, the token file */
+    const char *revision;      /* a branch, tag or commit; default "main" */
+    bool offline;              /* the cache only, no network (HF_HUB_OFFLINE=1 sets it too) */
+    const char *verified_path; /* NULL: $XDG_CACHE_HOME/dllm/verified.json */
+    /*
+     * Cancels when it becomes non-zero: may be set from a signal handler or another thread.
+     * Checked at least once a second during transfers and between chunks when hashing.
+     */
+    const volatile int *cancel;
+    void (*progress)(const struct dllm_hub_progress *progress, void *user);
+    void *user;
+    int max_retries;       /* failed attempts in a row (no new bytes) before giving up; 5 */
+    int retry_base_ms;     /* first backoff, doubling; 1000, or $DLLM_HUB_RETRY_BASE_MS */
+    int stall_seconds;     /* a transfer with no byte for this long is retried; 30, or
+                              $DLLM_HUB_STALL_SECONDS */
+    int connect_timeout_s; /* 10 */
+};
+
+DLLM_API void dllm_hub_params_init(struct dllm_hub_params *params);
+
+/* A resolved model: local paths of its file or files. */
+struct dllm_hub_model;
+
+/*
+ * Resolves a model reference to local files. A local path is returned as it is (nothing is
+ * checked). A hub model is looked up: the revision is resolved to a commit on the hub, the
+ * file listing is fetched (and kept as trees/<commit>.json), the files are chosen, and each
+ * is taken from the cache when present and verified, else downloaded: resumed from a partial
+ * download, retried with backoff, hashed while it streams and compared in size and SHA-256
+ * with the hub's before it is moved into blobs/ and linked. A cached file is hashed the first
+ * time it is used and the result kept in the verified memo.
+ * Offline (params->offline or HF_HUB_OFFLINE), or when the hub cannot be reached and the
+ * cache has the model, only the cache is used: dllm_hub_model_warning says so, and names
+ * files that could not be verified. On failure *out is NULL.
+ */
+DLLM_API enum dllm_status dllm_hub_resolve(const char *ref, const struct dllm_hub_params *params,
+                                           struct dllm_hub_model **out, struct dllm_error *err);
+
+DLLM_API void dllm_hub_model_free(struct dllm_hub_model *model);
+
+/* The path to load: the file, or part 1 of a split model. */
+DLLM_API const char *dllm_hub_model_path(const struct dllm_hub_model *model);
+/* The number of files (the parts of a split model; 1 otherwise) and the path of each. */
+DLLM_API int dllm_hub_model_n_files(const struct dllm_hub_model *model);
+DLLM_API const char *dllm_hub_model_file_path(const struct dllm_hub_model *model, int i);
+/* Whether the model is a split GGUF (which dllm cannot load yet). */
+DLLM_API bool dllm_hub_model_split(const struct dllm_hub_model *model);
+/* Hub models: "org/name", the chosen file's path in the repo and the commit; "" for paths. */
+DLLM_API const char *dllm_hub_model_repo(const struct dllm_hub_model *model);
+DLLM_API const char *dllm_hub_model_file(const struct dllm_hub_model *model);
+DLLM_API const char *dllm_hub_model_commit(const struct dllm_hub_model *model);
+/* Bytes of all the files, and bytes this call downloaded. */
+DLLM_API int64_t dllm_hub_model_size(const struct dllm_hub_model *model);
+DLLM_API int64_t dllm_hub_model_downloaded(const struct dllm_hub_model *model);
+/* NULL, or one line to show the user: the cache was used offline, a file is unverifiable. */
+DLLM_API const char *dllm_hub_model_warning(const struct dllm_hub_model *model);
+
+/* Whether a cached file is known to match the hub's hash. */
+enum dllm_hub_state {
+    DLLM_HUB_STATE_VERIFIED,   /* hashed and matching, unchanged since (the verified memo) */
+    DLLM_HUB_STATE_UNCHECKED,  /* not hashed yet; it will be when first used */
+    DLLM_HUB_STATE_NO_HASH,    /* no hash is known for it (no listing was kept) */
+    DLLM_HUB_STATE_BROKEN,     /* the snapshot link's blob is missing */
+};
+
+/* One GGUF file in the cache. */
+struct dllm_hub_entry {
+    const char *repo;   /* "org/name" */
+    const char *file;   /* the path inside the repo */
+    const char *commit; /* the snapshot */
+    const char *path;   /* the snapshot path, to give -m */
+    int64_t size;       /* bytes; -1 when broken */
+    enum dllm_hub_state state;
+};
+
+struct dllm_hub_list;
+
+/* Lists the GGUF files in the cache (params->cache_dir and verified_path matter), sorted. */
+DLLM_API enum dllm_status dllm_hub_list(const struct dllm_hub_params *params,
+                                        struct dllm_hub_list **out, struct dllm_error *err);
+DLLM_API int64_t dllm_hub_list_count(const struct dllm_hub_list *list);
+DLLM_API const struct dllm_hub_entry *dllm_hub_list_get(const struct dllm_hub_list *list,
+                                                        int64_t i);
+/* The cache root the list was read from. */
+DLLM_API const char *dllm_hub_list_cache_dir(const struct dllm_hub_list *list);
+DLLM_API void dllm_hub_list_free(struct dllm_hub_list *list);
+
+/*
+ * Removes a hub model from the cache: with a tag, the files it names (every part of a split
+ * model) from every snapshot, then the blobs no remaining link uses; without one, the repo's
+ * whole cache folder. *n_files (links removed) and *bytes (blob bytes freed) may be NULL.
+ * DLLM_ERR_MISSING when the cache has nothing that matches.
+ */
+DLLM_API enum dllm_status dllm_hub_remove(const char *ref, const struct dllm_hub_params *params,
+                                          int64_t *n_files, int64_t *bytes,
+                                          struct dllm_error *err);
 
 #ifdef __cplusplus
 }
