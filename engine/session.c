@@ -1,0 +1,505 @@
+/*
+ * Generation sessions: a worker thread that turns a conversation into an answer, one
+ * denoising step at a time (forward pass, then sampler step), reporting each step.
+ *
+ * The caller's thread only hands a request over (under the mutex) and may cancel it; the
+ * worker owns every buffer while a request runs. Buffers are sized when the session is made
+ * (forward context, sampler) or when a request needs more logits rows than any before it, so
+ * a step never allocates.
+ */
+#include "config.h"
+
+#include "dllm.h"
+#include "error.h"
+#include "sampler.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_CANVAS_DEFAULT 4096
+
+/* A request as the worker keeps it: deep copies of the caller's strings. */
+struct owned_request {
+    struct dllm_chat_message *messages;
+    size_t n_messages;
+    char *raw_prompt;
+    struct dllm_sampler_params sampler;
+    dllm_event_fn fn;
+    void *user;
+};
+
+struct dllm_session {
+    const struct dllm_model *model;
+    struct dllm_vocab *vocab;
+    struct dllm_chat_template *tmpl; /* NULL when the file has none dllm recognises */
+    char tmpl_error[DLLM_ERROR_TEXT_MAX];
+    struct dllm_forward *fwd;
+    struct dllm_sampler *sampler;
+    int64_t max_canvas, n_vocab;
+    int32_t mask_id;
+    int32_t eog[DLLM_SAMPLER_MAX_EOG];
+    int n_eog;
+
+    int32_t *canvas;    /* [max_canvas] prompt, then the generation area */
+    int32_t *uncond;    /* [max_canvas] the canvas with the prompt masked, for CFG */
+    int32_t *rows;      /* [max_canvas] output rows the forward pass projects */
+    float *logits;      /* [cap_rows, n_vocab] */
+    float *logits_un;   /* [cap_rows, n_vocab] unconditional logits, for CFG */
+    int64_t cap_rows;
+
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool busy, quit;
+    struct owned_request req; /* valid while busy */
+    atomic_bool cancel;
+};
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+void dllm_session_params_init(struct dllm_session_params *params)
+{
+    memset(params, 0, sizeof *params);
+}
+
+const struct dllm_vocab *dllm_session_vocab(const struct dllm_session *s)
+{
+    return s->vocab;
+}
+
+static void free_request(struct owned_request *r)
+{
+    for (size_t i = 0; i < r->n_messages; i++) {
+        free((char *)r->messages[i].role);
+        free((char *)r->messages[i].content);
+    }
+    free(r->messages);
+    free(r->raw_prompt);
+    memset(r, 0, sizeof *r);
+}
+
+/* Hands an event to the request's callback. */
+static void emit(struct dllm_session *s, struct dllm_event *ev)
+{
+    s->req.fn(ev, s->req.user);
+}
+
+static void emit_error(struct dllm_session *s, const char *text)
+{
+    struct dllm_event ev = {.kind = DLLM_EVENT_ERROR, .message = text};
+    emit(s, &ev);
+}
+
+/*
+ * Encodes the request's prompt into s->canvas. When a conversation is too long for
+ * gen_length more slots, the oldest messages after a leading system message are dropped,
+ * whole user/assistant exchanges at a time, keeping the last message; *dropped counts them.
+ */
+static enum dllm_status encode_prompt(struct dllm_session *s, int64_t *n_prompt,
+                                      int64_t *dropped, struct dllm_error *err)
+{
+    const struct owned_request *r = &s->req;
+    int64_t room = s->max_canvas - r->sampler.gen_length;
+    int32_t *ids = NULL;
+    int64_t n = 0;
+    enum dllm_status st;
+    *dropped = 0;
+    if (r->raw_prompt) {
+        st = dllm_vocab_encode(s->vocab, r->raw_prompt, strlen(r->raw_prompt),
+                               DLLM_ENCODE_ADD_SPECIAL, &ids, &n, err);
+    } else {
+        size_t first = r->n_messages > 1 && strcmp(r->messages[0].role, "system") == 0 ? 1 : 0;
+        struct dllm_chat_message *kept = malloc(r->n_messages * sizeof *kept);
+        if (!kept)
+            return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
+        size_t skip = 0; /* messages dropped after the system message */
+        for (;;) {
+            size_t k = 0;
+            for (size_t i = 0; i < r->n_messages; i++)
+                if (i < first || i >= first + skip)
+                    kept[k++] = r->messages[i];
+            free(ids);
+            ids = NULL;
+            if ((st = dllm_chat_encode(s->tmpl, kept, k, &ids, &n, err)) || n <= room ||
+                first + skip + 1 >= r->n_messages)
+                break;
+            /* Drop the oldest exchange: a message and the assistant answer after it. */
+            skip++;
+            if (first + skip + 1 < r->n_messages &&
+                strcmp(r->messages[first + skip].role, "assistant") == 0)
+                skip++;
+        }
+        free(kept);
+        *dropped = (int64_t)skip;
+    }
+    if (st)
+        return st;
+    if (n > room) {
+        free(ids);
+        return dllm_error_set(err, DLLM_ERR_ARG,
+                              "the prompt is %lld tokens and the answer %lld: together more "
+                              "than the canvas limit of %lld; shorten the prompt or lower "
+                              "--max-tokens",
+                              (long long)n, (long long)r->sampler.gen_length,
+                              (long long)s->max_canvas);
+    }
+    memcpy(s->canvas, ids, (size_t)n * sizeof *ids);
+    free(ids);
+    *n_prompt = n;
+    return DLLM_OK;
+}
+
+/* Makes room for rows logits rows (twice with CFG); only between requests. */
+static enum dllm_status reserve_rows(struct dllm_session *s, int64_t rows, struct dllm_error *err)
+{
+    if (rows <= s->cap_rows)
+        return DLLM_OK;
+    size_t bytes = (size_t)rows * (size_t)s->n_vocab * sizeof(float);
+    float *a = realloc(s->logits, bytes), *b;
+    if (a)
+        s->logits = a;
+    b = a ? realloc(s->logits_un, bytes) : NULL;
+    if (b)
+        s->logits_un = b;
+    if (!a || !b)
+        return dllm_error_set(err, DLLM_ERR_NOMEM,
+                              "out of memory for %lld logits rows of %lld", (long long)rows,
+                              (long long)s->n_vocab);
+    s->cap_rows = rows;
+    return DLLM_OK;
+}
+
+/*
+ * The logits rows for canvas slots pos[0 .. n-1]: one forward pass over the canvas (and a
+ * second over the canvas with the prompt masked, mixed in by classifier-free guidance).
+ * Models that shift their logits predict slot p from output row p - 1.
+ */
+static enum dllm_status step_logits(struct dllm_session *s, int64_t canvas_len, int64_t n_prompt,
+                                    const int32_t *pos, int64_t n, struct dllm_error *err)
+{
+    bool shift = dllm_model_shift_logits(s->model);
+    for (int64_t i = 0; i < n; i++)
+        s->rows[i] = shift && pos[i] > 0 ? pos[i] - 1 : pos[i];
+    enum dllm_status st =
+        dllm_forward_run(s->fwd, s->canvas, canvas_len, s->rows, n, s->logits, err);
+    if (st || s->req.sampler.cfg_scale <= 0)
+        return st;
+    memcpy(s->uncond, s->canvas, (size_t)canvas_len * sizeof *s->canvas);
+    for (int64_t i = 0; i < n_prompt; i++)
+        s->uncond[i] = s->mask_id;
+    if ((st = dllm_forward_run(s->fwd, s->uncond, canvas_len, s->rows, n, s->logits_un, err)))
+        return st;
+    for (int64_t i = 0; i < n; i++)
+        dllm_sampler_cfg(s->logits + i * s->n_vocab, s->logits_un + i * s->n_vocab, s->n_vocab,
+                         s->req.sampler.cfg_scale);
+    return DLLM_OK;
+}
+
+/* Reports the answer: the generated ids before the first end-of-generation token. */
+static void finish(struct dllm_session *s, int64_t canvas_len, int64_t n_prompt,
+                   int64_t steps_run, const struct dllm_sampler_result *last, bool cancelled,
+                   double t0)
+{
+    int64_t end = n_prompt;
+    while (end < canvas_len && !dllm_vocab_is_eog(s->vocab, s->canvas[end]))
+        end++;
+    /* The mask is a control token: decoding leaves masks of a cancelled run out. */
+    char *text = NULL;
+    size_t len;
+    struct dllm_error err;
+    if (dllm_vocab_decode(s->vocab, s->canvas + n_prompt, end - n_prompt, 0, &text, &len,
+                          &err)) {
+        emit_error(s, err.text);
+        return;
+    }
+    struct dllm_event ev = {
+        .kind = DLLM_EVENT_DONE,
+        .canvas = s->canvas,
+        .canvas_len = canvas_len,
+        .n_prompt = n_prompt,
+        .masks_left = last ? last->masks_left : canvas_len - n_prompt,
+        .text = text,
+        .tokens = s->canvas + n_prompt,
+        .n_tokens = end - n_prompt,
+        .steps_run = steps_run,
+        .stopped_early = last && last->stopped_early,
+        .cancelled = cancelled,
+        .total_ms = now_ms() - t0,
+    };
+    emit(s, &ev);
+    free(text);
+}
+
+/* Runs the request in s->req to its DONE or ERROR event. */
+static void run_request(struct dllm_session *s)
+{
+    double t0 = now_ms();
+    struct dllm_error err;
+    const struct dllm_sampler_params *p = &s->req.sampler;
+    int64_t n_prompt = 0, dropped = 0;
+    if (encode_prompt(s, &n_prompt, &dropped, &err)) {
+        emit_error(s, err.text);
+        return;
+    }
+    int64_t canvas_len = n_prompt + p->gen_length;
+    for (int64_t i = n_prompt; i < canvas_len; i++)
+        s->canvas[i] = s->mask_id;
+    if (dllm_sampler_start(s->sampler, p, n_prompt, s->mask_id, s->eog, s->n_eog, s->canvas,
+                           &err)) {
+        emit_error(s, err.text);
+        return;
+    }
+    const struct dllm_sampler_plan *plan = dllm_sampler_get_plan(s->sampler);
+    int64_t n_steps = plan->steps_per_block * plan->n_blocks;
+    struct dllm_event ev = {.kind = DLLM_EVENT_START,
+                            .canvas = s->canvas,
+                            .canvas_len = canvas_len,
+                            .n_prompt = n_prompt,
+                            .n_steps = n_steps,
+                            .n_blocks = plan->n_blocks,
+                            .masks_left = p->gen_length,
+                            .dropped_messages = dropped};
+    emit(s, &ev);
+    if (dropped) {
+        char note[160];
+        snprintf(note, sizeof note,
+                 "dropped the %lld oldest message%s so the conversation fits the canvas",
+                 (long long)dropped, dropped == 1 ? "" : "s");
+        struct dllm_event nv = {.kind = DLLM_EVENT_NOTICE, .message = note,
+                                .dropped_messages = dropped};
+        emit(s, &nv);
+    }
+    struct dllm_sampler_result res = {0};
+    bool have_res = false;
+    int64_t steps = 0;
+    while (!have_res || !res.done) {
+        if (atomic_load(&s->cancel))
+            break;
+        const int32_t *pos;
+        int64_t n_rows;
+        double t_fwd = now_ms();
+        if (dllm_sampler_next(s->sampler, s->canvas, &pos, &n_rows, &err) ||
+            (n_rows > 0 && step_logits(s, canvas_len, n_prompt, pos, n_rows, &err))) {
+            emit_error(s, err.text);
+            return;
+        }
+        double t_sample = now_ms();
+        if (dllm_sampler_step(s->sampler, s->canvas, n_rows ? s->logits : NULL, &res, &err)) {
+            emit_error(s, err.text);
+            return;
+        }
+        have_res = true;
+        steps++;
+        struct dllm_event sv = {.kind = DLLM_EVENT_STEP,
+                                .canvas = s->canvas,
+                                .canvas_len = canvas_len,
+                                .n_prompt = n_prompt,
+                                .n_steps = n_steps,
+                                .n_blocks = plan->n_blocks,
+                                .step = res.step,
+                                .block = res.block,
+                                .committed = res.committed,
+                                .n_committed = res.n_committed,
+                                .has_best_left = res.has_best_left,
+                                .best_left_conf = res.best_left_conf,
+                                .masks_left = res.masks_left,
+                                .forward_ms = t_sample - t_fwd,
+                                .sample_ms = now_ms() - t_sample};
+        emit(s, &sv);
+    }
+    finish(s, canvas_len, n_prompt, steps, have_res ? &res : NULL, atomic_load(&s->cancel), t0);
+}
+
+static void *worker(void *arg)
+{
+    struct dllm_session *s = arg;
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        while (!s->quit && !(s->busy && s->req.fn))
+            pthread_cond_wait(&s->cond, &s->lock);
+        if (s->quit)
+            break;
+        pthread_mutex_unlock(&s->lock);
+        run_request(s);
+        pthread_mutex_lock(&s->lock);
+        free_request(&s->req);
+        s->busy = false;
+        pthread_cond_broadcast(&s->cond);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+enum dllm_status dllm_session_new(const struct dllm_model *model,
+                                  const struct dllm_session_params *params,
+                                  struct dllm_session **out, struct dllm_error *err)
+{
+    *out = NULL;
+    struct dllm_session_params defaults;
+    if (!params) {
+        dllm_session_params_init(&defaults);
+        params = &defaults;
+    }
+    int64_t n_ctx = dllm_model_n_ctx(model);
+    int64_t max_canvas = params->max_canvas ? params->max_canvas
+                         : n_ctx < MAX_CANVAS_DEFAULT ? n_ctx
+                                                      : MAX_CANVAS_DEFAULT;
+    if (max_canvas < 2 || max_canvas > n_ctx)
+        return dllm_error_set(err, DLLM_ERR_ARG,
+                              "a canvas of %lld tokens does not fit the model's context of %lld",
+                              (long long)max_canvas, (long long)n_ctx);
+    struct dllm_session *s = calloc(1, sizeof *s);
+    if (!s)
+        return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
+    s->model = model;
+    s->max_canvas = max_canvas;
+    s->n_vocab = dllm_model_n_vocab(model);
+    s->mask_id = dllm_model_mask_id(model);
+    atomic_init(&s->cancel, false);
+    enum dllm_status st;
+    if ((st = dllm_vocab_load(dllm_model_gguf(model), &s->vocab, err)))
+        goto fail;
+    struct dllm_error terr;
+    if (dllm_chat_template_load(dllm_model_gguf(model), s->vocab, &s->tmpl, &terr))
+        snprintf(s->tmpl_error, sizeof s->tmpl_error, "%s", terr.text);
+    for (int32_t id = 0; id < dllm_vocab_size(s->vocab) && s->n_eog < DLLM_SAMPLER_MAX_EOG; id++)
+        if (dllm_vocab_is_eog(s->vocab, id))
+            s->eog[s->n_eog++] = id;
+    if ((st = dllm_forward_new(model, max_canvas, max_canvas, &s->fwd, err)) ||
+        (st = dllm_sampler_new(max_canvas, s->n_vocab, &s->sampler, err)))
+        goto fail;
+    s->canvas = malloc((size_t)max_canvas * sizeof *s->canvas);
+    s->uncond = malloc((size_t)max_canvas * sizeof *s->uncond);
+    s->rows = malloc((size_t)max_canvas * sizeof *s->rows);
+    if (!s->canvas || !s->uncond || !s->rows) {
+        st = dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->cond, NULL);
+    if (pthread_create(&s->thread, NULL, worker, s) != 0) {
+        pthread_mutex_destroy(&s->lock);
+        pthread_cond_destroy(&s->cond);
+        st = dllm_error_set(err, DLLM_ERR_NOMEM, "cannot start the session's worker thread");
+        goto fail;
+    }
+    *out = s;
+    return DLLM_OK;
+fail:
+    dllm_sampler_free(s->sampler);
+    dllm_forward_free(s->fwd);
+    dllm_chat_template_free(s->tmpl);
+    dllm_vocab_free(s->vocab);
+    free(s->canvas);
+    free(s->uncond);
+    free(s->rows);
+    free(s);
+    return st;
+}
+
+void dllm_session_free(struct dllm_session *s)
+{
+    if (!s)
+        return;
+    dllm_session_cancel(s);
+    pthread_mutex_lock(&s->lock);
+    s->quit = true;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+    pthread_join(s->thread, NULL);
+    free_request(&s->req);
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->cond);
+    dllm_sampler_free(s->sampler);
+    dllm_forward_free(s->fwd);
+    dllm_chat_template_free(s->tmpl);
+    dllm_vocab_free(s->vocab);
+    free(s->canvas);
+    free(s->uncond);
+    free(s->rows);
+    free(s->logits);
+    free(s->logits_un);
+    free(s);
+}
+
+/* Copies the caller's request; false when out of memory. */
+static bool copy_request(struct owned_request *dst, const struct dllm_request *src)
+{
+    memset(dst, 0, sizeof *dst);
+    dst->sampler = src->sampler;
+    if (src->raw_prompt)
+        return (dst->raw_prompt = strdup(src->raw_prompt)) != NULL;
+    dst->messages = calloc(src->n_messages, sizeof *dst->messages);
+    if (!dst->messages)
+        return false;
+    dst->n_messages = src->n_messages;
+    for (size_t i = 0; i < src->n_messages; i++) {
+        dst->messages[i].role = strdup(src->messages[i].role);
+        dst->messages[i].content = strdup(src->messages[i].content);
+        if (!dst->messages[i].role || !dst->messages[i].content)
+            return false;
+    }
+    return true;
+}
+
+enum dllm_status dllm_session_generate(struct dllm_session *s, const struct dllm_request *request,
+                                       dllm_event_fn fn, void *user, struct dllm_error *err)
+{
+    const struct dllm_sampler_params *p = &request->sampler;
+    enum dllm_status st = dllm_sampler_params_check(p, err);
+    if (st)
+        return st;
+    if (!request->raw_prompt && (!request->messages || request->n_messages == 0))
+        return dllm_error_set(err, DLLM_ERR_ARG, "the request has no prompt");
+    if (!request->raw_prompt && !s->tmpl)
+        return dllm_error_set(err, DLLM_ERR_ARG, "%s; --no-chat feeds the prompt as raw text",
+                              s->tmpl_error);
+    if (p->gen_length >= s->max_canvas)
+        return dllm_error_set(err, DLLM_ERR_ARG,
+                              "%lld tokens to generate do not fit the canvas limit of %lld",
+                              (long long)p->gen_length, (long long)s->max_canvas);
+    int64_t rows = p->block_length ? p->block_length : p->gen_length;
+    pthread_mutex_lock(&s->lock);
+    if (s->busy) {
+        pthread_mutex_unlock(&s->lock);
+        return dllm_error_set(err, DLLM_ERR_ARG, "the session is already generating");
+    }
+    if ((st = reserve_rows(s, rows, err))) {
+        pthread_mutex_unlock(&s->lock);
+        return st;
+    }
+    if (!copy_request(&s->req, request)) {
+        free_request(&s->req);
+        pthread_mutex_unlock(&s->lock);
+        return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
+    }
+    s->req.fn = fn;
+    s->req.user = user;
+    atomic_store(&s->cancel, false);
+    s->busy = true;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+    return DLLM_OK;
+}
+
+void dllm_session_cancel(struct dllm_session *s)
+{
+    atomic_store(&s->cancel, true);
+}
+
+void dllm_session_wait(struct dllm_session *s)
+{
+    pthread_mutex_lock(&s->lock);
+    while (s->busy)
+        pthread_cond_wait(&s->cond, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+}

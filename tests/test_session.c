@@ -1,0 +1,295 @@
+/* Generation sessions: whole generations on the fixture models, events, cancel, multi-turn. */
+#include "dllm.h"
+#include "fixtures.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Everything a test wants to know of a request's events. */
+struct record {
+    int n_start, n_step, n_done, n_error, n_notice;
+    int64_t n_prompt, canvas_len, n_steps, last_masks_left, committed_total;
+    bool masks_monotonic;
+    int cancel_at_step; /* cancel when this step arrives; -1 never */
+    struct dllm_session *session;
+    int32_t tokens[4096];
+    int64_t n_tokens;
+    int32_t canvas[4096];
+    char text[8192];
+    char message[512];
+    bool stopped_early, cancelled;
+    int64_t steps_run, masks_left_done, dropped;
+    int32_t mask_id;
+};
+
+static void on_event(const struct dllm_event *ev, void *user)
+{
+    struct record *r = user;
+    switch (ev->kind) {
+    case DLLM_EVENT_START:
+        r->n_start++;
+        r->n_prompt = ev->n_prompt;
+        r->canvas_len = ev->canvas_len;
+        r->n_steps = ev->n_steps;
+        r->last_masks_left = ev->masks_left;
+        r->dropped = ev->dropped_messages;
+        break;
+    case DLLM_EVENT_STEP:
+        r->n_step++;
+        r->committed_total += ev->n_committed;
+        if (ev->masks_left > r->last_masks_left)
+            r->masks_monotonic = false;
+        r->last_masks_left = ev->masks_left;
+        for (int64_t i = 0; i < ev->n_committed; i++)
+            if (ev->canvas[ev->committed[i].pos] != ev->committed[i].token)
+                r->masks_monotonic = false;
+        if (ev->step == r->cancel_at_step)
+            dllm_session_cancel(r->session);
+        break;
+    case DLLM_EVENT_DONE:
+        r->n_done++;
+        r->n_tokens = ev->n_tokens;
+        memcpy(r->tokens, ev->tokens, (size_t)ev->n_tokens * sizeof *r->tokens);
+        memcpy(r->canvas, ev->canvas, (size_t)ev->canvas_len * sizeof *r->canvas);
+        snprintf(r->text, sizeof r->text, "%s", ev->text);
+        r->stopped_early = ev->stopped_early;
+        r->cancelled = ev->cancelled;
+        r->steps_run = ev->steps_run;
+        r->masks_left_done = ev->masks_left;
+        break;
+    case DLLM_EVENT_ERROR:
+        r->n_error++;
+        snprintf(r->message, sizeof r->message, "%s", ev->message);
+        break;
+    case DLLM_EVENT_NOTICE:
+        r->n_notice++;
+        snprintf(r->message, sizeof r->message, "%s", ev->message);
+        break;
+    }
+}
+
+struct fixture {
+    struct dllm_model *model;
+    struct dllm_session *session;
+};
+
+static struct fixture open_session(const char *rel, int64_t max_canvas)
+{
+    struct fixture f;
+    struct dllm_error err;
+    char *path = fixture_path(rel);
+    ck_assert_msg(dllm_model_open(path, NULL, &f.model, &err) == DLLM_OK, "%s", err.text);
+    free(path);
+    struct dllm_session_params sp;
+    dllm_session_params_init(&sp);
+    sp.max_canvas = max_canvas;
+    ck_assert_msg(dllm_session_new(f.model, &sp, &f.session, &err) == DLLM_OK, "%s", err.text);
+    return f;
+}
+
+static void close_session(struct fixture *f)
+{
+    dllm_session_free(f->session);
+    dllm_model_close(f->model);
+}
+
+/* Runs one request to completion and returns what its events said. */
+static void generate(struct fixture *f, const struct dllm_request *req, struct record *r)
+{
+    int cancel_at = r->cancel_at_step;
+    memset(r, 0, sizeof *r);
+    r->masks_monotonic = true;
+    r->cancel_at_step = cancel_at ? cancel_at : -1;
+    r->session = f->session;
+    r->mask_id = dllm_model_mask_id(f->model);
+    struct dllm_error err;
+    ck_assert_msg(dllm_session_generate(f->session, req, on_event, r, &err) == DLLM_OK, "%s",
+                  err.text);
+    dllm_session_wait(f->session);
+}
+
+static struct dllm_request user_request(enum dllm_sampler_kind kind, const char *prompt,
+                                        struct dllm_chat_message *msg)
+{
+    struct dllm_request req = {0};
+    msg->role = "user";
+    msg->content = prompt;
+    req.messages = msg;
+    req.n_messages = 1;
+    dllm_sampler_params_init(&req.sampler, kind);
+    req.sampler.gen_length = 32;
+    req.sampler.steps = 16;
+    req.sampler.block_length = 8;
+    return req;
+}
+
+static const char *const models[] = {"models/llada-tiny-q4km.gguf", "models/dream-tiny-q4km.gguf"};
+
+/* The same seed and settings give the same answer; the event stream is consistent. */
+START_TEST(generate_deterministic)
+{
+    struct fixture f = open_session(models[_i], 256);
+    enum dllm_sampler_kind kind = _i == 0 ? DLLM_SAMPLER_LLADA : DLLM_SAMPLER_DREAM;
+    struct dllm_chat_message msg;
+    struct dllm_request req = user_request(kind, "Hello there, how are you?", &msg);
+    req.sampler.temperature = 0.7;
+    req.sampler.seed = 1234;
+    req.sampler.early_stop = false;
+    static struct record a, b;
+    generate(&f, &req, &a);
+    generate(&f, &req, &b);
+    ck_assert_int_eq(a.n_error, 0);
+    ck_assert_int_eq(a.n_start, 1);
+    ck_assert_int_eq(a.n_done, 1);
+    ck_assert_int_eq(a.n_step, 16);
+    ck_assert_int_eq(a.steps_run, 16);
+    ck_assert_int_eq(a.canvas_len, a.n_prompt + 32);
+    ck_assert(a.masks_monotonic);
+    ck_assert_int_eq(a.committed_total, 32);
+    ck_assert_int_eq(a.masks_left_done, 0);
+    ck_assert(!a.cancelled);
+    for (int64_t i = a.n_prompt; i < a.canvas_len; i++)
+        ck_assert_int_ne(a.canvas[i], a.mask_id);
+    ck_assert_int_eq(a.n_tokens, b.n_tokens);
+    ck_assert(memcmp(a.canvas, b.canvas, (size_t)a.canvas_len * sizeof(int32_t)) == 0);
+    ck_assert_str_eq(a.text, b.text);
+    /* Another seed changes the sampled canvas. */
+    req.sampler.seed = 99;
+    generate(&f, &req, &b);
+    ck_assert(memcmp(a.canvas, b.canvas, (size_t)a.canvas_len * sizeof(int32_t)) != 0);
+    close_session(&f);
+}
+END_TEST
+
+/* Cancel from the callback stops at the next step boundary and keeps the partial canvas. */
+START_TEST(generate_cancel)
+{
+    struct fixture f = open_session(models[0], 256);
+    struct dllm_chat_message msg;
+    struct dllm_request req = user_request(DLLM_SAMPLER_LLADA, "Count to ten.", &msg);
+    req.sampler.early_stop = false;
+    static struct record r;
+    r.cancel_at_step = 2;
+    generate(&f, &req, &r);
+    ck_assert_int_eq(r.n_done, 1);
+    ck_assert(r.cancelled);
+    ck_assert_int_eq(r.steps_run, 3);
+    ck_assert_int_eq(r.masks_left_done, 32 - r.committed_total);
+    ck_assert_int_gt(r.masks_left_done, 0);
+    close_session(&f);
+}
+END_TEST
+
+/* A multi-turn conversation renders and runs; one that is too long drops its oldest turns. */
+START_TEST(generate_multi_turn)
+{
+    struct fixture f = open_session(models[1], 1024);
+    struct dllm_chat_message conv[5] = {
+        {"system", "Be brief."},
+        {"user", "The first question is long: tell me everything about the colour of the sky."},
+        {"assistant", "Blue, mostly, because short wavelengths scatter more than long ones."},
+        {"user", "And at sunset?"},
+    };
+    struct dllm_request req = {0};
+    dllm_sampler_params_init(&req.sampler, DLLM_SAMPLER_DREAM);
+    req.sampler.gen_length = 32;
+    req.sampler.steps = 8;
+    req.messages = conv;
+    req.n_messages = 4;
+    static struct record r;
+    generate(&f, &req, &r);
+    ck_assert_msg(r.n_error == 0, "%s", r.message);
+    ck_assert_int_eq(r.n_done, 1);
+    ck_assert_int_eq(r.dropped, 0);
+    int64_t full = r.n_prompt;
+
+    /* A canvas limit just below the full conversation drops the first exchange. */
+    close_session(&f);
+    f = open_session(models[1], full + 32 - 1);
+    generate(&f, &req, &r);
+    ck_assert_msg(r.n_error == 0, "%s", r.message);
+    ck_assert_int_eq(r.dropped, 2);
+    ck_assert_int_eq(r.n_notice, 1);
+    ck_assert(strstr(r.message, "dropped the 2 oldest messages"));
+    ck_assert_int_lt(r.n_prompt, full);
+
+    /* A single message that cannot fit is an error event. */
+    char big[4000];
+    memset(big, 'a', sizeof big - 1);
+    for (size_t i = 0; i + 1 < sizeof big; i += 2)
+        big[i] = ' ';
+    big[sizeof big - 1] = 0;
+    struct dllm_chat_message one = {"user", big};
+    req.messages = &one;
+    req.n_messages = 1;
+    generate(&f, &req, &r);
+    ck_assert_int_eq(r.n_error, 1);
+    ck_assert(strstr(r.message, "shorten the prompt or lower --max-tokens"));
+    close_session(&f);
+}
+END_TEST
+
+/* Requests that cannot run are refused before anything starts. */
+START_TEST(generate_refused)
+{
+    struct fixture f = open_session(models[0], 64);
+    struct dllm_chat_message msg;
+    struct dllm_request req = user_request(DLLM_SAMPLER_LLADA, "hi", &msg);
+    struct dllm_error err;
+    req.sampler.gen_length = 64;
+    req.sampler.block_length = 0;
+    ck_assert_int_eq(dllm_session_generate(f.session, &req, on_event, NULL, &err), DLLM_ERR_ARG);
+    ck_assert(strstr(err.text, "canvas limit of 64"));
+    req = user_request(DLLM_SAMPLER_LLADA, "hi", &msg);
+    req.sampler.steps = 15;
+    ck_assert_int_eq(dllm_session_generate(f.session, &req, on_event, NULL, &err), DLLM_ERR_ARG);
+    req.n_messages = 0;
+    req.sampler.steps = 16;
+    ck_assert_int_eq(dllm_session_generate(f.session, &req, on_event, NULL, &err), DLLM_ERR_ARG);
+    ck_assert_str_eq(err.text, "the request has no prompt");
+    close_session(&f);
+}
+END_TEST
+
+/* A raw prompt skips the chat template. */
+START_TEST(generate_raw)
+{
+    struct fixture f = open_session(models[0], 128);
+    struct dllm_chat_message msg;
+    struct dllm_request req = user_request(DLLM_SAMPLER_LLADA, "unused", &msg);
+    req.raw_prompt = "plain text";
+    static struct record r, c;
+    generate(&f, &req, &r);
+    ck_assert_int_eq(r.n_done, 1);
+    req.raw_prompt = NULL;
+    generate(&f, &req, &c);
+    ck_assert_int_lt(r.n_prompt, c.n_prompt);
+    close_session(&f);
+}
+END_TEST
+
+static Suite *session_suite(void)
+{
+    Suite *s = suite_create("session");
+    TCase *tc = tcase_create("generate");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, generate_deterministic, 0, 2);
+    tcase_add_test(tc, generate_cancel);
+    tcase_add_test(tc, generate_multi_turn);
+    tcase_add_test(tc, generate_refused);
+    tcase_add_test(tc, generate_raw);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    fixtures_dir();
+    SRunner *sr = srunner_create(session_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
