@@ -232,8 +232,8 @@ static void render_llama3(const struct dllm_chat_template *t, const struct dllm_
  * Dream: the first message if it is a system message, else the default system prompt; every
  * other message in ChatML; a run of tool results as one user message; the answer's header.
  */
-static enum dllm_status render_chatml(const struct dllm_chat_message *m, size_t n,
-                                      struct text *out, struct dllm_error *err)
+static enum dllm_status render_chatml(const struct dllm_chat_message *m, size_t n, struct text *out,
+                                      struct dllm_error *err)
 {
     if (!strcmp(m[0].role, "system")) {
         put_str(out, "<|im_start|>system\n");

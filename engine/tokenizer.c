@@ -33,9 +33,9 @@
  * here). \s is written out as Unicode White_Space (WS), which is what llama.cpp and the
  * Hugging Face tokenizers match; PCRE2's own \s would add U+180E.
  */
-#define WS "\\t-\\r\\x{85}\\p{Z}"
+#define WS           "\\t-\\r\\x{85}\\p{Z}"
 #define CONTRACTIONS "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])"
-#define WS_TAIL "[" WS "]*[\\r\\n]+|[" WS "]+(?![^" WS "])|[" WS "]+"
+#define WS_TAIL      "[" WS "]*[\\r\\n]+|[" WS "]+(?![^" WS "])|[" WS "]+"
 
 static const char re_qwen2[] = CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}"
                                             "| ?[^" WS "\\p{L}\\p{N}]+[\\r\\n]*|" WS_TAIL;
@@ -49,28 +49,24 @@ static const char re_gpt2[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+"
                               "| ?[^" WS "\\p{L}\\p{N}]+|[" WS "]+(?![^" WS "])";
 
 struct pre_tokenizer {
-    const char *name;   /* the value of tokenizer.ggml.pre */
+    const char *name; /* the value of tokenizer.ggml.pre */
     const char *regex;
     bool add_bos;       /* the default when tokenizer.ggml.add_bos_token is absent */
     bool ignore_merges; /* a word that is a token as a whole is that token */
 };
 
 static const struct pre_tokenizer pre_tokenizers[] = {
-    {"qwen2", re_qwen2, false, false},
-    {"bailingmoe", re_bailing, false, false},
-    {"bailingmoe2", re_bailing, false, false},
-    {"llada-moe", re_bailing, false, false},
-    {"llama-bpe", re_llama3, true, true},
-    {"llama3", re_llama3, true, true},
-    {"llama-v3", re_llama3, true, true},
-    {"gpt-2", re_gpt2, false, false},
+    {"qwen2", re_qwen2, false, false},         {"bailingmoe", re_bailing, false, false},
+    {"bailingmoe2", re_bailing, false, false}, {"llada-moe", re_bailing, false, false},
+    {"llama-bpe", re_llama3, true, true},      {"llama3", re_llama3, true, true},
+    {"llama-v3", re_llama3, true, true},       {"gpt-2", re_gpt2, false, false},
 };
 #define N_PRE (sizeof pre_tokenizers / sizeof pre_tokenizers[0])
 
 /* ---- the vocabulary ----------------------------------------------------------------------- */
 
 #define ATTR_TYPE 0x07 /* enum dllm_token_type */
-#define ATTR_EOG 0x80  /* generation ends here */
+#define ATTR_EOG  0x80 /* generation ends here */
 #define N_SPECIAL (DLLM_SPECIAL_MASK + 1)
 
 /* One merge rule: the pair (left, right) of token ids becomes result. */
@@ -97,8 +93,8 @@ struct dllm_vocab {
     uint64_t index_mask;
     struct merge *merges; /* [merge_mask + 1] */
     uint64_t merge_mask;
-    int32_t byte_token[256];  /* the token of each single byte */
-    int32_t *specials;        /* ids matched in text, longest text first */
+    int32_t byte_token[256]; /* the token of each single byte */
+    int32_t *specials;       /* ids matched in text, longest text first */
     int32_t n_specials;
 };
 
@@ -137,7 +133,10 @@ size_t dllm_tokenizer_utf8_decode(const char *str, size_t n, uint32_t *cp)
         *cp = c;
         return 1;
     }
-    size_t len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    size_t len = c >= 0xc2 && c <= 0xdf   ? 2
+                 : c >= 0xe0 && c <= 0xef ? 3
+                 : c >= 0xf0 && c <= 0xf4 ? 4
+                                          : 0;
     if (len == 0 || n < len)
         return 0;
     uint32_t v = c & (0x7f >> len);
@@ -188,8 +187,10 @@ static size_t utf8_unfinished(const char *str, size_t n)
         unsigned c = s[n - k];
         if ((c & 0xc0) == 0x80)
             continue;
-        size_t need = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3
-                    : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+        size_t need = c >= 0xc2 && c <= 0xdf   ? 2
+                      : c >= 0xe0 && c <= 0xef ? 3
+                      : c >= 0xf0 && c <= 0xf4 ? 4
+                                               : 0;
         if (need <= k)
             return 0;
         if (k >= 2) {
@@ -372,7 +373,8 @@ static enum dllm_status load_merges(struct dllm_vocab *v, const struct dllm_gguf
     for (uint64_t r = 0; r < merges->arr.n; r++) {
         struct dllm_gguf_value e;
         dllm_gguf_array_get(merges, r, &e);
-        const char *s = e.str.ptr, *space = e.str.len > 1 ? memchr(s + 1, ' ', e.str.len - 1) : NULL;
+        const char *s = e.str.ptr,
+                   *space = e.str.len > 1 ? memchr(s + 1, ' ', e.str.len - 1) : NULL;
         int32_t left = -1, right = -1, result = -1;
         if (space) {
             size_t nl = (size_t)(space - s), nr = (size_t)e.str.len - nl - 1;
@@ -415,9 +417,8 @@ static enum dllm_status load_special(struct dllm_vocab *v, const struct dllm_ggu
     if (st)
         return st;
     if (u >= (uint32_t)v->n_tokens)
-        return dllm_error_set(err, DLLM_ERR_FORMAT,
-                              "%s is %u, outside the vocabulary of %d tokens", key, u,
-                              v->n_tokens);
+        return dllm_error_set(err, DLLM_ERR_FORMAT, "%s is %u, outside the vocabulary of %d tokens",
+                              key, u, v->n_tokens);
     *id = (int32_t)u;
     return DLLM_OK;
 }
@@ -463,11 +464,13 @@ static enum dllm_status load_specials(struct dllm_vocab *v, const struct dllm_gg
         (st = dllm_gguf_get_bool(gguf, "tokenizer.ggml.add_eos_token", &v->add_eos, err)))
         return st;
     if (v->add_bos && v->special[DLLM_SPECIAL_BOS] < 0)
-        return dllm_error_set(err, DLLM_ERR_MISSING, "tokenizer.ggml.add_bos_token is true but "
-                                                     "tokenizer.ggml.bos_token_id is missing");
+        return dllm_error_set(err, DLLM_ERR_MISSING,
+                              "tokenizer.ggml.add_bos_token is true but "
+                              "tokenizer.ggml.bos_token_id is missing");
     if (v->add_eos && v->special[DLLM_SPECIAL_EOS] < 0)
-        return dllm_error_set(err, DLLM_ERR_MISSING, "tokenizer.ggml.add_eos_token is true but "
-                                                     "tokenizer.ggml.eos_token_id is missing");
+        return dllm_error_set(err, DLLM_ERR_MISSING,
+                              "tokenizer.ggml.add_eos_token is true but "
+                              "tokenizer.ggml.eos_token_id is missing");
     return DLLM_OK;
 }
 
@@ -783,8 +786,8 @@ static void try_pair(const struct dllm_vocab *v, struct bpe *w, int32_t left, in
         return;
     const struct merge *m = find_merge(v, w->sym[left].id, w->sym[right].id);
     if (m)
-        heap_push(w, (struct candidate){m->rank, left, right, w->sym[left].id,
-                                        w->sym[right].id, m->result});
+        heap_push(w, (struct candidate){m->rank, left, right, w->sym[left].id, w->sym[right].id,
+                                        m->result});
 }
 
 static bool bpe_reserve(struct bpe *w, size_t n)
@@ -807,8 +810,8 @@ static bool bpe_reserve(struct bpe *w, size_t n)
 }
 
 /* Appends the tokens of one pre-tokenized word of n bytes. */
-static bool encode_word(const struct dllm_vocab *v, struct bpe *w, const unsigned char *s,
-                        size_t n, struct ids *out)
+static bool encode_word(const struct dllm_vocab *v, struct bpe *w, const unsigned char *s, size_t n,
+                        struct ids *out)
 {
     if (n == 1)
         return ids_push(out, v->byte_token[s[0]]);
@@ -823,8 +826,8 @@ static bool encode_word(const struct dllm_vocab *v, struct bpe *w, const unsigne
             return ids_push(out, id);
     }
     for (size_t i = 0; i < n; i++)
-        w->sym[i] = (struct symbol){v->byte_token[s[i]], (int32_t)i - 1,
-                                    i + 1 < n ? (int32_t)i + 1 : -1};
+        w->sym[i] =
+            (struct symbol){v->byte_token[s[i]], (int32_t)i - 1, i + 1 < n ? (int32_t)i + 1 : -1};
     w->n_heap = 0;
     for (size_t i = 0; i + 1 < n; i++)
         try_pair(v, w, (int32_t)i, (int32_t)i + 1);
@@ -851,8 +854,8 @@ static bool encode_word(const struct dllm_vocab *v, struct bpe *w, const unsigne
  * Splits n bytes of ordinary text into words with the pre-tokenizer's expression and appends
  * their tokens. Text between two matches is a word too.
  */
-static enum dllm_status encode_text(const struct dllm_vocab *v, pcre2_match_data *md,
-                                    struct bpe *w, const char *text, size_t n, struct ids *out,
+static enum dllm_status encode_text(const struct dllm_vocab *v, pcre2_match_data *md, struct bpe *w,
+                                    const char *text, size_t n, struct ids *out,
                                     struct dllm_error *err)
 {
     const unsigned char *s = (const unsigned char *)text;
@@ -931,7 +934,8 @@ static bool split_specials(const struct dllm_vocab *v, const char *text, size_t 
             const char *p;
             while (f.id < 0 && f.len >= tlen && (p = memmem(text + f.start, f.len, t, tlen))) {
                 size_t at = (size_t)(p - text);
-                if ((at > f.start && !frag_push(&next, (struct fragment){f.start, at - f.start, -1})) ||
+                if ((at > f.start &&
+                     !frag_push(&next, (struct fragment){f.start, at - f.start, -1})) ||
                     !frag_push(&next, (struct fragment){at, tlen, id})) {
                     free(next.v);
                     return false;
@@ -1010,8 +1014,7 @@ static const char *rendered(const struct dllm_vocab *v, int32_t id, unsigned fla
 }
 
 enum dllm_status dllm_vocab_decode(const struct dllm_vocab *v, const int32_t *ids, int64_t n,
-                                   unsigned flags, char **text, size_t *len,
-                                   struct dllm_error *err)
+                                   unsigned flags, char **text, size_t *len, struct dllm_error *err)
 {
     *text = NULL;
     *len = 0;
@@ -1081,8 +1084,10 @@ enum dllm_status dllm_decoder_push(struct dllm_decoder *d, int32_t id, const cha
     *text = d->buf;
     *len = 0;
     if (!in_range(d->vocab, id))
-        return dllm_error_set(err, DLLM_ERR_ARG, "token id %d is outside the vocabulary of %d "
-                                                 "tokens", id, d->vocab->n_tokens);
+        return dllm_error_set(err, DLLM_ERR_ARG,
+                              "token id %d is outside the vocabulary of %d "
+                              "tokens",
+                              id, d->vocab->n_tokens);
     size_t k;
     const char *p = rendered(d->vocab, id, d->flags, &k);
     memcpy(d->buf, d->held, d->n_held);

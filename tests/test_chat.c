@@ -15,7 +15,7 @@
 
 #define LLADA "models/llada-tiny-q4km.gguf"
 #define DREAM "models/dream-tiny-realvocab-q4km.gguf"
-#define GPT2 "tokenizer/llamacpp-tests/ggml-vocab-gpt-2.gguf"
+#define GPT2  "tokenizer/llamacpp-tests/ggml-vocab-gpt-2.gguf"
 
 /* A model's GGUF file, vocabulary and chat template. */
 struct chat_model {
@@ -68,15 +68,22 @@ struct render_case {
 };
 
 static const struct render_case render_cases[] = {
-    {"llada single turn", &llada, {MSG("user", "What is 2+2?")}, 1,
+    {"llada single turn",
+     &llada,
+     {MSG("user", "What is 2+2?")},
+     1,
      "<|startoftext|><|start_header_id|>user<|end_header_id|>\n\nWhat is 2+2?<|eot_id|>"
      "<|start_header_id|>assistant<|end_header_id|>\n\n"},
     /* | trim removes Python whitespace at both ends: spaces, newlines, U+3000, U+00A0, U+001C. */
-    {"llada trims content", &llada, {MSG("user", " \n\xe3\x80\x80 a  b\xc2\xa0\x1c\t ")}, 1,
+    {"llada trims content",
+     &llada,
+     {MSG("user", " \n\xe3\x80\x80 a  b\xc2\xa0\x1c\t ")},
+     1,
      "<|startoftext|><|start_header_id|>user<|end_header_id|>\n\na  b<|eot_id|>"
      "<|start_header_id|>assistant<|end_header_id|>\n\n"},
     /* BOS before the first message only, whatever its role; roles pass through unchanged. */
-    {"llada multi-turn", &llada,
+    {"llada multi-turn",
+     &llada,
      {MSG("system", "Be terse. "), MSG("user", "Hi"), MSG("assistant", " Hello!\n"),
       MSG("user", "Bye")},
      4,
@@ -85,28 +92,44 @@ static const struct render_case render_cases[] = {
      "<|start_header_id|>assistant<|end_header_id|>\n\nHello!<|eot_id|>"
      "<|start_header_id|>user<|end_header_id|>\n\nBye<|eot_id|>"
      "<|start_header_id|>assistant<|end_header_id|>\n\n"},
-    {"llada empty content", &llada, {MSG("user", "")}, 1,
+    {"llada empty content",
+     &llada,
+     {MSG("user", "")},
+     1,
      "<|startoftext|><|start_header_id|>user<|end_header_id|>\n\n<|eot_id|>"
      "<|start_header_id|>assistant<|end_header_id|>\n\n"},
     /* No system message: the template's default one. Content is not trimmed. */
-    {"dream single turn", &dream, {MSG("user", " Hello world ")}, 1,
+    {"dream single turn",
+     &dream,
+     {MSG("user", " Hello world ")},
+     1,
      "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
      "<|im_start|>user\n Hello world <|im_end|>\n<|im_start|>assistant\n"},
-    {"dream own system", &dream, {MSG("system", "Be brief."), MSG("user", "Hi")}, 2,
+    {"dream own system",
+     &dream,
+     {MSG("system", "Be brief."), MSG("user", "Hi")},
+     2,
      "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
      "<|im_start|>assistant\n"},
-    {"dream multi-turn", &dream,
-     {MSG("user", "Hi"), MSG("assistant", "Hello!"), MSG("user", "How are you?")}, 3,
+    {"dream multi-turn",
+     &dream,
+     {MSG("user", "Hi"), MSG("assistant", "Hello!"), MSG("user", "How are you?")},
+     3,
      "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
      "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello!<|im_end|>\n"
      "<|im_start|>user\nHow are you?<|im_end|>\n<|im_start|>assistant\n"},
     /* A later system message is rendered where it stands. */
-    {"dream later system", &dream, {MSG("user", "a"), MSG("system", "b")}, 2,
+    {"dream later system",
+     &dream,
+     {MSG("user", "a"), MSG("system", "b")},
+     2,
      "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
      "<|im_start|>user\na<|im_end|>\n<|im_start|>system\nb<|im_end|>\n<|im_start|>assistant\n"},
     /* Consecutive tool results share one user message. */
-    {"dream tool results", &dream,
-     {MSG("user", "q"), MSG("tool", "r1"), MSG("tool", "r2"), MSG("user", "thanks")}, 4,
+    {"dream tool results",
+     &dream,
+     {MSG("user", "q"), MSG("tool", "r1"), MSG("tool", "r2"), MSG("user", "thanks")},
+     4,
      "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nq<|im_end|>\n"
      "<|im_start|>user\n<tool_response>\nr1\n</tool_response>\n<tool_response>\nr2\n"
      "</tool_response><|im_end|>\n<|im_start|>user\nthanks<|im_end|>\n<|im_start|>assistant\n"},
@@ -193,9 +216,9 @@ START_TEST(llada_ids)
     ck_assert_int_eq(eot, dllm_vocab_special(llada.vocab, DLLM_SPECIAL_EOT));
     int32_t nl = file_token(g, "Ċ"), er = file_token(g, "er");
 #define B(c) file_token(g, c)
-    const int32_t want[] = {bos, sh, B("u"), B("s"), er, eh, nl, nl, B("H"), B("i"), eot, sh,
-                            B("a"), B("s"), B("s"), B("i"), B("s"), B("t"), B("a"), B("n"),
-                            B("t"), eh, nl, nl};
+    const int32_t want[] = {bos,    sh,     B("u"), B("s"), er,     eh,     nl,     nl,
+                            B("H"), B("i"), eot,    sh,     B("a"), B("s"), B("s"), B("i"),
+                            B("s"), B("t"), B("a"), B("n"), B("t"), eh,     nl,     nl};
 #undef B
     struct dllm_chat_message m = MSG("user", "Hi");
     int32_t *ids;
@@ -218,9 +241,9 @@ START_TEST(dream_ids)
     json_t *added = read_json("tokenizer/dream-hf/added_tokens.json", 0);
     json_t *vocab = read_json("tokenizer/dream-hf/vocab.json", 0);
     static const char *const pieces[] = {
-        "<|im_start|>", "system", "Ċ", "You", "Ġare", "Ġa", "Ġhelpful", "Ġassistant", ".",
-        "<|im_end|>", "Ċ", "<|im_start|>", "user", "Ċ", "Hello", "Ġworld", "<|im_end|>", "Ċ",
-        "<|im_start|>", "assistant", "Ċ",
+        "<|im_start|>", "system", "Ċ",          "You", "Ġare",         "Ġa",        "Ġhelpful",
+        "Ġassistant",   ".",      "<|im_end|>", "Ċ",   "<|im_start|>", "user",      "Ċ",
+        "Hello",        "Ġworld", "<|im_end|>", "Ċ",   "<|im_start|>", "assistant", "Ċ",
     };
     enum { N = sizeof pieces / sizeof *pieces };
     int32_t want[N];
@@ -332,11 +355,11 @@ static const struct {
     {"", ""},
     {"   ", ""},
     {"\t\n\v\f\r x \x1c\x1d\x1e\x1f", "x"},
-    {"\xc2\x85\xc2\xa0x\xe1\x9a\x80", "x"},                   /* U+0085, U+00A0, U+1680 */
+    {"\xc2\x85\xc2\xa0x\xe1\x9a\x80", "x"},                     /* U+0085, U+00A0, U+1680 */
     {"\xe2\x80\x80\xe2\x80\x8ax\xe2\x80\xa8\xe2\x80\xa9", "x"}, /* U+2000, 200A, 2028, 2029 */
-    {"\xe2\x80\xafx\xe2\x81\x9f\xe3\x80\x80", "x"},           /* U+202F, U+205F, U+3000 */
+    {"\xe2\x80\xafx\xe2\x81\x9f\xe3\x80\x80", "x"},             /* U+202F, U+205F, U+3000 */
     {"\xe2\x80\x8bx\xe2\x80\x8b", "\xe2\x80\x8bx\xe2\x80\x8b"}, /* U+200B is not whitespace */
-    {"\xe1\xa0\x8ex", "\xe1\xa0\x8ex"},                       /* nor is U+180E */
+    {"\xe1\xa0\x8ex", "\xe1\xa0\x8ex"},                         /* nor is U+180E */
     {" a b ", "a b"},
     {"\xff \x80", "\xff \x80"}, /* bytes that are not UTF-8 stay */
 };

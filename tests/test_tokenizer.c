@@ -13,7 +13,7 @@
 #include <string.h>
 
 #define DREAM "tokenizer/dream-vocab.gguf"
-#define GPT2 "tokenizer/llamacpp-tests/ggml-vocab-gpt-2.gguf"
+#define GPT2  "tokenizer/llamacpp-tests/ggml-vocab-gpt-2.gguf"
 #define LLADA "models/llada-tiny-q4km.gguf"
 
 static struct dllm_gguf *open_gguf(const char *rel)
@@ -60,8 +60,7 @@ static void encode_ok(const struct dllm_vocab *v, const char *text, size_t len, 
                       int32_t **ids, int64_t *n)
 {
     struct dllm_error err;
-    ck_assert_msg(dllm_vocab_encode(v, text, len, flags, ids, n, &err) == DLLM_OK, "%s",
-                  err.text);
+    ck_assert_msg(dllm_vocab_encode(v, text, len, flags, ids, n, &err) == DLLM_OK, "%s", err.text);
 }
 
 /* Decodes and checks the result is exactly len bytes of want. */
@@ -103,7 +102,7 @@ static struct vector_set sets[] = {
     {.vocab = DREAM, .inp = "ggml-vocab-qwen2.gguf.inp", .out = "ggml-vocab-qwen2.gguf.out"},
     {.vocab = GPT2, .inp = "ggml-vocab-gpt-2.gguf.inp", .out = "ggml-vocab-gpt-2.gguf.out"},
 };
-#define N_SETS (int)(sizeof sets / sizeof sets[0])
+#define N_SETS        (int)(sizeof sets / sizeof sets[0])
 #define CASES_PER_SET 46
 
 /*
@@ -199,8 +198,8 @@ static void dream_teardown(void)
 }
 
 /* Ids of Dream's added tokens, as dream-hf/added_tokens.json lists them. */
-#define IM_START 151644
-#define IM_END 151645
+#define IM_START  151644
+#define IM_END    151645
 #define ENDOFTEXT 151643
 #define TOOL_CALL 151657 /* user-defined */
 
@@ -240,7 +239,8 @@ END_TEST
 START_TEST(special_user_defined)
 {
     static const char text[] = "x<tool_call>y";
-    for (unsigned flags = 0; flags <= DLLM_ENCODE_PARSE_SPECIAL; flags += DLLM_ENCODE_PARSE_SPECIAL) {
+    for (unsigned flags = 0; flags <= DLLM_ENCODE_PARSE_SPECIAL;
+         flags += DLLM_ENCODE_PARSE_SPECIAL) {
         int32_t *ids;
         int64_t n;
         encode_ok(dream, text, strlen(text), flags, &ids, &n);
@@ -357,7 +357,8 @@ START_TEST(round_trip_bytes)
     memcpy(text + 100, "<|im_start|>", 12);
     memset(text + 1000, ' ', 500);
     memset(text + 2000, '\n', 300);
-    for (unsigned flags = 0; flags <= DLLM_ENCODE_PARSE_SPECIAL; flags += DLLM_ENCODE_PARSE_SPECIAL) {
+    for (unsigned flags = 0; flags <= DLLM_ENCODE_PARSE_SPECIAL;
+         flags += DLLM_ENCODE_PARSE_SPECIAL) {
         int32_t *ids;
         int64_t n;
         encode_ok(dream, text, sizeof text, flags, &ids, &n);
@@ -654,7 +655,8 @@ static const struct bad_vocab bad_vocabs[] = {
     {"missing pre", GPT2, missing_pre, DLLM_ERR_MISSING, "tokenizer.ggml.pre"},
     {"other model", GPT2, other_model, DLLM_ERR_UNSUPPORTED, "tokenizer.ggml.model 'llama'"},
     {"missing merges", GPT2, missing_merges, DLLM_ERR_MISSING, "tokenizer.ggml.merges"},
-    {"unknown merge token", GPT2, bad_merge, DLLM_ERR_FORMAT, "tokenizer.ggml.merges[1] 'nosuch token'"},
+    {"unknown merge token", GPT2, bad_merge, DLLM_ERR_FORMAT,
+     "tokenizer.ggml.merges[1] 'nosuch token'"},
     {"merge without space", GPT2, merge_without_space, DLLM_ERR_FORMAT, "tokenizer.ggml.merges[0]"},
     {"bos out of range", GPT2, bos_out_of_range, DLLM_ERR_FORMAT,
      "tokenizer.ggml.bos_token_id is 50257, outside the vocabulary of 50257 tokens"},
