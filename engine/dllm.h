@@ -231,7 +231,7 @@ struct dllm_vocab;
 /* Token types, as tokenizer.ggml.token_type stores them. */
 enum dllm_token_type {
     DLLM_TOKEN_TYPE_UNDEFINED = 0,
-    DLLM_TOKEN_TYPE_NORMAL = 1,       /* text of the byte-level alphabet */
+    DLLM_TOKEN_TYPE_NORMAL = 1, /* text of the byte-level alphabet */
     DLLM_TOKEN_TYPE_UNKNOWN = 2,
     DLLM_TOKEN_TYPE_CONTROL = 3,      /* <|im_start|>, <|eot_id|>, BOS, EOS, mask */
     DLLM_TOKEN_TYPE_USER_DEFINED = 4, /* added tokens that are always matched: <tool_call> */
@@ -264,8 +264,7 @@ DLLM_API void dllm_vocab_free(struct dllm_vocab *vocab);
 DLLM_API int32_t dllm_vocab_size(const struct dllm_vocab *vocab);
 
 /* The id of a special token, or -1 when the vocabulary has none. */
-DLLM_API int32_t dllm_vocab_special(const struct dllm_vocab *vocab,
-                                    enum dllm_special_token which);
+DLLM_API int32_t dllm_vocab_special(const struct dllm_vocab *vocab, enum dllm_special_token which);
 
 /*
  * Whether generation ends at this token: EOS, EOT, and the control tokens <|endoftext|>,
@@ -280,8 +279,7 @@ DLLM_API enum dllm_token_type dllm_vocab_token_type(const struct dllm_vocab *voc
  * A token's text as the GGUF file stores it ("Ġthe" for " the"), NUL-terminated, with its
  * length in *len (may be NULL); NULL for ids out of range.
  */
-DLLM_API const char *dllm_vocab_token_text(const struct dllm_vocab *vocab, int32_t id,
-                                           size_t *len);
+DLLM_API const char *dllm_vocab_token_text(const struct dllm_vocab *vocab, int32_t id, size_t *len);
 
 /*
  * The bytes a token stands for: the decoded byte-level text of a normal token (" the"), the
@@ -352,9 +350,8 @@ DLLM_API void dllm_decoder_free(struct dllm_decoder *dec);
  * this decoder), *len their count, possibly 0. An id out of range is DLLM_ERR_ARG and changes
  * nothing.
  */
-DLLM_API enum dllm_status dllm_decoder_push(struct dllm_decoder *dec, int32_t id,
-                                            const char **text, size_t *len,
-                                            struct dllm_error *err);
+DLLM_API enum dllm_status dllm_decoder_push(struct dllm_decoder *dec, int32_t id, const char **text,
+                                            size_t *len, struct dllm_error *err);
 
 /* Ends the stream: returns the bytes still held (an unfinished character) and forgets them. */
 DLLM_API void dllm_decoder_flush(struct dllm_decoder *dec, const char **text, size_t *len);
@@ -423,8 +420,7 @@ DLLM_API enum dllm_status dllm_chat_render(const struct dllm_chat_template *tmpl
  */
 DLLM_API enum dllm_status dllm_chat_encode(const struct dllm_chat_template *tmpl,
                                            const struct dllm_chat_message *msgs, size_t n,
-                                           int32_t **ids, int64_t *n_ids,
-                                           struct dllm_error *err);
+                                           int32_t **ids, int64_t *n_ids, struct dllm_error *err);
 
 /* ---- models ----------------------------------------------------------------------------- */
 

@@ -9,11 +9,15 @@
 
 int cmd_inspect(const struct cli_command *cmd, int argc, char **argv);
 extern const char cmd_inspect_usage[];
+int cmd_tokenize(const struct cli_command *cmd, int argc, char **argv);
+extern const char cmd_tokenize_usage[];
 int cmd_logits(const struct cli_command *cmd, int argc, char **argv);
 extern const char cmd_logits_usage[];
 
 static const struct cli_command commands[] = {
     {"inspect", "print a GGUF file's metadata and tensors", cmd_inspect_usage, cmd_inspect},
+    {"tokenize", "print the token ids of a prompt, or the text of ids", cmd_tokenize_usage,
+     cmd_tokenize},
     {"logits", "write the logits of one forward pass over token ids", cmd_logits_usage, cmd_logits},
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];
