@@ -1,0 +1,342 @@
+/*
+ * dllm run (and dllm-tui --batch): one generation for scripts. The answer goes to stdout,
+ * everything else to stderr; --json and --trace give machine-readable records.
+ */
+#include "config.h"
+
+#include "gen_options.h"
+
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+const char cmd_run_usage[] =
+    "usage: dllm run -m MODEL -p TEXT [options]\n"
+    "       dllm-tui --batch -m MODEL -p TEXT [options]\n"
+    "\n"
+    "Generates one answer and prints it on stdout; status goes to stderr, with a progress\n"
+    "line (step s of N) when stderr is a terminal. Ctrl+C stops at the next step, prints the\n"
+    "partial answer and exits 130.\n"
+    "\n"
+    "options:\n" GEN_OPTIONS_HELP
+    "  --json               print one JSON document instead of the text\n"
+    "  --trace FILE         write one JSON line per step: what was committed and why\n"
+    "  --verbose            print the model, settings, sizes and every step's time\n"
+    "  -h, --help           this help\n";
+
+/* What the event callback needs and collects. */
+struct run_state {
+    struct dllm_session *session;
+    FILE *trace;
+    bool progress, verbose;
+    double *step_ms;
+    int64_t n_step_ms, cap_step_ms;
+    int64_t n_prompt, canvas_len, n_steps;
+    char *text;
+    json_t *tokens;
+    int64_t steps_run;
+    bool stopped_early, cancelled, failed;
+    double total_ms;
+    char error[DLLM_ERROR_TEXT_MAX];
+};
+
+static struct dllm_session *volatile interrupted_session;
+
+/* SIGINT: stop at the next step boundary (the session's cancel is one atomic store). */
+static void on_sigint(int sig)
+{
+    (void)sig;
+    if (interrupted_session)
+        dllm_session_cancel(interrupted_session);
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static double peak_rss_mb(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss / 1024.0;
+}
+
+/* One JSON line of the trace for a step. */
+static void write_trace(FILE *f, const struct dllm_event *ev)
+{
+    json_t *committed = json_array();
+    for (int64_t i = 0; i < ev->n_committed; i++)
+        json_array_append_new(committed, json_pack("{s:I, s:I, s:f}", "pos",
+                                                   (json_int_t)ev->committed[i].pos, "token",
+                                                   (json_int_t)ev->committed[i].token, "conf",
+                                                   ev->committed[i].conf));
+    json_t *line = json_pack("{s:I, s:I, s:o, s:o, s:I, s:f, s:f}", "step", (json_int_t)ev->step,
+                             "block", (json_int_t)ev->block, "committed", committed,
+                             "best_left_conf",
+                             ev->has_best_left ? json_real(ev->best_left_conf) : json_null(),
+                             "masks_left", (json_int_t)ev->masks_left, "forward_ms",
+                             ev->forward_ms, "sample_ms", ev->sample_ms);
+    json_dumpf(line, f, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    fputc('\n', f);
+    json_decref(line);
+}
+
+static void on_event(const struct dllm_event *ev, void *user)
+{
+    struct run_state *st = user;
+    switch (ev->kind) {
+    case DLLM_EVENT_START:
+        st->n_prompt = ev->n_prompt;
+        st->canvas_len = ev->canvas_len;
+        st->n_steps = ev->n_steps;
+        if (st->verbose)
+            fprintf(stderr, "prompt %lld tokens, canvas %lld, %lld steps%s\n",
+                    (long long)ev->n_prompt, (long long)ev->canvas_len, (long long)ev->n_steps,
+                    ev->n_steps ? "" : " (threshold: blocks run until full)");
+        break;
+    case DLLM_EVENT_NOTICE: fprintf(stderr, "dllm: %s\n", ev->message); break;
+    case DLLM_EVENT_STEP: {
+        double ms = ev->forward_ms + ev->sample_ms;
+        if (st->n_step_ms == st->cap_step_ms) {
+            st->cap_step_ms = st->cap_step_ms ? 2 * st->cap_step_ms : 256;
+            double *p = realloc(st->step_ms, (size_t)st->cap_step_ms * sizeof *p);
+            if (!p)
+                break;
+            st->step_ms = p;
+        }
+        st->step_ms[st->n_step_ms++] = ms;
+        if (st->trace)
+            write_trace(st->trace, ev);
+        if (st->verbose)
+            fprintf(stderr, "step %lld: %lld committed, %lld masks left, %.1f ms forward, %.2f ms "
+                            "sampling\n",
+                    (long long)ev->step, (long long)ev->n_committed, (long long)ev->masks_left,
+                    ev->forward_ms, ev->sample_ms);
+        else if (st->progress)
+            fprintf(stderr, "\rstep %lld of %lld, %lld masks left ", (long long)ev->step + 1,
+                    (long long)(st->n_steps ? st->n_steps : ev->step + 1),
+                    (long long)ev->masks_left);
+        break;
+    }
+    case DLLM_EVENT_DONE:
+        st->text = strdup(ev->text);
+        st->tokens = json_array();
+        for (int64_t i = 0; i < ev->n_tokens; i++)
+            json_array_append_new(st->tokens, json_integer(ev->tokens[i]));
+        st->steps_run = ev->steps_run;
+        st->stopped_early = ev->stopped_early;
+        st->cancelled = ev->cancelled;
+        st->total_ms = ev->total_ms;
+        break;
+    case DLLM_EVENT_ERROR:
+        st->failed = true;
+        snprintf(st->error, sizeof st->error, "%s", ev->message);
+        break;
+    }
+}
+
+/* Reads all of standard input as the prompt. */
+static char *read_stdin(void)
+{
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    size_t got;
+    while (buf && (got = fread(buf + n, 1, cap - n - 1, stdin)) > 0) {
+        n += got;
+        if (cap - n - 1 == 0) {
+            char *p = realloc(buf, cap *= 2);
+            if (!p)
+                free(buf);
+            buf = p;
+        }
+    }
+    if (!buf)
+        cli_fail("out of memory reading the prompt");
+    buf[n] = 0;
+    return buf;
+}
+
+/* The text as a JSON string, each byte that is not part of a UTF-8 character as U+FFFD. */
+static json_t *json_text(const char *text)
+{
+    size_t n = strlen(text), o = 0;
+    char *buf = malloc(3 * n + 1);
+    if (!buf)
+        cli_fail("out of memory");
+    for (size_t i = 0; i < n;) {
+        size_t k = dllm_utf8_char_len(text + i, n - i);
+        if (k) {
+            memcpy(buf + o, text + i, k);
+            o += k;
+            i += k;
+        } else {
+            memcpy(buf + o, "\xef\xbf\xbd", 3);
+            o += 3;
+            i++;
+        }
+    }
+    json_t *j = json_stringn(buf, o);
+    free(buf);
+    return j;
+}
+
+static json_t *settings_json(const struct dllm_sampler_params *p, int threads, bool chat)
+{
+    bool llada = p->kind == DLLM_SAMPLER_LLADA;
+    json_t *s = json_pack("{s:s, s:I, s:I, s:I, s:f, s:f, s:I, s:b, s:f, s:i, s:b}", "sampler",
+                          llada ? "llada" : "dream", "max_tokens", (json_int_t)p->gen_length,
+                          "steps", (json_int_t)p->steps, "block_length",
+                          (json_int_t)p->block_length, "temperature", p->temperature,
+                          "threshold", p->threshold, "seed", (json_int_t)p->seed, "early_stop",
+                          p->early_stop, "cfg_scale", p->cfg_scale, "threads", threads, "chat",
+                          chat);
+    if (llada) {
+        json_object_set_new(s, "remasking", json_string(dllm_remasking_name(p->remasking)));
+    } else {
+        json_object_set_new(s, "alg", json_string(dllm_alg_name(p->alg)));
+        json_object_set_new(s, "alg_temp", json_real(p->alg_temp));
+        json_object_set_new(s, "top_p", json_real(p->top_p));
+        json_object_set_new(s, "top_k", json_integer(p->top_k));
+        json_object_set_new(s, "eps", json_real(p->eps));
+    }
+    return s;
+}
+
+static void print_json(const struct run_state *st, const struct dllm_sampler_params *p,
+                       int threads, bool chat, double load_ms)
+{
+    json_t *ms = json_array();
+    for (int64_t i = 0; i < st->n_step_ms; i++)
+        json_array_append_new(ms, json_real(st->step_ms[i]));
+    json_t *doc = json_pack(
+        "{s:o, s:O, s:I, s:b, s:b, s:o, s:f, s:f, s:f, s:I, s:o}", "text", json_text(st->text),
+        "tokens",
+        st->tokens, "steps", (json_int_t)st->steps_run, "stopped_early", st->stopped_early,
+        "cancelled", st->cancelled, "step_ms", ms, "load_ms", load_ms, "total_ms", st->total_ms,
+        "peak_rss_mb", peak_rss_mb(), "seed", (json_int_t)p->seed, "settings",
+        settings_json(p, threads, chat));
+    json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    putchar('\n');
+    json_decref(doc);
+}
+
+int cmd_run(const struct cli_command *cmd, int argc, char **argv)
+{
+    enum { OPT_JSON = 512, OPT_TRACE, OPT_VERBOSE };
+    struct option opts[64];
+    size_t n = 0;
+    while (gen_long_options[n].name) {
+        opts[n] = gen_long_options[n];
+        n++;
+    }
+    opts[n++] = (struct option){"json", no_argument, NULL, OPT_JSON};
+    opts[n++] = (struct option){"trace", required_argument, NULL, OPT_TRACE};
+    opts[n++] = (struct option){"verbose", no_argument, NULL, OPT_VERBOSE};
+    opts[n] = (struct option){0};
+    struct gen_options o = {.threads = (int)sysconf(_SC_NPROCESSORS_ONLN)};
+    bool json = false, verbose = false;
+    const char *trace_path = NULL;
+    int c;
+    while ((c = cli_getopt(cmd, argc, argv, "m:p:t:", opts)) != -1) {
+        if (gen_options_handle(cmd, &o, c, optarg))
+            continue;
+        if (c == OPT_JSON)
+            json = true;
+        else if (c == OPT_TRACE)
+            trace_path = optarg;
+        else if (c == OPT_VERBOSE)
+            verbose = true;
+    }
+    if (optind != argc)
+        cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    if (!o.model)
+        cli_usage_error(cmd, "-m/--model is missing");
+    if (!o.prompt)
+        cli_usage_error(cmd, "-p/--prompt is missing (use -p - to read standard input)");
+
+    double t0 = now_ms();
+    struct dllm_error err;
+    struct dllm_model *model;
+    if (verbose)
+        fprintf(stderr, "loading %s\n", o.model);
+    if (dllm_model_open(o.model, NULL, &model, &err))
+        cli_fail("%s", err.text);
+    double load_ms = now_ms() - t0;
+    struct dllm_sampler_params sp;
+    gen_options_sampler(cmd, &o, model, &sp);
+    char *prompt = strcmp(o.prompt, "-") == 0 ? read_stdin() : strdup(o.prompt);
+    struct dllm_session *session;
+    if (dllm_session_new(model, NULL, &session, &err))
+        cli_fail("%s", err.text);
+    if (verbose) {
+        const struct dllm_sampler_params *p = &sp;
+        fprintf(stderr,
+                "model %s: %s, %lld layers, d_model %lld, vocab %lld; device cpu, %d threads; "
+                "loaded in %.0f ms\n"
+                "settings: max-tokens %lld, steps %lld, block-length %lld, temperature %g, "
+                "threshold %g, seed %llu, early stop %s\n",
+                o.model, dllm_model_arch(model), (long long)dllm_model_n_layer(model),
+                (long long)dllm_model_n_embd(model), (long long)dllm_model_n_vocab(model),
+                o.threads, load_ms, (long long)p->gen_length, (long long)p->steps,
+                (long long)p->block_length, p->temperature, p->threshold,
+                (unsigned long long)p->seed, p->early_stop ? "on" : "off");
+        if (p->threshold > 0)
+            fprintf(stderr, "note: with --threshold each block runs until it is full; --steps "
+                            "does not apply\n");
+    }
+    struct run_state st = {.session = session, .verbose = verbose,
+                           .progress = isatty(STDERR_FILENO) && !verbose};
+    if (trace_path && !(st.trace = fopen(trace_path, "w")))
+        cli_fail("cannot write the trace file %s", trace_path);
+    struct dllm_chat_message msgs[2];
+    size_t n_msgs = 0;
+    if (o.system)
+        msgs[n_msgs++] = (struct dllm_chat_message){"system", o.system};
+    msgs[n_msgs++] = (struct dllm_chat_message){"user", prompt};
+    struct dllm_request req = {.messages = msgs, .n_messages = n_msgs,
+                               .raw_prompt = o.no_chat ? prompt : NULL, .sampler = sp};
+    interrupted_session = session;
+    struct sigaction sa = {.sa_handler = on_sigint};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    if (dllm_session_generate(session, &req, on_event, &st, &err))
+        cli_fail("%s", err.text);
+    dllm_session_wait(session);
+    interrupted_session = NULL;
+    if (st.progress)
+        fputs("\r\033[K", stderr);
+    if (st.trace && fclose(st.trace) != 0)
+        cli_fail("cannot write the trace file %s", trace_path);
+    if (st.failed)
+        cli_fail("%s", st.error);
+    if (json) {
+        print_json(&st, &sp, o.threads, !o.no_chat, load_ms);
+    } else {
+        fputs(st.text, stdout);
+        putchar('\n');
+    }
+    if (verbose)
+        fprintf(stderr, "%lld steps%s, %.0f ms in all, peak RSS %.0f MB\n",
+                (long long)st.steps_run, st.stopped_early ? " (stopped early: the answer was final)" : "",
+                st.total_ms, peak_rss_mb());
+    if (st.cancelled)
+        fprintf(stderr, "dllm: stopped after %lld steps; the answer above is partial\n",
+                (long long)st.steps_run);
+    dllm_session_free(session);
+    dllm_model_close(model);
+    json_decref(st.tokens);
+    free(st.text);
+    free(st.step_ms);
+    free(prompt);
+    if (fflush(stdout) != 0)
+        cli_fail("cannot write the output");
+    return st.cancelled ? 130 : CLI_EXIT_OK;
+}

@@ -1,0 +1,172 @@
+#include "config.h"
+
+#include "gen_options.h"
+
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+enum {
+    OPT_SYSTEM = 256,
+    OPT_MAX_TOKENS,
+    OPT_STEPS,
+    OPT_BLOCK_LENGTH,
+    OPT_TEMPERATURE,
+    OPT_TOP_P,
+    OPT_TOP_K,
+    OPT_SEED,
+    OPT_THRESHOLD,
+    OPT_REMASKING,
+    OPT_ALG,
+    OPT_ALG_TEMP,
+    OPT_EPS,
+    OPT_CFG_SCALE,
+    OPT_NO_CHAT,
+    OPT_NO_EARLY_STOP,
+};
+
+const struct option gen_long_options[] = {
+    {"model", required_argument, NULL, 'm'},
+    {"prompt", required_argument, NULL, 'p'},
+    {"threads", required_argument, NULL, 't'},
+    {"system", required_argument, NULL, OPT_SYSTEM},
+    {"max-tokens", required_argument, NULL, OPT_MAX_TOKENS},
+    {"steps", required_argument, NULL, OPT_STEPS},
+    {"block-length", required_argument, NULL, OPT_BLOCK_LENGTH},
+    {"temperature", required_argument, NULL, OPT_TEMPERATURE},
+    {"top-p", required_argument, NULL, OPT_TOP_P},
+    {"top-k", required_argument, NULL, OPT_TOP_K},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"threshold", required_argument, NULL, OPT_THRESHOLD},
+    {"remasking", required_argument, NULL, OPT_REMASKING},
+    {"alg", required_argument, NULL, OPT_ALG},
+    {"alg-temp", required_argument, NULL, OPT_ALG_TEMP},
+    {"eps", required_argument, NULL, OPT_EPS},
+    {"cfg-scale", required_argument, NULL, OPT_CFG_SCALE},
+    {"no-chat", no_argument, NULL, OPT_NO_CHAT},
+    {"no-early-stop", no_argument, NULL, OPT_NO_EARLY_STOP},
+    {0},
+};
+
+bool gen_options_handle(const struct cli_command *cmd, struct gen_options *o, int c,
+                        const char *arg)
+{
+    struct dllm_sampler_params *s = &o->set;
+    switch (c) {
+    case 'm': o->model = arg; break;
+    case 'p': o->prompt = arg; break;
+    case 't': o->threads = (int)cli_parse_int(cmd, "--threads", arg, 1, 1024); break;
+    case OPT_SYSTEM: o->system = arg; break;
+    case OPT_MAX_TOKENS:
+        s->gen_length = cli_parse_int(cmd, "--max-tokens", arg, 1, 1 << 20);
+        o->has_gen_length = true;
+        break;
+    case OPT_STEPS:
+        s->steps = cli_parse_int(cmd, "--steps", arg, 1, 1 << 20);
+        o->has_steps = true;
+        break;
+    case OPT_BLOCK_LENGTH:
+        s->block_length = cli_parse_int(cmd, "--block-length", arg, 0, 1 << 20);
+        o->has_block_length = true;
+        break;
+    case OPT_TEMPERATURE:
+        s->temperature = cli_parse_float(cmd, "--temperature", arg, 0, 100);
+        o->has_temperature = true;
+        break;
+    case OPT_TOP_P:
+        s->top_p = cli_parse_float(cmd, "--top-p", arg, 0, 1);
+        if (s->top_p <= 0)
+            cli_usage_error(cmd, "--top-p takes a number in (0, 1], not '%s'", arg);
+        o->has_top_p = true;
+        break;
+    case OPT_TOP_K:
+        s->top_k = cli_parse_int(cmd, "--top-k", arg, 0, INT32_MAX);
+        o->has_top_k = true;
+        break;
+    case OPT_SEED:
+        s->seed = (uint64_t)cli_parse_int(cmd, "--seed", arg, 0, INT64_MAX);
+        o->has_seed = true;
+        break;
+    case OPT_THRESHOLD:
+        s->threshold = cli_parse_float(cmd, "--threshold", arg, 0, 1);
+        if (s->threshold <= 0)
+            cli_usage_error(cmd, "--threshold takes a number in (0, 1], such as 0.9, not '%s'",
+                            arg);
+        o->has_threshold = true;
+        break;
+    case OPT_REMASKING:
+        if (!dllm_remasking_parse(arg, &s->remasking))
+            cli_usage_error(cmd, "--remasking is low_confidence or random, not '%s'", arg);
+        o->has_remasking = true;
+        break;
+    case OPT_ALG:
+        if (!dllm_alg_parse(arg, &s->alg))
+            cli_usage_error(cmd,
+                            "--alg is origin, maskgit_plus, topk_margin or entropy, not '%s'",
+                            arg);
+        o->has_alg = true;
+        break;
+    case OPT_ALG_TEMP:
+        s->alg_temp = cli_parse_float(cmd, "--alg-temp", arg, 0, 100);
+        o->has_alg_temp = true;
+        break;
+    case OPT_EPS:
+        s->eps = cli_parse_float(cmd, "--eps", arg, 0, 0.999999);
+        o->has_eps = true;
+        break;
+    case OPT_CFG_SCALE:
+        s->cfg_scale = cli_parse_float(cmd, "--cfg-scale", arg, 0, 100);
+        o->has_cfg_scale = true;
+        break;
+    case OPT_NO_CHAT: o->no_chat = true; break;
+    case OPT_NO_EARLY_STOP:
+        s->early_stop = false;
+        o->has_early_stop = true;
+        break;
+    default: return false;
+    }
+    return true;
+}
+
+void gen_options_sampler(const struct cli_command *cmd, const struct gen_options *o,
+                         const struct dllm_model *model, struct dllm_sampler_params *out)
+{
+    bool llada = strcmp(dllm_model_arch(model), "llada") == 0;
+    dllm_sampler_params_init(out, llada ? DLLM_SAMPLER_LLADA : DLLM_SAMPLER_DREAM);
+    const struct dllm_sampler_params *s = &o->set;
+#define APPLY(flag, field)                                                                      \
+    if (o->flag)                                                                                \
+        out->field = s->field;
+    APPLY(has_gen_length, gen_length)
+    APPLY(has_steps, steps)
+    APPLY(has_block_length, block_length)
+    APPLY(has_temperature, temperature)
+    APPLY(has_top_p, top_p)
+    APPLY(has_top_k, top_k)
+    APPLY(has_threshold, threshold)
+    APPLY(has_remasking, remasking)
+    APPLY(has_alg, alg)
+    APPLY(has_alg_temp, alg_temp)
+    APPLY(has_eps, eps)
+    APPLY(has_cfg_scale, cfg_scale)
+    APPLY(has_seed, seed)
+    APPLY(has_early_stop, early_stop)
+#undef APPLY
+    /* A shorter answer than the default block keeps the default steps-per-token ratio. */
+    if (o->has_gen_length && !o->has_steps)
+        out->steps = out->gen_length;
+    if (o->has_gen_length && !o->has_block_length && out->block_length > out->gen_length)
+        out->block_length = out->gen_length;
+    if (llada && (o->has_top_p || o->has_top_k || o->has_alg || o->has_alg_temp || o->has_eps))
+        cli_usage_error(cmd, "--top-p, --top-k, --alg, --alg-temp and --eps are Dream settings; "
+                             "this is a LLaDA model");
+    if (!llada && o->has_remasking)
+        cli_usage_error(cmd, "--remasking is a LLaDA setting; this is a Dream model (see --alg)");
+    struct dllm_error err;
+    if (dllm_sampler_params_check(out, &err))
+        cli_usage_error(cmd, "%s", err.text);
+    int64_t n_ctx = dllm_model_n_ctx(model);
+    if (out->gen_length >= n_ctx)
+        cli_usage_error(cmd, "--max-tokens %lld does not fit the model's context of %lld tokens",
+                        (long long)out->gen_length, (long long)n_ctx);
+}

@@ -1,0 +1,60 @@
+#!/bin/sh
+# dllm run: the answer alone on stdout, --json and --trace records, every bad flag exits 2.
+. "${DLLM_TESTS_SRC:-$(dirname "$0")}/lib.sh"
+need_fixtures
+L=$FIX/models/llada-tiny-q4km.gguf
+D=$FIX/models/dream-tiny-q4km.gguf
+G="--max-tokens 16 --steps 8"
+
+run "run on LLaDA" 0 "$DLLM" run -m "$L" -p "Hello" $G
+if [ "$(wc -l <"$TMP/out")" -ge 1 ] && [ ! -s "$TMP/err" ]; then ok "only the answer, no status, without a terminal"
+else not_ok "stdout/stderr split"; fi
+cp "$TMP/out" "$TMP/first"
+run "same seed again" 0 "$DLLM" run -m "$L" -p "Hello" $G
+if cmp -s "$TMP/out" "$TMP/first"; then ok "deterministic"; else not_ok "same seed, different answer"; fi
+echo "Hello" | "$DLLM" run -m "$L" -p - $G >"$TMP/stdin" 2>"$TMP/err"
+if cmp -s "$TMP/stdin" "$TMP/first"; then ok "prompt from stdin"; else not_ok "prompt from stdin differs"; fi
+
+run "run --json --trace on Dream" 0 "$DLLM" run -m "$D" -p "Hi" $G --temperature 0.5 --seed 7 --json --trace "$TMP/trace"
+if python3 - "$TMP/out" "$TMP/trace" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for k in ("text", "tokens", "steps", "stopped_early", "step_ms", "load_ms", "total_ms",
+          "peak_rss_mb", "seed", "settings"):
+    assert k in d, k
+assert d["seed"] == 7 and d["settings"]["sampler"] == "dream" and d["settings"]["temperature"] == 0.5
+assert d["steps"] == len(d["step_ms"]) and 1 <= d["steps"] <= 8
+assert all(isinstance(t, int) for t in d["tokens"]) and len(d["tokens"]) <= 16
+lines = [json.loads(l) for l in open(sys.argv[2])]
+assert len(lines) == d["steps"]
+assert [l["step"] for l in lines] == list(range(len(lines)))
+left = 16
+for l in lines:
+    assert set(l) == {"step", "block", "committed", "best_left_conf", "masks_left", "forward_ms", "sample_ms"}
+    left -= len(l["committed"])
+    assert l["masks_left"] == left
+    for c in l["committed"]:
+        assert c["pos"] >= 16 - 16 and isinstance(c["token"], int)
+PY
+then ok "JSON document and trace lines"; else not_ok "JSON document and trace lines"; fi
+
+run "threshold mode" 0 "$DLLM" run -m "$L" -p "Hi" --max-tokens 16 --threshold 0.5 --json
+run "no chat" 0 "$DLLM" run -m "$L" -p "Hi" $G --no-chat
+
+run "no model" 2 "$DLLM" run -p hi
+run "no prompt" 2 "$DLLM" run -m "$L"
+run "steps not a multiple of blocks" 2 "$DLLM" run -m "$L" -p hi --max-tokens 64 --block-length 32 --steps 7
+expect_err "says which steps work" "steps 7"
+run "block length not dividing max tokens" 2 "$DLLM" run -m "$L" -p hi --max-tokens 64 --block-length 24 --steps 8
+run "threshold out of range" 2 "$DLLM" run -m "$L" -p hi --threshold 1.5
+run "threshold zero" 2 "$DLLM" run -m "$L" -p hi --threshold 0
+run "unknown alg" 2 "$DLLM" run -m "$D" -p hi --alg sideways
+run "unknown remasking" 2 "$DLLM" run -m "$L" -p hi --remasking sometimes
+run "Dream flag on LLaDA" 2 "$DLLM" run -m "$L" -p hi --alg entropy
+run "canvas beyond the context" 2 "$DLLM" run -m "$L" -p hi --max-tokens 1000000 --block-length 0
+run "bad number" 2 "$DLLM" run -m "$L" -p hi --steps many
+run "missing model file" 1 "$DLLM" run -m "$TMP/none.gguf" -p hi
+expect_err "one-line error" "^dllm: error: "
+run "run --help" 0 "$DLLM" run --help
+expect_out "documents --threshold" "--threshold T"
+finish
