@@ -552,21 +552,21 @@ enum dllm_alg {
 /* Sampler settings; dllm_sampler_params_init fills the defaults of a kind. */
 struct dllm_sampler_params {
     enum dllm_sampler_kind kind;
-    int64_t gen_length;   /* masked slots after the prompt */
-    int64_t steps;        /* denoising steps in all (not used with a threshold) */
-    int64_t block_length; /* 0: one block over the whole generation area */
-    double temperature;   /* 0: argmax proposals */
-    double top_p;         /* DREAM; in (0, 1], 1: off */
-    int64_t top_k;        /* DREAM; 0: off */
-    double threshold;     /* 0: off, else in (0, 1] */
+    int64_t gen_length;            /* masked slots after the prompt */
+    int64_t steps;                 /* denoising steps in all (not used with a threshold) */
+    int64_t block_length;          /* 0: one block over the whole generation area */
+    double temperature;            /* 0: argmax proposals */
+    double top_p;                  /* DREAM; in (0, 1], 1: off */
+    int64_t top_k;                 /* DREAM; 0: off */
+    double threshold;              /* 0: off, else in (0, 1] */
     enum dllm_remasking remasking; /* LLADA */
     enum dllm_alg alg;             /* DREAM */
     double alg_temp;               /* 0: the most confident positions commit */
     double eps;                    /* DREAM; the last timestep, in [0, 1) */
-    double cfg_scale;     /* classifier-free guidance weight, >= 0 (0: off); the session runs
-                             the second pass with the prompt masked */
-    uint64_t seed;        /* the one source of randomness of a run */
-    bool early_stop;      /* stop once the text before the first end-of-generation is final */
+    double cfg_scale;              /* guidance weight >= 0, 0: off; adds a prompt-masked pass */
+    uint64_t seed;                 /* the one source of randomness of a run */
+    bool early_stop;               /* stop once the text before the first end-of-generation
+                                      is final */
 };
 
 /*

@@ -1,0 +1,1240 @@
+/*
+ * Tests of engine/sampler.c on synthetic logits. Golden values were derived independently
+ * with the python3 standard library (the derivation is quoted beside each table): splitmix64
+ * and xoshiro256** from their published definitions, float32 arithmetic by rounding every
+ * operation through struct.pack('f'), and probabilities, entropies and chi-square bounds by
+ * hand. Nothing here is computed by the code under test.
+ */
+#include "config.h"
+
+#include "sampler.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
+#define TOL     1e-6
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+static struct dllm_sampler *new_sampler(int64_t max_canvas, int64_t n_vocab)
+{
+    struct dllm_sampler *s = NULL;
+    struct dllm_error err = {0};
+    ck_assert_msg(dllm_sampler_new(max_canvas, n_vocab, &s, &err) == DLLM_OK, "%s", err.text);
+    return s;
+}
+
+/* A row of n logits ln(p[v]); ids at or past np get -inf (the mask id among them). */
+static void row_from_probs(float *row, int64_t n, const double *p, int np)
+{
+    for (int64_t v = 0; v < n; v++)
+        row[v] = v < np ? logf((float)p[v]) : -INFINITY;
+}
+
+/*
+ * A row of 8 logits (ids 0..6 tokens, 7 the mask) whose argmax is `token` with temperature-1
+ * probability c; the other six tokens share 1 - c (c >= 0.15 keeps `token` the argmax).
+ */
+#define V8    8
+#define MASK8 7
+static void row_conf(float *row, int32_t token, double c)
+{
+    for (int v = 0; v < V8; v++)
+        row[v] = logf((float)((1.0 - c) / 6.0));
+    row[token] = logf((float)c);
+    row[MASK8] = -INFINITY;
+}
+
+/* Starts a run, failing the test on error. */
+static void start(struct dllm_sampler *s, const struct dllm_sampler_params *p, int64_t n_prompt,
+                  int32_t mask, const int32_t *eog, int n_eog, const int32_t *canvas)
+{
+    struct dllm_error err = {0};
+    ck_assert_msg(dllm_sampler_start(s, p, n_prompt, mask, eog, n_eog, canvas, &err) == DLLM_OK,
+                  "%s", err.text);
+}
+
+/* Prepares a step, failing the test on error; returns the row count. */
+static int64_t next(struct dllm_sampler *s, const int32_t *canvas, const int32_t **pos)
+{
+    struct dllm_error err = {0};
+    int64_t n = -1;
+    ck_assert_msg(dllm_sampler_next(s, canvas, pos, &n, &err) == DLLM_OK, "%s", err.text);
+    return n;
+}
+
+static void step(struct dllm_sampler *s, int32_t *canvas, const float *logits,
+                 struct dllm_sampler_result *res)
+{
+    struct dllm_error err = {0};
+    ck_assert_msg(dllm_sampler_step(s, canvas, logits, res, &err) == DLLM_OK, "%s", err.text);
+}
+
+/* A canvas of n_prompt ids 1 followed by gen masks. */
+static void fill_canvas(int32_t *canvas, int64_t n_prompt, int64_t gen, int32_t mask)
+{
+    for (int64_t i = 0; i < n_prompt; i++)
+        canvas[i] = 1;
+    for (int64_t i = 0; i < gen; i++)
+        canvas[n_prompt + i] = mask;
+}
+
+static struct dllm_sampler_params llada(int64_t gen, int64_t steps, int64_t block)
+{
+    struct dllm_sampler_params p;
+    dllm_sampler_params_init(&p, DLLM_SAMPLER_LLADA);
+    p.gen_length = gen;
+    p.steps = steps;
+    p.block_length = block;
+    return p;
+}
+
+static struct dllm_sampler_params dream(int64_t gen, int64_t steps, enum dllm_alg alg)
+{
+    struct dllm_sampler_params p;
+    dllm_sampler_params_init(&p, DLLM_SAMPLER_DREAM);
+    p.gen_length = gen;
+    p.steps = steps;
+    p.alg = alg;
+    p.temperature = 0.0;
+    p.top_p = 1.0;
+    return p;
+}
+
+/* ---- random numbers ----------------------------------------------------------------------- */
+
+/*
+ * python3: splitmix64 (x += 0x9e3779b97f4a7c15; z ^= z >> 30; z *= 0xbf58476d1ce4e5b9;
+ * z ^= z >> 27; z *= 0x94d049bb133111eb; z ^= z >> 31) fills s[0..3]; xoshiro256** returns
+ * rotl(s1 * 5, 7) * 9. splitmix64's first output from 0 is the published 0xe220a8397b1dcdaf.
+ */
+static const struct {
+    uint64_t seed;
+    uint64_t out[3];
+} rng_cases[] = {
+    {0, {0x99ec5f36cb75f2b4, 0xbf6e1f784956452a, 0x1a5f849d4933e6e0}},
+    {12345, {0xbe6a36374160d49b, 0x214aaa0637a688c6, 0xf69d16de9954d388}},
+};
+
+START_TEST(test_rng_known)
+{
+    struct dllm_rng rng;
+    dllm_sampler_rng_seed(&rng, rng_cases[_i].seed);
+    if (rng_cases[_i].seed == 0)
+        ck_assert_uint_eq(rng.s[0], 0xe220a8397b1dcdaf);
+    for (int k = 0; k < 3; k++)
+        ck_assert_uint_eq(dllm_sampler_rng_next(&rng), rng_cases[_i].out[k]);
+}
+END_TEST
+
+/* Uniform draws stay in their intervals and average 1/2 (sd of the mean 0.0009). */
+START_TEST(test_rng_uniform)
+{
+    struct dllm_rng rng;
+    dllm_sampler_rng_seed(&rng, 7);
+    double sum = 0.0;
+    for (int k = 0; k < 100000; k++) {
+        double u = dllm_sampler_rng_uniform(&rng), w = dllm_sampler_rng_uniform_open(&rng);
+        ck_assert(u >= 0.0 && u < 1.0);
+        ck_assert(w > 0.0 && w < 1.0);
+        sum += u;
+    }
+    ck_assert_double_eq_tol(sum / 100000, 0.5, 0.005);
+}
+END_TEST
+
+/* ---- softmax and CFG ---------------------------------------------------------------------- */
+
+START_TEST(test_softmax_values)
+{
+    /* ln 1, ln 2, ln 3, -inf: 1/6, 2/6, 3/6, 0. */
+    float row[4] = {0.0f, logf(2.0f), logf(3.0f), -INFINITY};
+    double p[4];
+    ck_assert_int_eq(dllm_sampler_softmax(row, 4, 1.0, p, NULL), DLLM_OK);
+    ck_assert_double_eq_tol(p[0], 1.0 / 6, TOL);
+    ck_assert_double_eq_tol(p[1], 2.0 / 6, TOL);
+    ck_assert_double_eq_tol(p[2], 3.0 / 6, TOL);
+    ck_assert_double_eq(p[3], 0.0);
+    /* Temperature 2 takes square roots: 1, sqrt 2, sqrt 3 over their sum. */
+    ck_assert_int_eq(dllm_sampler_softmax(row, 4, 2.0, p, NULL), DLLM_OK);
+    double z = 1.0 + sqrt(2.0) + sqrt(3.0);
+    ck_assert_double_eq_tol(p[1], sqrt(2.0) / z, TOL);
+    /* Large logits do not overflow: 1000 and 1001 give 1/(1+e), e/(1+e). */
+    float big[2] = {1000.0f, 1001.0f};
+    ck_assert_int_eq(dllm_sampler_softmax(big, 2, 1.0, p, NULL), DLLM_OK);
+    ck_assert_double_eq_tol(p[0], 1.0 / (1.0 + M_E), 1e-12);
+    ck_assert_double_eq_tol(p[1], M_E / (1.0 + M_E), 1e-12);
+}
+END_TEST
+
+static const float bad_rows[][3] = {
+    {0.0f, NAN, 1.0f},
+    {0.0f, INFINITY, 1.0f},
+    {-INFINITY, -INFINITY, -INFINITY},
+};
+
+START_TEST(test_softmax_nonfinite)
+{
+    double p[3];
+    struct dllm_error err = {0};
+    ck_assert_int_eq(dllm_sampler_softmax(bad_rows[_i], 3, 1.0, p, &err), DLLM_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err.text, "logits row"));
+}
+END_TEST
+
+START_TEST(test_cfg)
+{
+    /* 0.5 + 2.5 (1 - 0.5) = 1.75; 3 + 2.5 (2 - 3) = 0.5. */
+    float cond[2] = {1.0f, 2.0f};
+    const float uncond[2] = {0.5f, 3.0f};
+    dllm_sampler_cfg(cond, uncond, 2, 1.5);
+    ck_assert_float_eq_tol(cond[0], 1.75f, 1e-6f);
+    ck_assert_float_eq_tol(cond[1], 0.5f, 1e-6f);
+    float same[2] = {1.0f, 2.0f};
+    dllm_sampler_cfg(same, uncond, 2, 0.0);
+    ck_assert_float_eq_tol(same[0], 1.0f, 1e-6f);
+    ck_assert_float_eq_tol(same[1], 2.0f, 1e-6f);
+}
+END_TEST
+
+/* ---- schedule ----------------------------------------------------------------------------- */
+
+/* k_i = floor(n/s) + [i < n mod s], by hand. */
+static const struct {
+    int64_t n, steps;
+    int64_t k[8];
+} llada_quotas[] = {
+    {32, 4, {8, 8, 8, 8}}, {10, 4, {3, 3, 2, 2}},
+    {7, 3, {3, 2, 2}},     {5, 8, {1, 1, 1, 1, 1, 0, 0, 0}},
+    {32, 1, {32}},
+};
+
+START_TEST(test_quota_llada)
+{
+    int64_t sum = 0;
+    for (int64_t i = 0; i < llada_quotas[_i].steps; i++) {
+        int64_t k = dllm_sampler_quota_llada(llada_quotas[_i].n, llada_quotas[_i].steps, i);
+        ck_assert_int_eq(k, llada_quotas[_i].k[i]);
+        sum += k;
+    }
+    ck_assert_int_eq(sum, llada_quotas[_i].n);
+}
+END_TEST
+
+/*
+ * reference.md B.2's table (eps 1e-3): commits at step 0, at every middle step, at the last.
+ * python3 float32 simulation of torch.linspace(1, eps, steps + 1) and int(N (1 - s/t)) with N
+ * the masks left gives the same rows, and the full lists for the small cases below.
+ */
+static const struct {
+    int64_t gen, steps, first, middle, last;
+} dream_table[] = {
+    {256, 256, 0, 1, 2},
+    {512, 256, 1, 2, 3},
+    {256, 64, 3, 4, 5},
+    {128, 32, 3, 4, 5},
+};
+
+START_TEST(test_quota_dream_table)
+{
+    int64_t n = dream_table[_i].gen, steps = dream_table[_i].steps;
+    for (int64_t i = 0; i < steps; i++) {
+        int64_t k = dllm_sampler_quota_dream(n, steps, i, 1e-3f);
+        int64_t want = i == 0           ? dream_table[_i].first
+                       : i == steps - 1 ? dream_table[_i].last
+                                        : dream_table[_i].middle;
+        ck_assert_msg(k == want, "G %lld steps %lld: step %lld commits %lld, expected %lld",
+                      (long long)dream_table[_i].gen, (long long)steps, (long long)i, (long long)k,
+                      (long long)want);
+        n -= k;
+    }
+    ck_assert_int_eq(n, 0);
+}
+END_TEST
+
+static const struct {
+    int64_t gen, steps;
+    int64_t k[4];
+} dream_small[] = {
+    {4, 4, {0, 1, 1, 2}},
+    {10, 4, {2, 2, 2, 4}},
+    {8, 4, {1, 2, 2, 3}},
+    {3, 3, {0, 1, 2}},
+};
+
+START_TEST(test_quota_dream_small)
+{
+    int64_t n = dream_small[_i].gen;
+    for (int64_t i = 0; i < dream_small[_i].steps; i++) {
+        int64_t k = dllm_sampler_quota_dream(n, dream_small[_i].steps, i, 1e-3f);
+        ck_assert_int_eq(k, dream_small[_i].k[i]);
+        n -= k;
+    }
+    ck_assert_int_eq(n, 0);
+}
+END_TEST
+
+/* python3 float32: linspace(1, 1e-3, steps + 1) and 1 - tau[i+1]/tau[i], as hex floats. */
+START_TEST(test_timesteps)
+{
+    const float tau[5] = {0x1p+0f, 0x1.8020c4p-1f, 0x1.00418ap-1f, 0x1.00c49cp-2f, 0x1.0624dep-10f};
+    const float frac[3] = {0x1.ff7cfp-3f, 0x1.54e0d8p-2f, 0x1.fefa2p-2f};
+    for (int i = 0; i < 5; i++)
+        ck_assert_msg(dllm_sampler_timestep(4, i, 1e-3f) == tau[i], "tau_%d = %a, expected %a", i,
+                      (double)dllm_sampler_timestep(4, i, 1e-3f), (double)tau[i]);
+    for (int i = 0; i < 3; i++)
+        ck_assert(dllm_sampler_transfer_fraction(4, i, 1e-3f) == frac[i]);
+    ck_assert(dllm_sampler_transfer_fraction(4, 3, 1e-3f) == 1.0f);
+
+    /*
+     * Steps 8: tau_3 and tau_5 are where a fused multiply-add would round differently
+     * (python3: fused 0x1.403126p-1 and 0x1.80a3d8p-2).
+     */
+    const float tau8[9] = {0x1p+0f,        0x1.c01062p-1f, 0x1.8020c4p-1f,
+                           0x1.403128p-1f, 0x1.00418ap-1f, 0x1.80a3d6p-2f,
+                           0x1.00c49cp-2f, 0x1.01cacp-3f,  0x1.0624dep-10f};
+    for (int i = 0; i < 9; i++)
+        ck_assert_msg(dllm_sampler_timestep(8, i, 1e-3f) == tau8[i], "tau_%d = %a, expected %a", i,
+                      (double)dllm_sampler_timestep(8, i, 1e-3f), (double)tau8[i]);
+}
+END_TEST
+
+START_TEST(test_plan)
+{
+    struct dllm_sampler_plan plan;
+    struct dllm_sampler_params p = llada(128, 64, 32);
+    ck_assert_int_eq(dllm_sampler_plan_init(&plan, &p, 10, NULL), DLLM_OK);
+    ck_assert_int_eq(plan.n_blocks, 4);
+    ck_assert_int_eq(plan.steps_per_block, 16);
+    int64_t a, b;
+    dllm_sampler_block_bounds(&plan, 0, &a, &b);
+    ck_assert_int_eq(a, 10);
+    ck_assert_int_eq(b, 42);
+    dllm_sampler_block_bounds(&plan, 3, &a, &b);
+    ck_assert_int_eq(a, 106);
+    ck_assert_int_eq(b, 138);
+
+    /* Dream: no blocks unless asked, one region over the whole generation area. */
+    p = dream(64, 48, DLLM_ALG_ENTROPY);
+    ck_assert_int_eq(dllm_sampler_plan_init(&plan, &p, 5, NULL), DLLM_OK);
+    ck_assert_int_eq(plan.n_blocks, 1);
+    ck_assert_int_eq(plan.steps_per_block, 48);
+    dllm_sampler_block_bounds(&plan, 0, &a, &b);
+    ck_assert_int_eq(a, 5);
+    ck_assert_int_eq(b, 69);
+    p.block_length = 16;
+    ck_assert_int_eq(dllm_sampler_plan_init(&plan, &p, 5, NULL), DLLM_OK);
+    ck_assert_int_eq(plan.n_blocks, 4);
+    ck_assert_int_eq(plan.steps_per_block, 12);
+
+    /* A threshold frees steps from the block count: 7 steps over 4 blocks is fine. */
+    p = llada(128, 7, 32);
+    p.threshold = 0.9;
+    ck_assert_int_eq(dllm_sampler_plan_init(&plan, &p, 0, NULL), DLLM_OK);
+    ck_assert_int_eq(plan.steps_per_block, 0);
+}
+END_TEST
+
+/* Each bad setting and the message that says what would work. */
+static const char *const bad_messages[] = {
+    "block length 30 does not divide gen length 128: use one of 1, 2, 4, 8, 16, 32, 64, 128, "
+    "or 0 for no blocks",
+    "steps 30 is not a multiple of the 4 blocks (gen length 128 / block length 32): use 28 or 32",
+    "steps 2 is fewer than the 4 blocks (gen length 128 / block length 32): use 4 or a multiple "
+    "of it",
+    "threshold 1.5 is out of range: use a value in (0, 1], or 0 for off",
+    "threshold -0.1 is out of range: use a value in (0, 1], or 0 for off",
+    "top-p and top-k apply to the Dream sampler only",
+    "top-p 0 is out of range: use a value in (0, 1], 1 for off",
+    "a threshold needs a probability-like confidence, which alg entropy lacks: use alg "
+    "maskgit_plus or topk_margin",
+    "a threshold needs a probability-like confidence, which remasking random lacks: use "
+    "remasking low_confidence",
+    "alg temp 0.5 does not combine with a threshold",
+    "temperature -1 is out of range",
+    "eps 1 is out of range",
+    "gen length 0 is out of range",
+    "unknown remasking 7",
+    "unknown alg 9",
+    "cfg scale -1 is out of range",
+    "block length 7 does not divide gen length 1000: use one of 1, 2, 4, 5, 8, 10, 20, 25, 40, "
+    "50, 100, 125, ..., 1000, or 0 for no blocks",
+    "temperature nan is out of range",
+    "steps 0 is out of range",
+    "top-k -1 is out of range",
+    "alg temp -2 is out of range",
+};
+
+static struct dllm_sampler_params bad_params(int i)
+{
+    struct dllm_sampler_params p = llada(128, 128, 32);
+    switch (i) {
+    case 0: p.block_length = 30; break;
+    case 1: p.steps = 30; break;
+    case 2: p.steps = 2; break;
+    case 3: p.threshold = 1.5; break;
+    case 4: p.threshold = -0.1; break;
+    case 5: p.top_k = 40; break;
+    case 6:
+        p = dream(128, 128, DLLM_ALG_ENTROPY);
+        p.top_p = 0.0;
+        break;
+    case 7:
+        p = dream(128, 128, DLLM_ALG_ENTROPY);
+        p.threshold = 0.9;
+        break;
+    case 8:
+        p.remasking = DLLM_REMASKING_RANDOM;
+        p.threshold = 0.9;
+        break;
+    case 9:
+        p.threshold = 0.9;
+        p.alg_temp = 0.5;
+        break;
+    case 10: p.temperature = -1.0; break;
+    case 11:
+        p = dream(128, 128, DLLM_ALG_ENTROPY);
+        p.eps = 1.0;
+        break;
+    case 12: p.gen_length = 0; break;
+    case 13: p.remasking = (enum dllm_remasking)7; break;
+    case 14: p.alg = (enum dllm_alg)9; break;
+    case 15: p.cfg_scale = -1.0; break;
+    case 16:
+        p.gen_length = 1000;
+        p.block_length = 7;
+        break;
+    case 17: p.temperature = NAN; break;
+    case 18: p.steps = 0; break;
+    case 19:
+        p = dream(128, 128, DLLM_ALG_ENTROPY);
+        p.top_k = -1;
+        break;
+    case 20: p.alg_temp = -2.0; break;
+    }
+    return p;
+}
+
+START_TEST(test_params_bad)
+{
+    struct dllm_sampler_params p = bad_params(_i);
+    struct dllm_error err = {0};
+    ck_assert_int_eq(dllm_sampler_params_check(&p, &err), DLLM_ERR_ARG);
+    ck_assert_msg(strncmp(err.text, bad_messages[_i], strlen(bad_messages[_i])) == 0,
+                  "case %d: \"%s\" does not start with \"%s\"", _i, err.text, bad_messages[_i]);
+}
+END_TEST
+
+START_TEST(test_params_good)
+{
+    struct dllm_sampler_params p;
+    dllm_sampler_params_init(&p, DLLM_SAMPLER_LLADA);
+    ck_assert_int_eq(dllm_sampler_params_check(&p, NULL), DLLM_OK);
+    ck_assert_int_eq(p.block_length, 32);
+    ck_assert(p.early_stop);
+    dllm_sampler_params_init(&p, DLLM_SAMPLER_DREAM);
+    ck_assert_int_eq(dllm_sampler_params_check(&p, NULL), DLLM_OK);
+    ck_assert_int_eq(p.block_length, 0);
+    ck_assert_int_eq(p.alg, DLLM_ALG_ENTROPY);
+    p.threshold = 1.0;
+    p.alg = DLLM_ALG_MASKGIT_PLUS;
+    ck_assert_int_eq(dllm_sampler_params_check(&p, NULL), DLLM_OK);
+}
+END_TEST
+
+START_TEST(test_names)
+{
+    enum dllm_alg alg;
+    enum dllm_remasking r;
+    ck_assert(dllm_alg_parse("topk_margin", &alg) && alg == DLLM_ALG_TOPK_MARGIN);
+    ck_assert(!dllm_alg_parse("margin", &alg));
+    ck_assert_str_eq(dllm_alg_name(DLLM_ALG_MASKGIT_PLUS), "maskgit_plus");
+    ck_assert_ptr_null(dllm_alg_name((enum dllm_alg)4));
+    ck_assert(dllm_remasking_parse("random", &r) && r == DLLM_REMASKING_RANDOM);
+    ck_assert(!dllm_remasking_parse("low", &r));
+    ck_assert_str_eq(dllm_remasking_name(DLLM_REMASKING_LOW_CONFIDENCE), "low_confidence");
+}
+END_TEST
+
+/* ---- one step ----------------------------------------------------------------------------- */
+
+/* Equal confidences: the lower positions commit first. */
+START_TEST(test_tie_break)
+{
+    struct dllm_sampler *s = new_sampler(16, V8);
+    struct dllm_sampler_params p = _i == 0 ? llada(4, 2, 0) : dream(4, 3, DLLM_ALG_MASKGIT_PLUS);
+    int32_t canvas[7];
+    fill_canvas(canvas, 3, 4, MASK8);
+    start(s, &p, 3, MASK8, NULL, 0, canvas);
+    const int32_t *pos;
+    int64_t n = next(s, canvas, &pos);
+    ck_assert_int_eq(n, 4);
+    float logits[4 * V8];
+    for (int r = 0; r < 4; r++)
+        row_conf(logits + r * V8, 2, 0.6);
+    struct dllm_sampler_result res;
+    step(s, canvas, logits, &res);
+    /* LLaDA 4 masks over 2 steps: 2. Dream G 4, 3 steps: python3 float32 gives 1. */
+    int64_t want = _i == 0 ? 2 : 1;
+    ck_assert_int_eq(res.n_committed, want);
+    for (int64_t k = 0; k < want; k++) {
+        ck_assert_int_eq(res.committed[k].pos, 3 + k);
+        ck_assert_int_eq(res.committed[k].token, 2);
+        ck_assert_int_eq(canvas[3 + k], 2);
+    }
+    ck_assert(res.has_best_left);
+    ck_assert_double_eq_tol(res.best_left_conf, 0.6, TOL);
+    ck_assert_int_eq(res.masks_left, 4 - want);
+    dllm_sampler_free(s);
+}
+END_TEST
+
+/* Deterministic pseudo-random logits for the determinism tests (a 32-bit LCG). */
+static void noise_logits(float *x, int64_t n, uint32_t seed)
+{
+    for (int64_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        x[i] = (float)(seed >> 8) / (float)(1u << 24) * 8.0f;
+    }
+}
+
+#define DV    50
+#define DMASK 49
+
+/* Runs a whole generation of 8 slots after a 2-slot prompt; writes the final canvas. */
+static void run_whole(struct dllm_sampler_params p, uint64_t seed, int32_t *canvas)
+{
+    struct dllm_sampler *s = new_sampler(10, DV);
+    p.seed = seed;
+    fill_canvas(canvas, 2, 8, DMASK);
+    start(s, &p, 2, DMASK, NULL, 0, canvas);
+    float logits[8 * DV];
+    struct dllm_sampler_result res;
+    int guard = 0;
+    do {
+        const int32_t *pos;
+        int64_t n = next(s, canvas, &pos);
+        for (int64_t r = 0; r < n; r++)
+            noise_logits(logits + r * DV, DV, (uint32_t)(pos[r] * 31 + guard));
+        step(s, canvas, n ? logits : NULL, &res);
+        ck_assert_int_lt(++guard, 100);
+    } while (!res.done);
+    ck_assert_int_eq(res.masks_left, 0);
+    dllm_sampler_free(s);
+}
+
+START_TEST(test_determinism)
+{
+    struct dllm_sampler_params ps[4] = {
+        llada(8, 4, 0),
+        dream(8, 4, DLLM_ALG_ENTROPY),
+        llada(8, 4, 4),
+        dream(8, 8, DLLM_ALG_TOPK_MARGIN),
+    };
+    struct dllm_sampler_params p = ps[_i % 4];
+    int32_t a[10], b[10];
+    if (_i < 4) {
+        /* Temperature 0: the seed does not matter. */
+        run_whole(p, 1, a);
+        run_whole(p, 999, b);
+        ck_assert_mem_eq(a, b, sizeof a);
+    } else {
+        /* Temperature 1: the same seed repeats, another seed differs. */
+        p.temperature = 1.0;
+        run_whole(p, 5, a);
+        run_whole(p, 5, b);
+        ck_assert_mem_eq(a, b, sizeof a);
+        run_whole(p, 6, b);
+        ck_assert(memcmp(a, b, sizeof a) != 0);
+    }
+}
+END_TEST
+
+/*
+ * Gumbel-max at temperature T samples softmax(l / T) over the non-mask ids. Logits 0, 1, 2,
+ * -1 and a mask of logit 5 (never proposed); 20000 draws; Pearson chi-square with 3 degrees
+ * of freedom must stay below 16.27 (p = 0.001). The confidence is always the temperature-1
+ * probability of the proposal: e^l / (1 + e + e^2 + e^-1 + e^5).
+ */
+static const double gumbel_temps[] = {1.0, 0.5, 2.0};
+
+START_TEST(test_gumbel_statistics)
+{
+    const float row[5] = {0.0f, 1.0f, 2.0f, -1.0f, 5.0f};
+    double t = gumbel_temps[_i];
+    struct dllm_sampler *s = new_sampler(4, 5);
+    struct dllm_sampler_params p = llada(1, 1, 0);
+    p.temperature = t;
+    p.seed = 42;
+    int32_t canvas[1] = {4};
+    start(s, &p, 0, 4, NULL, 0, canvas);
+    double z1 = 1 + M_E + exp(2) + exp(-1) + exp(5), zt = 0.0, want[4];
+    for (int v = 0; v < 4; v++)
+        zt += exp(row[v] / t);
+    for (int v = 0; v < 4; v++)
+        want[v] = exp(row[v] / t) / zt;
+    int count[4] = {0};
+    const int n = 20000;
+    for (int k = 0; k < n; k++) {
+        int32_t tok;
+        double conf;
+        ck_assert_int_eq(dllm_sampler_propose_llada(s, row, &tok, &conf, NULL), DLLM_OK);
+        ck_assert(tok >= 0 && tok < 4);
+        ck_assert_double_eq_tol(conf, exp(row[tok]) / z1, 1e-9);
+        count[tok]++;
+    }
+    double chi2 = 0.0;
+    for (int v = 0; v < 4; v++)
+        chi2 += (count[v] - n * want[v]) * (count[v] - n * want[v]) / (n * want[v]);
+    ck_assert_msg(chi2 < 16.27, "T %g: chi-square %g (counts %d %d %d %d)", t, chi2, count[0],
+                  count[1], count[2], count[3]);
+    dllm_sampler_free(s);
+}
+END_TEST
+
+/* Random remasking: the confidence is the next uniform draw of the run's generator. */
+START_TEST(test_random_remasking)
+{
+    const float row[3] = {0.0f, 3.0f, 1.0f};
+    struct dllm_sampler *s = new_sampler(1, 3);
+    struct dllm_sampler_params p = llada(1, 1, 0);
+    p.remasking = DLLM_REMASKING_RANDOM;
+    p.seed = 77;
+    int32_t canvas[1] = {2};
+    start(s, &p, 0, 2, NULL, 0, canvas);
+    struct dllm_rng rng;
+    dllm_sampler_rng_seed(&rng, 77);
+    for (int k = 0; k < 3; k++) {
+        int32_t tok;
+        double conf;
+        ck_assert_int_eq(dllm_sampler_propose_llada(s, row, &tok, &conf, NULL), DLLM_OK);
+        ck_assert_int_eq(tok, 1);
+        ck_assert(conf == dllm_sampler_rng_uniform(&rng));
+    }
+    dllm_sampler_free(s);
+}
+END_TEST
+
+/* The mask token is never proposed, even when it has the largest logit. */
+START_TEST(test_mask_never_proposed)
+{
+    const float row[4] = {0.0f, 1.0f, 9.0f, 2.0f}; /* mask id 2 */
+    struct dllm_sampler *s = new_sampler(1, 4);
+    struct dllm_sampler_params p = _i == 0 ? llada(1, 1, 0) : dream(1, 1, DLLM_ALG_MASKGIT_PLUS);
+    int32_t canvas[1] = {2};
+    start(s, &p, 0, 2, NULL, 0, canvas);
+    int32_t tok;
+    double conf;
+    if (_i == 0) {
+        ck_assert_int_eq(dllm_sampler_propose_llada(s, row, &tok, &conf, NULL), DLLM_OK);
+        /* The probability still counts the mask: e^2 / (1 + e + e^9 + e^2). */
+        ck_assert_double_eq_tol(conf, exp(2) / (1 + M_E + exp(9) + exp(2)), 1e-9);
+    } else {
+        ck_assert_int_eq(dllm_sampler_propose_dream(s, row, &tok, &conf, NULL), DLLM_OK);
+        ck_assert_double_eq_tol(conf, exp(2) / (1 + M_E + exp(2)), 1e-9);
+    }
+    ck_assert_int_eq(tok, 3);
+    dllm_sampler_free(s);
+}
+END_TEST
+
+/*
+ * Dream confidences on p = (0.5, 0.3, 0.2), mask id 3 at -inf; python3:
+ *   entropy sum p ln(p + 1e-10)            = -1.0296530137645736
+ *   top-p 0.6 keeps (0.625, 0.375): entropy -0.6615632379579821, margin 0.25
+ *   top-k 1 keeps (1): entropy ln(1 + 1e-10) = 1.000000082690371e-10, margin 1
+ *   temperature 2: sqrt(p) / sum = (0.41544591325034014, 0.32180302065369965,
+ *   0.26275106609596016), margin 0.09364289259664049, entropy -1.0809736432470225
+ */
+static const struct {
+    enum dllm_alg alg;
+    double temperature, top_p;
+    int64_t top_k;
+    double conf; /* NaN: the probability of whichever token was sampled */
+} dream_algs[] = {
+    {DLLM_ALG_ORIGIN, 0.0, 1.0, 0, 0.5},
+    {DLLM_ALG_MASKGIT_PLUS, 0.0, 1.0, 0, 0.5},
+    {DLLM_ALG_TOPK_MARGIN, 0.0, 1.0, 0, 0.2},
+    {DLLM_ALG_ENTROPY, 0.0, 1.0, 0, -1.0296530137645736},
+    {DLLM_ALG_MASKGIT_PLUS, 0.0, 0.6, 0, 0.625},
+    {DLLM_ALG_TOPK_MARGIN, 0.0, 0.6, 0, 0.25},
+    {DLLM_ALG_ENTROPY, 0.0, 0.6, 0, -0.6615632379579821},
+    {DLLM_ALG_MASKGIT_PLUS, 0.0, 1.0, 1, 1.0},
+    {DLLM_ALG_TOPK_MARGIN, 0.0, 1.0, 1, 1.0},
+    {DLLM_ALG_ENTROPY, 0.0, 1.0, 1, 1.000000082690371e-10},
+    {DLLM_ALG_TOPK_MARGIN, 2.0, 1.0, 0, 0.09364289259664049},
+    {DLLM_ALG_ENTROPY, 2.0, 1.0, 0, -1.0809736432470225},
+    {DLLM_ALG_MASKGIT_PLUS, 2.0, 1.0, 0, NAN},
+};
+
+START_TEST(test_dream_algs)
+{
+    const double probs[3] = {0.5, 0.3, 0.2};
+    const double tempered[3] = {0.41544591325034014, 0.32180302065369965, 0.26275106609596016};
+    float row[4];
+    row_from_probs(row, 4, probs, 3);
+    struct dllm_sampler *s = new_sampler(1, 4);
+    struct dllm_sampler_params p = dream(1, 1, dream_algs[_i].alg);
+    p.temperature = dream_algs[_i].temperature;
+    p.top_p = dream_algs[_i].top_p;
+    p.top_k = dream_algs[_i].top_k;
+    int32_t canvas[1] = {3};
+    start(s, &p, 0, 3, NULL, 0, canvas);
+    int32_t tok;
+    double conf;
+    ck_assert_int_eq(dllm_sampler_propose_dream(s, row, &tok, &conf, NULL), DLLM_OK);
+    if (p.temperature == 0.0)
+        ck_assert_int_eq(tok, 0);
+    ck_assert(tok >= 0 && tok < 3);
+    double want = isnan(dream_algs[_i].conf) ? tempered[tok] : dream_algs[_i].conf;
+    ck_assert_double_eq_tol(conf, want, TOL);
+    dllm_sampler_free(s);
+}
+END_TEST
+
+/*
+ * top-p keeps a token while the mass ranked before it is at most top_p, so the token that
+ * crosses the threshold stays; equal probabilities rank by id. Rows by hand:
+ *   p (0.5, 0.3, 0.2): 0.4 -> {0}; 0.6 -> {0, 1} = (0.625, 0.375); 0.85 -> all
+ *   logits (2, 2, 0): 0.1 -> {0} (the tie splits by id)
+ *   logits (0, 0, 0, 0), p exactly 1/4: 0.5 -> {0, 1, 2}: the mass before id 2 is 0.5,
+ *   which does not exceed 0.5
+ * top-k drops what is below the k-th largest, keeping ties with it:
+ *   logits (1, 2, 2, 0), k 1 -> {1, 2} = (0.5, 0.5); k 3 -> softmax(1, 2, 2) over {0, 1, 2}
+ * Order temperature -> top-p -> top-k:
+ *   p (0.4, 0.3, 0.3), top-p 0.5 then top-k 2 -> (0.4, 0.3)/0.7 = (0.5714285714285715,
+ *   0.4285714285714285); top-k first would renormalise to (0.57, 0.43) and keep only {0}.
+ *   p (0.5, 0.3, 0.2) at T 0.5 -> (0.25, 0.09, 0.04)/0.38 = (0.658, 0.237, 0.105): top-p 0.6
+ *   then keeps {0} alone; top-p before the temperature would keep {0, 1}.
+ */
+struct filter_case {
+    int n;        /* ids; id n is the mask at -inf */
+    double in[4]; /* probabilities, or logits when `logits` */
+    bool logits;
+    double temperature, top_p;
+    int64_t top_k;
+    double out[4];
+};
+
+#define E1 2.718281828459045
+#define E2 7.38905609893065
+static const struct filter_case filter_cases[] = {
+    {3, {0.5, 0.3, 0.2}, false, 0.0, 0.4, 0, {1.0, 0.0, 0.0}},
+    {3, {0.5, 0.3, 0.2}, false, 0.0, 0.6, 0, {0.625, 0.375, 0.0}},
+    {3, {0.5, 0.3, 0.2}, false, 0.0, 0.85, 0, {0.5, 0.3, 0.2}},
+    {3, {0.5, 0.3, 0.2}, false, 0.0, 1.0, 0, {0.5, 0.3, 0.2}},
+    {4, {0.0, 0.0, 0.0, 0.0}, true, 0.0, 0.5, 0, {1.0 / 3, 1.0 / 3, 1.0 / 3, 0.0}},
+    {3, {2.0, 2.0, 0.0}, true, 0.0, 0.1, 0, {1.0, 0.0, 0.0}},
+    {4, {1.0, 2.0, 2.0, 0.0}, true, 0.0, 1.0, 1, {0.0, 0.5, 0.5, 0.0}},
+    {4, {1.0, 2.0, 2.0, 0.0}, true, 0.0, 1.0, 2, {0.0, 0.5, 0.5, 0.0}},
+    {4,
+     {1.0, 2.0, 2.0, 0.0},
+     true,
+     0.0,
+     1.0,
+     3,
+     {E1 / (E1 + 2 * E2), E2 / (E1 + 2 * E2), E2 / (E1 + 2 * E2), 0.0}},
+    {3, {0.4, 0.3, 0.3}, false, 0.0, 0.5, 2, {0.5714285714285715, 0.4285714285714285, 0.0}},
+    {3, {0.5, 0.3, 0.2}, false, 0.5, 0.6, 0, {1.0, 0.0, 0.0}},
+    {3, {0.5, 0.3, 0.2}, false, 0.5, 1.0, 0, {0.25 / 0.38, 0.09 / 0.38, 0.04 / 0.38}},
+};
+
+START_TEST(test_filters)
+{
+    const struct filter_case *c = &filter_cases[_i];
+    float row[5];
+    if (c->logits) {
+        for (int v = 0; v < c->n; v++)
+            row[v] = (float)c->in[v];
+        row[c->n] = -INFINITY;
+    } else {
+        row_from_probs(row, c->n + 1, c->in, c->n);
+    }
+    struct dllm_sampler *s = new_sampler(1, c->n + 1);
+    struct dllm_sampler_params p = dream(1, 1, DLLM_ALG_MASKGIT_PLUS);
+    p.temperature = c->temperature;
+    p.top_p = c->top_p;
+    p.top_k = c->top_k;
+    int32_t canvas[1] = {c->n};
+    start(s, &p, 0, c->n, NULL, 0, canvas);
+    const double *probs;
+    ck_assert_int_eq(dllm_sampler_probs_dream(s, row, &probs, NULL), DLLM_OK);
+    for (int v = 0; v <= c->n; v++)
+        ck_assert_msg(fabs(probs[v] - (v < c->n ? c->out[v] : 0.0)) < TOL,
+                      "case %d: p[%d] = %.9g, expected %.9g", _i, v, probs[v], c->out[v]);
+    dllm_sampler_free(s);
+}
+END_TEST
+
+/*
+ * A flat row over 4999 tokens (the mask, id 4999, at -inf): each has p = 1/4999; top-p 0.5
+ * keeps ranks r with r/4999 <= 0.5, i.e. ids 0..2499, each then 1/2500. No entry reaches the
+ * first cut-offs (1/64, 1/4096), so this walks the lowered cut-off path.
+ */
+START_TEST(test_top_p_flat)
+{
+    enum { V = 5000 };
+    static float row[V];
+    for (int v = 0; v < V; v++)
+        row[v] = v == V - 1 ? -INFINITY : 0.0f;
+    struct dllm_sampler *s = new_sampler(1, V);
+    struct dllm_sampler_params p = dream(1, 1, DLLM_ALG_MASKGIT_PLUS);
+    p.top_p = 0.5;
+    int32_t canvas[1] = {V - 1};
+    start(s, &p, 0, V - 1, NULL, 0, canvas);
+    const double *probs;
+    ck_assert_int_eq(dllm_sampler_probs_dream(s, row, &probs, NULL), DLLM_OK);
+    for (int v = 0; v < V; v++)
+        ck_assert_double_eq_tol(probs[v], v < 2500 ? 1.0 / 2500 : 0.0, 1e-12);
+    dllm_sampler_free(s);
+}
+END_TEST
+
+/* Dream's categorical sample at T 1 over p (0.5, 0.3, 0.2): chi-square, 2 dof, < 13.82. */
+START_TEST(test_dream_sampling_statistics)
+{
+    const double probs[3] = {0.5, 0.3, 0.2};
+    float row[4];
+    row_from_probs(row, 4, probs, 3);
+    struct dllm_sampler *s = new_sampler(1, 4);
+    struct dllm_sampler_params p = dream(1, 1, DLLM_ALG_MASKGIT_PLUS);
+    p.temperature = 1.0;
+    p.seed = 3;
+    int32_t canvas[1] = {3};
+    start(s, &p, 0, 3, NULL, 0, canvas);
+    int count[3] = {0};
+    const int n = 20000;
+    for (int k = 0; k < n; k++) {
+        int32_t tok;
+        double conf;
+        ck_assert_int_eq(dllm_sampler_propose_dream(s, row, &tok, &conf, NULL), DLLM_OK);
+        ck_assert(tok >= 0 && tok < 3);
+        ck_assert_double_eq_tol(conf, probs[tok], TOL);
+        count[tok]++;
+    }
+    double chi2 = 0.0;
+    for (int v = 0; v < 3; v++)
+        chi2 += (count[v] - n * probs[v]) * (count[v] - n * probs[v]) / (n * probs[v]);
+    ck_assert_msg(chi2 < 13.82, "chi-square %g (%d %d %d)", chi2, count[0], count[1], count[2]);
+    dllm_sampler_free(s);
+}
+END_TEST
+
+/*
+ * A threshold over four candidates: every confidence at least the threshold commits, best
+ * first, ties to the lower slot; when none reaches it the best one alone commits. A
+ * confidence of exactly 1 (a row with one finite logit) meets a threshold of 1.
+ */
+static const struct {
+    double threshold;
+    double conf[4];
+    int n_commit;
+    int order[4];
+    double best_left;
+} threshold_cases[] = {
+    {0.9, {0.95, 0.5, 0.92, 0.3}, 2, {0, 2}, 0.5},
+    {0.9, {0.5, 0.6, 0.4, 0.2}, 1, {1}, 0.5},
+    {0.9, {0.905, 0.99, 0.95, 0.91}, 4, {1, 2, 3, 0}, NAN},
+    {1.0, {1.0, 0.95, 1.0, 0.5}, 2, {0, 2}, 0.95},
+};
+
+START_TEST(test_threshold)
+{
+    struct dllm_sampler *s = new_sampler(8, V8);
+    struct dllm_sampler_params p = llada(4, 1, 0);
+    p.threshold = threshold_cases[_i].threshold;
+    int32_t canvas[6];
+    fill_canvas(canvas, 2, 4, MASK8);
+    start(s, &p, 2, MASK8, NULL, 0, canvas);
+    const int32_t *pos;
+    ck_assert_int_eq(next(s, canvas, &pos), 4);
+    float logits[4 * V8];
+    for (int r = 0; r < 4; r++)
+        row_conf(logits + r * V8, (int32_t)r, threshold_cases[_i].conf[r]);
+    struct dllm_sampler_result res;
+    step(s, canvas, logits, &res);
+    ck_assert_int_eq(res.n_committed, threshold_cases[_i].n_commit);
+    for (int k = 0; k < res.n_committed; k++) {
+        int r = threshold_cases[_i].order[k];
+        ck_assert_int_eq(res.committed[k].pos, 2 + r);
+        ck_assert_int_eq(res.committed[k].token, r);
+        ck_assert_double_eq_tol(res.committed[k].conf, threshold_cases[_i].conf[r], TOL);
+    }
+    ck_assert(res.has_best_left == !isnan(threshold_cases[_i].best_left));
+    if (res.has_best_left)
+        ck_assert_double_eq_tol(res.best_left_conf, threshold_cases[_i].best_left, TOL);
+    ck_assert(res.done == (res.n_committed == 4));
+    dllm_sampler_free(s);
+}
+END_TEST
+
+/* With a threshold each block runs until full: two blocks of 2 at one commit a step. */
+START_TEST(test_threshold_blocks)
+{
+    struct dllm_sampler *s = new_sampler(8, V8);
+    struct dllm_sampler_params p = llada(4, 1, 2);
+    p.threshold = 0.9;
+    int32_t canvas[5];
+    fill_canvas(canvas, 1, 4, MASK8);
+    start(s, &p, 1, MASK8, NULL, 0, canvas);
+    const int64_t blocks[4] = {0, 0, 1, 1}, rows[4] = {2, 1, 2, 1};
+    struct dllm_sampler_result res;
+    for (int k = 0; k < 4; k++) {
+        const int32_t *pos;
+        int64_t n = next(s, canvas, &pos);
+        ck_assert_int_eq(n, rows[k]);
+        float logits[2 * V8];
+        for (int64_t r = 0; r < n; r++)
+            row_conf(logits + r * V8, 3, 0.5);
+        step(s, canvas, logits, &res);
+        ck_assert_int_eq(res.step, k);
+        ck_assert_int_eq(res.block, blocks[k]);
+        ck_assert_int_eq(res.n_committed, 1);
+        ck_assert(res.done == (k == 3));
+    }
+    dllm_sampler_free(s);
+}
+END_TEST
+
+/*
+ * A whole LLaDA run, 8 slots in blocks of 4, 4 steps: 2 commits a step, the most confident
+ * first (slot j has confidence 0.3 + 0.05 j), block by block.
+ */
+START_TEST(test_llada_run)
+{
+    struct dllm_sampler *s = new_sampler(16, V8);
+    struct dllm_sampler_params p = llada(8, 4, 4);
+    int32_t canvas[11];
+    fill_canvas(canvas, 3, 8, MASK8);
+    start(s, &p, 3, MASK8, NULL, 0, canvas);
+    ck_assert_int_eq(dllm_sampler_get_plan(s)->steps_per_block, 2);
+    const int32_t order[4][2] = {{6, 5}, {4, 3}, {10, 9}, {8, 7}};
+    struct dllm_sampler_result res;
+    for (int k = 0; k < 4; k++) {
+        const int32_t *pos;
+        int64_t n = next(s, canvas, &pos);
+        ck_assert_int_eq(n, 4 - 2 * (k % 2));
+        float logits[4 * V8];
+        for (int64_t r = 0; r < n; r++)
+            row_conf(logits + r * V8, 1, 0.3 + 0.05 * (pos[r] - 3));
+        step(s, canvas, logits, &res);
+        ck_assert_int_eq(res.block, k / 2);
+        ck_assert_int_eq(res.n_committed, 2);
+        ck_assert_int_eq(res.committed[0].pos, order[k][0]);
+        ck_assert_int_eq(res.committed[1].pos, order[k][1]);
+        ck_assert_int_eq(res.masks_left, 6 - 2 * k);
+        if (k % 2 == 0)
+            ck_assert_double_eq_tol(res.best_left_conf, 0.3 + 0.05 * (order[k][1] - 4), TOL);
+        else
+            ck_assert(!res.has_best_left);
+    }
+    ck_assert(res.done && !res.stopped_early);
+    for (int i = 3; i < 11; i++)
+        ck_assert_int_eq(canvas[i], 1);
+    struct dllm_error err = {0};
+    const int32_t *pos;
+    int64_t n;
+    ck_assert_int_eq(dllm_sampler_next(s, canvas, &pos, &n, &err), DLLM_ERR_ARG);
+    dllm_sampler_free(s);
+}
+END_TEST
+
+/* Dream G 4 over 4 steps commits 0, 1, 1, 2: the first step asks for no rows at all. */
+START_TEST(test_dream_zero_quota)
+{
+    struct dllm_sampler *s = new_sampler(8, V8);
+    struct dllm_sampler_params p = dream(4, 4, DLLM_ALG_MASKGIT_PLUS);
+    int32_t canvas[6];
+    fill_canvas(canvas, 2, 4, MASK8);
+    start(s, &p, 2, MASK8, NULL, 0, canvas);
+    const int64_t rows[4] = {0, 4, 3, 2}, commits[4] = {0, 1, 1, 2};
+    struct dllm_sampler_result res;
+    for (int k = 0; k < 4; k++) {
+        const int32_t *pos;
+        int64_t n = next(s, canvas, &pos);
+        ck_assert_int_eq(n, rows[k]);
+        float logits[4 * V8];
+        for (int64_t r = 0; r < n; r++)
+            row_conf(logits + r * V8, 4, 0.2 + 0.1 * pos[r]);
+        step(s, canvas, n ? logits : NULL, &res);
+        ck_assert_int_eq(res.n_committed, commits[k]);
+        ck_assert(res.done == (k == 3));
+    }
+    ck_assert_int_eq(res.masks_left, 0);
+    dllm_sampler_free(s);
+}
+END_TEST
+
+/*
+ * Dream origin: each of 64 masks commits with probability 1 - tau_1/tau_0 = 0x1.ff7cfp-3
+ * (python3 float32, steps 4) at step 0. Over 200 seeds the mean count is 64 times that,
+ * 15.984, with a standard error of 0.245. With one step everything commits at once.
+ */
+START_TEST(test_origin)
+{
+    struct dllm_sampler *s = new_sampler(64, V8);
+    int32_t canvas[64];
+    float *logits = malloc(64 * V8 * sizeof *logits);
+    ck_assert_ptr_nonnull(logits);
+    for (int r = 0; r < 64; r++)
+        row_conf(logits + r * V8, 5, 0.7);
+    struct dllm_sampler_params p = dream(64, 4, DLLM_ALG_ORIGIN);
+    double total = 0.0;
+    for (int seed = 0; seed < 200; seed++) {
+        p.seed = (uint64_t)seed;
+        fill_canvas(canvas, 0, 64, MASK8);
+        start(s, &p, 0, MASK8, NULL, 0, canvas);
+        const int32_t *pos;
+        int64_t n = next(s, canvas, &pos);
+        for (int64_t r = 1; r < n; r++)
+            ck_assert_int_lt(pos[r - 1], pos[r]);
+        struct dllm_sampler_result res;
+        step(s, canvas, n ? logits : NULL, &res);
+        ck_assert_int_eq(res.n_committed, n);
+        for (int64_t r = 0; r < n; r++) {
+            ck_assert_int_eq(res.committed[r].pos, pos[r]);
+            ck_assert_int_eq(canvas[pos[r]], 5);
+        }
+        total += (double)n;
+    }
+    ck_assert_double_eq_tol(total / 200, 64 * 0x1.ff7cfp-3, 1.25);
+
+    p = dream(64, 1, DLLM_ALG_ORIGIN);
+    fill_canvas(canvas, 0, 64, MASK8);
+    start(s, &p, 0, MASK8, NULL, 0, canvas);
+    const int32_t *pos;
+    ck_assert_int_eq(next(s, canvas, &pos), 64);
+    struct dllm_sampler_result res;
+    step(s, canvas, logits, &res);
+    ck_assert(res.done && res.n_committed == 64);
+    free(logits);
+    dllm_sampler_free(s);
+}
+END_TEST
+
+/*
+ * alg_temp 0.1 draws the committed position from softmax(conf / 0.1) over confidences 0.5,
+ * 0.3, 0.2 = (0.8437947344813397, 0.11419519938459444, 0.04201006613406606) by python3.
+ * 3000 seeded runs; chi-square, 2 dof, < 13.82. Two commits are always distinct positions.
+ */
+START_TEST(test_alg_temp)
+{
+    const double conf[3] = {0.5, 0.3, 0.2};
+    const double want[3] = {0.8437947344813397, 0.11419519938459444, 0.04201006613406606};
+    struct dllm_sampler *s = new_sampler(3, V8);
+    float logits[3 * V8];
+    for (int r = 0; r < 3; r++)
+        row_conf(logits + r * V8, 2, conf[r]);
+    int count[3] = {0};
+    const int n = 3000;
+    for (int seed = 0; seed < n; seed++) {
+        struct dllm_sampler_params p = llada(3, 3 - (seed % 2 == 0 ? 0 : 1), 0);
+        p.alg_temp = 0.1;
+        p.seed = (uint64_t)seed;
+        int32_t canvas[3];
+        fill_canvas(canvas, 0, 3, MASK8);
+        start(s, &p, 0, MASK8, NULL, 0, canvas);
+        const int32_t *pos;
+        ck_assert_int_eq(next(s, canvas, &pos), 3);
+        struct dllm_sampler_result res;
+        step(s, canvas, logits, &res);
+        /* 3 steps: 1 commit; 2 steps: 2 commits. */
+        ck_assert_int_eq(res.n_committed, p.steps == 3 ? 1 : 2);
+        if (res.n_committed == 2)
+            ck_assert_int_ne(res.committed[0].pos, res.committed[1].pos);
+        count[res.committed[0].pos]++;
+    }
+    double chi2 = 0.0;
+    for (int v = 0; v < 3; v++)
+        chi2 += (count[v] - n * want[v]) * (count[v] - n * want[v]) / (n * want[v]);
+    ck_assert_msg(chi2 < 13.82, "chi-square %g (%d %d %d)", chi2, count[0], count[1], count[2]);
+    dllm_sampler_free(s);
+}
+END_TEST
+
+/* ---- early stop --------------------------------------------------------------------------- */
+
+/* Prompt of 2, then 4 generated slots; mask 9, end-of-generation ids 5 and 6. */
+static const struct {
+    int32_t canvas[6];
+    bool settled;
+} eog_cases[] = {
+    {{1, 5, 2, 3, 5, 9}, true},  /* EOS with nothing masked before it */
+    {{1, 2, 2, 9, 5, 9}, false}, /* EOS committed while an earlier mask remains */
+    {{1, 2, 2, 3, 4, 9}, false}, /* no end-of-generation yet */
+    {{1, 2, 6, 9, 9, 9}, true},  /* the second id, in the first slot */
+    {{5, 6, 9, 9, 9, 9}, false}, /* ids in the prompt do not count */
+    {{1, 2, 9, 6, 5, 9}, false}, {{1, 2, 2, 3, 4, 5}, true},
+};
+
+START_TEST(test_eog_settled)
+{
+    const int32_t eog[2] = {5, 6};
+    ck_assert(dllm_sampler_eog_settled(eog_cases[_i].canvas, 2, 6, 9, eog, 2) ==
+              eog_cases[_i].settled);
+}
+END_TEST
+
+/*
+ * One block of 6 slots, 6 steps (one commit each). Slot 1 proposes EOS (5) at 0.99 and
+ * commits first, while slot 0 is still masked: no stop. Slot 0 (0.9) commits next: now the
+ * text before the first EOS is final and the run stops with 4 masks left, unless early stop
+ * is off.
+ */
+START_TEST(test_early_stop_run)
+{
+    bool early = _i == 0;
+    struct dllm_sampler *s = new_sampler(8, V8);
+    struct dllm_sampler_params p = llada(6, 6, 0);
+    p.early_stop = early;
+    const int32_t eog[2] = {5, 6};
+    int32_t canvas[8];
+    fill_canvas(canvas, 2, 6, MASK8);
+    start(s, &p, 2, MASK8, eog, 2, canvas);
+    struct dllm_sampler_result res;
+    int steps = 0;
+    do {
+        const int32_t *pos;
+        int64_t n = next(s, canvas, &pos);
+        float logits[6 * V8];
+        for (int64_t r = 0; r < n; r++) {
+            int slot = pos[r] - 2;
+            row_conf(logits + r * V8, slot == 1 ? 5 : 1,
+                     slot == 1   ? 0.99
+                     : slot == 0 ? 0.9
+                                 : 0.2 + 0.01 * slot);
+        }
+        step(s, canvas, logits, &res);
+        steps++;
+        if (steps == 1) {
+            ck_assert_int_eq(res.committed[0].pos, 3);
+            ck_assert_int_eq(res.committed[0].token, 5);
+            ck_assert(!res.stopped_early && !res.done);
+        }
+    } while (!res.done);
+    if (early) {
+        ck_assert_int_eq(steps, 2);
+        ck_assert(res.stopped_early);
+        ck_assert_int_eq(res.masks_left, 4);
+    } else {
+        ck_assert_int_eq(steps, 6);
+        ck_assert(!res.stopped_early);
+        ck_assert_int_eq(res.masks_left, 0);
+    }
+    dllm_sampler_free(s);
+}
+END_TEST
+
+/* ---- errors ------------------------------------------------------------------------------- */
+
+START_TEST(test_errors)
+{
+    struct dllm_sampler *s = NULL;
+    struct dllm_error err = {0};
+    ck_assert_int_eq(dllm_sampler_new(0, 8, &s, &err), DLLM_ERR_ARG);
+    ck_assert_ptr_null(s);
+    ck_assert_int_eq(dllm_sampler_new(8, 1, &s, &err), DLLM_ERR_ARG);
+    dllm_sampler_free(NULL);
+
+    s = new_sampler(6, V8);
+    struct dllm_sampler_params p = llada(4, 4, 0);
+    int32_t canvas[8];
+    fill_canvas(canvas, 2, 4, MASK8);
+    const int32_t *pos;
+    int64_t n;
+    struct dllm_sampler_result res;
+    ck_assert_int_eq(dllm_sampler_next(s, canvas, &pos, &n, &err), DLLM_ERR_ARG);
+    ck_assert_int_eq(dllm_sampler_start(s, &p, 3, MASK8, NULL, 0, canvas, &err), DLLM_ERR_ARG);
+    ck_assert_str_eq(err.text, "canvas of 3 prompt + 4 generated slots exceeds the sampler's 6");
+    ck_assert_int_eq(dllm_sampler_start(s, &p, 2, V8, NULL, 0, canvas, &err), DLLM_ERR_ARG);
+    const int32_t eog[9] = {0};
+    ck_assert_int_eq(dllm_sampler_start(s, &p, 2, MASK8, eog, 9, canvas, &err), DLLM_ERR_ARG);
+    int32_t full[6] = {1, 1, 1, 1, 1, 1};
+    ck_assert_int_eq(dllm_sampler_start(s, &p, 2, MASK8, NULL, 0, full, &err), DLLM_ERR_ARG);
+    ck_assert_str_eq(err.text, "the generation area [2, 6) holds no mask");
+
+    start(s, &p, 2, MASK8, NULL, 0, canvas);
+    ck_assert_int_eq(dllm_sampler_step(s, canvas, NULL, &res, &err), DLLM_ERR_ARG);
+    ck_assert_int_eq(next(s, canvas, &pos), 4);
+    ck_assert_int_eq(dllm_sampler_next(s, canvas, &pos, &n, &err), DLLM_ERR_ARG);
+    ck_assert_int_eq(dllm_sampler_step(s, canvas, NULL, &res, &err), DLLM_ERR_ARG);
+    float logits[4 * V8];
+    for (int r = 0; r < 4; r++)
+        row_conf(logits + r * V8, 1, 0.5);
+    logits[2 * V8 + 3] = NAN;
+    ck_assert_int_eq(dllm_sampler_step(s, canvas, logits, &res, &err), DLLM_ERR_ARG);
+    ck_assert_str_eq(err.text, "step 0, canvas slot 4: logits row holds a NaN");
+    /* The failed step ended the run; a new one starts cleanly. */
+    ck_assert_int_eq(dllm_sampler_next(s, canvas, &pos, &n, &err), DLLM_ERR_ARG);
+    start(s, &p, 2, MASK8, NULL, 0, canvas);
+    ck_assert_int_eq(next(s, canvas, &pos), 4);
+    dllm_sampler_free(s);
+}
+END_TEST
+
+static Suite *sampler_suite(void)
+{
+    Suite *s = suite_create("sampler");
+    TCase *tc = tcase_create("rng");
+    tcase_add_loop_test(tc, test_rng_known, 0, N_OF(rng_cases));
+    tcase_add_test(tc, test_rng_uniform);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("maths");
+    tcase_add_test(tc, test_softmax_values);
+    tcase_add_loop_test(tc, test_softmax_nonfinite, 0, N_OF(bad_rows));
+    tcase_add_test(tc, test_cfg);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("schedule");
+    tcase_add_loop_test(tc, test_quota_llada, 0, N_OF(llada_quotas));
+    tcase_add_loop_test(tc, test_quota_dream_table, 0, N_OF(dream_table));
+    tcase_add_loop_test(tc, test_quota_dream_small, 0, N_OF(dream_small));
+    tcase_add_test(tc, test_timesteps);
+    tcase_add_test(tc, test_plan);
+    tcase_add_loop_test(tc, test_params_bad, 0, N_OF(bad_messages));
+    tcase_add_test(tc, test_params_good);
+    tcase_add_test(tc, test_names);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("step");
+    tcase_add_loop_test(tc, test_tie_break, 0, 2);
+    tcase_add_loop_test(tc, test_determinism, 0, 8);
+    tcase_add_loop_test(tc, test_gumbel_statistics, 0, N_OF(gumbel_temps));
+    tcase_add_test(tc, test_random_remasking);
+    tcase_add_loop_test(tc, test_mask_never_proposed, 0, 2);
+    tcase_add_loop_test(tc, test_dream_algs, 0, N_OF(dream_algs));
+    tcase_add_loop_test(tc, test_filters, 0, N_OF(filter_cases));
+    tcase_add_test(tc, test_top_p_flat);
+    tcase_add_test(tc, test_dream_sampling_statistics);
+    tcase_add_loop_test(tc, test_threshold, 0, N_OF(threshold_cases));
+    tcase_add_test(tc, test_threshold_blocks);
+    tcase_add_test(tc, test_llada_run);
+    tcase_add_test(tc, test_dream_zero_quota);
+    tcase_add_test(tc, test_origin);
+    tcase_add_test(tc, test_alg_temp);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("early_stop");
+    tcase_add_loop_test(tc, test_eog_settled, 0, N_OF(eog_cases));
+    tcase_add_loop_test(tc, test_early_stop_run, 0, 2);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("errors");
+    tcase_add_test(tc, test_errors);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(sampler_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
