@@ -10,8 +10,8 @@
 #include <assert.h>
 #include <stdint.h>
 
-#define QK_K 256 /* elements per K-quant super-block */
-#define QK8_0 32 /* elements per Q8_0 / Q4_0 / Q5_0 block */
+#define QK_K  256 /* elements per K-quant super-block */
+#define QK8_0 32  /* elements per Q8_0 / Q4_0 / Q5_0 block */
 
 typedef uint16_t dllm_fp16; /* IEEE binary16 bits */
 typedef uint16_t dllm_bf16; /* bfloat16 bits */
@@ -78,14 +78,27 @@ struct block_q8_K {
 };
 static_assert(sizeof(struct block_q8_K) == 292, "Q8_K block is 292 bytes");
 
+/*
+ * The activation format dllm multiplies K-quant weights with (kernels/matmul.h): Q8_K with a
+ * float scale per 32 elements instead of one per 256. Element e has the value d[e / 32] * qs[e];
+ * bsums[g] is the sum of qs[16g .. 16g+15]. Only ever in scratch buffers, never in files, so it
+ * has no GGML type id.
+ */
+struct block_q8_K32 {
+    float d[QK_K / 32];
+    int8_t qs[QK_K];
+    int16_t bsums[QK_K / 16];
+};
+static_assert(sizeof(struct block_q8_K32) == 320, "Q8_K32 block is 320 bytes");
+
 /* Decodes n elements (a multiple of the block size) starting at the block pointer src. */
 typedef void (*dllm_decode_fn)(const void *src, float *dst, int64_t n);
 
 /* What the engine knows of a tensor type. */
 struct dllm_type_traits {
-    const char *name;     /* "Q4_K"; NULL for ids no GGML version defines */
-    int64_t block_elems;  /* elements per block */
-    size_t block_bytes;   /* bytes per block */
+    const char *name;      /* "Q4_K"; NULL for ids no GGML version defines */
+    int64_t block_elems;   /* elements per block */
+    size_t block_bytes;    /* bytes per block */
     dllm_decode_fn decode; /* NULL when dllm has no decoder */
 };
 

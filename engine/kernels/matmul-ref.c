@@ -1,7 +1,8 @@
 /*
  * Scalar reference matrix products: the specification the SIMD variants are tested against.
- * Activations are quantised as llama.cpp's CPU backend does (reference.md C.6), so the result
- * is as close to a float64 product as llama.cpp's.
+ * Activations for 32-element weight types are quantised as llama.cpp's CPU backend does
+ * (reference.md C.6); those for K-quants take llama.cpp's Q8_K rule per 32 elements instead of
+ * per 256 (Q8_K32, see matmul.h for why).
  */
 #include "kernels/matmul.h"
 #include "quant.h"
@@ -32,10 +33,10 @@ struct qblock {
 
 enum matmul_kind { KIND_K, KIND_32, KIND_FLOAT };
 
-/* How one weight type multiplies: its activation type and how to read its blocks. */
+/* How one weight type multiplies: its activation format and how to read its blocks. */
 struct matmul_type {
     uint32_t wtype;
-    uint32_t atype;
+    enum dllm_act_format act;
     enum matmul_kind kind;
     void (*unpack_k)(const void *blk, struct kblock *out);  /* KIND_K */
     void (*unpack_32)(const void *blk, struct qblock *out); /* KIND_32 */
@@ -189,17 +190,17 @@ static float elem_bf16(const void *row, int64_t i)
 }
 
 static const struct matmul_type matmul_types[] = {
-    {DLLM_TYPE_Q4_K, DLLM_TYPE_Q8_K, KIND_K, unpack_q4_K, NULL, NULL},
-    {DLLM_TYPE_Q5_K, DLLM_TYPE_Q8_K, KIND_K, unpack_q5_K, NULL, NULL},
-    {DLLM_TYPE_Q6_K, DLLM_TYPE_Q8_K, KIND_K, unpack_q6_K, NULL, NULL},
-    {DLLM_TYPE_Q8_0, DLLM_TYPE_Q8_0, KIND_32, NULL, unpack_q8_0, NULL},
-    {DLLM_TYPE_Q4_0, DLLM_TYPE_Q8_0, KIND_32, NULL, unpack_q4_0, NULL},
-    {DLLM_TYPE_Q4_1, DLLM_TYPE_Q8_0, KIND_32, NULL, unpack_q4_1, NULL},
-    {DLLM_TYPE_Q5_0, DLLM_TYPE_Q8_0, KIND_32, NULL, unpack_q5_0, NULL},
-    {DLLM_TYPE_Q5_1, DLLM_TYPE_Q8_0, KIND_32, NULL, unpack_q5_1, NULL},
-    {DLLM_TYPE_F16, DLLM_TYPE_F16, KIND_FLOAT, NULL, NULL, elem_f16},
-    {DLLM_TYPE_BF16, DLLM_TYPE_BF16, KIND_FLOAT, NULL, NULL, elem_bf16},
-    {DLLM_TYPE_F32, DLLM_TYPE_F32, KIND_FLOAT, NULL, NULL, elem_f32},
+    {DLLM_TYPE_Q4_K, DLLM_ACT_Q8_K32, KIND_K, unpack_q4_K, NULL, NULL},
+    {DLLM_TYPE_Q5_K, DLLM_ACT_Q8_K32, KIND_K, unpack_q5_K, NULL, NULL},
+    {DLLM_TYPE_Q6_K, DLLM_ACT_Q8_K32, KIND_K, unpack_q6_K, NULL, NULL},
+    {DLLM_TYPE_Q8_0, DLLM_ACT_Q8_0, KIND_32, NULL, unpack_q8_0, NULL},
+    {DLLM_TYPE_Q4_0, DLLM_ACT_Q8_0, KIND_32, NULL, unpack_q4_0, NULL},
+    {DLLM_TYPE_Q4_1, DLLM_ACT_Q8_0, KIND_32, NULL, unpack_q4_1, NULL},
+    {DLLM_TYPE_Q5_0, DLLM_ACT_Q8_0, KIND_32, NULL, unpack_q5_0, NULL},
+    {DLLM_TYPE_Q5_1, DLLM_ACT_Q8_0, KIND_32, NULL, unpack_q5_1, NULL},
+    {DLLM_TYPE_F16, DLLM_ACT_F16, KIND_FLOAT, NULL, NULL, elem_f16},
+    {DLLM_TYPE_BF16, DLLM_ACT_BF16, KIND_FLOAT, NULL, NULL, elem_bf16},
+    {DLLM_TYPE_F32, DLLM_ACT_F32, KIND_FLOAT, NULL, NULL, elem_f32},
 };
 
 /* The names of matmul_types, in its order. */
@@ -226,14 +227,14 @@ const char *dllm_matmul_supported_list(void)
     return matmul_type_names;
 }
 
-uint32_t dllm_matmul_act_type(uint32_t wtype)
+enum dllm_act_format dllm_matmul_act_format(uint32_t wtype)
 {
     const struct matmul_type *t = matmul_type(wtype);
     assert(t != NULL);
-    return t->atype;
+    return t->act;
 }
 
-/* Bytes of one row of K elements of a type. */
+/* Bytes of one row of K elements of a GGML type. */
 static size_t row_bytes(uint32_t type, int64_t K)
 {
     const struct dllm_type_traits *tr = dllm_type_traits(type);
@@ -241,37 +242,60 @@ static size_t row_bytes(uint32_t type, int64_t K)
     return (size_t)(K / tr->block_elems) * tr->block_bytes;
 }
 
+/* Elements and bytes per block of each activation format. */
+static const struct {
+    int64_t elems;
+    size_t bytes;
+} act_blocks[] = {
+    [DLLM_ACT_Q8_K32] = {QK_K, sizeof(struct block_q8_K32)},
+    [DLLM_ACT_Q8_0] = {QK8_0, sizeof(struct block_q8_0)},
+    [DLLM_ACT_F16] = {1, sizeof(dllm_fp16)},
+    [DLLM_ACT_BF16] = {1, sizeof(dllm_bf16)},
+    [DLLM_ACT_F32] = {1, sizeof(float)},
+};
+
+size_t dllm_matmul_act_row_bytes(uint32_t wtype, int64_t K)
+{
+    const enum dllm_act_format act = dllm_matmul_act_format(wtype);
+    assert(K % act_blocks[act].elems == 0);
+    return (size_t)(K / act_blocks[act].elems) * act_blocks[act].bytes;
+}
+
 size_t dllm_matmul_scratch_bytes(uint32_t wtype, int64_t K, int64_t L)
 {
-    return (size_t)L * row_bytes(dllm_matmul_act_type(wtype), K);
+    return (size_t)L * dllm_matmul_act_row_bytes(wtype, K);
 }
 
 /*
- * Q8_K (llama.cpp quantize_row_q8_K_ref): per 256 elements, max is the signed value of largest
- * magnitude (the first one), q = min(127, round_half_even(-127/max * x)), d = max / -127 as
- * 1 / iscale, bsums the sums of q over 16 elements. An all-zero block has d = 0.
+ * Q8_K32: llama.cpp's Q8_K rule (quantize_row_q8_K_ref) applied to each 32 elements j: max is
+ * the signed value of largest magnitude (the first one), q = min(127, round_half_even(-127/max
+ * * x)), d[j] = max / -127 as 1 / iscale; an all-zero 32 has d[j] = 0. bsums are the sums of q
+ * over 16 elements.
  */
-static void quantize_row_q8_K(const float *x, struct block_q8_K *y, int64_t K)
+static void quantize_row_q8_K32(const float *x, struct block_q8_K32 *y, int64_t K)
 {
-    for (int64_t b = 0; b < K / QK_K; b++, x += QK_K, y++) {
-        float amax = 0.0f, max = 0.0f;
-        for (int j = 0; j < QK_K; j++) {
-            if (fabsf(x[j]) > amax) {
-                amax = fabsf(x[j]);
-                max = x[j];
-            }
-        }
+    for (int64_t b = 0; b < K / QK_K; b++, y++) {
         memset(y, 0, sizeof *y);
-        if (amax == 0.0f) {
-            continue;
+        for (int j = 0; j < QK_K / 32; j++, x += 32) {
+            float amax = 0.0f, max = 0.0f;
+            for (int e = 0; e < 32; e++) {
+                if (fabsf(x[e]) > amax) {
+                    amax = fabsf(x[e]);
+                    max = x[e];
+                }
+            }
+            if (amax == 0.0f) {
+                continue;
+            }
+            const float iscale = -127.0f / max;
+            int8_t *q = y->qs + 32 * j;
+            for (int e = 0; e < 32; e++) {
+                long v = lrintf(iscale * x[e]);
+                q[e] = (int8_t)(v < 127 ? v : 127);
+                y->bsums[2 * j + e / 16] += q[e];
+            }
+            y->d[j] = 1.0f / iscale;
         }
-        const float iscale = -127.0f / max;
-        for (int j = 0; j < QK_K; j++) {
-            long v = lrintf(iscale * x[j]);
-            y->qs[j] = (int8_t)(v < 127 ? v : 127);
-            y->bsums[j / 16] += y->qs[j];
-        }
-        y->d = 1.0f / iscale;
     }
 }
 
@@ -297,51 +321,60 @@ static void quantize_row_q8_0(const float *x, struct block_q8_0 *y, int64_t K)
 
 void dllm_matmul_quantize_ref(uint32_t wtype, const float *x, int64_t K, int64_t L, void *scratch)
 {
-    const uint32_t atype = dllm_matmul_act_type(wtype);
-    const size_t stride = row_bytes(atype, K);
+    const enum dllm_act_format act = dllm_matmul_act_format(wtype);
+    const size_t stride = dllm_matmul_act_row_bytes(wtype, K);
     for (int64_t l = 0; l < L; l++) {
         const float *xl = x + l * K;
         void *dst = (uint8_t *)scratch + (size_t)l * stride;
-        switch (atype) {
-        case DLLM_TYPE_Q8_K: quantize_row_q8_K(xl, dst, K); break;
-        case DLLM_TYPE_Q8_0: quantize_row_q8_0(xl, dst, K); break;
-        case DLLM_TYPE_F16:
+        switch (act) {
+        case DLLM_ACT_Q8_K32: quantize_row_q8_K32(xl, dst, K); break;
+        case DLLM_ACT_Q8_0: quantize_row_q8_0(xl, dst, K); break;
+        case DLLM_ACT_F16:
             for (int64_t k = 0; k < K; k++) {
                 ((dllm_fp16 *)dst)[k] = dllm_f32_to_fp16(xl[k]);
             }
             break;
-        case DLLM_TYPE_BF16:
+        case DLLM_ACT_BF16:
             for (int64_t k = 0; k < K; k++) {
                 ((dllm_bf16 *)dst)[k] = dllm_f32_to_bf16(xl[k]);
             }
             break;
-        default: memcpy(dst, xl, (size_t)K * sizeof(float)); break;
+        case DLLM_ACT_F32: memcpy(dst, xl, (size_t)K * sizeof(float)); break;
         }
     }
 }
 
 /*
- * One super-block of a K-quant row times one Q8_K block a:
- *   d*da * sum_s sc[s] * (sum_{e in s} q[e]*a[e] - off * asum_s) - dmin*da * sum_s mn[s] * asum_s
- * where asum_s is the sum of a over sub-block s, read from bsums. The two sums over s are exact
- * int32 (at most 2^29 in magnitude); only the last line is float.
+ * One super-block of a K-quant row times one Q8_K32 block a, with da_j = a->d[j] the scale of
+ * activation block j (elements 32j..32j+31):
+ *   d * sum_j da_j * sumi_j - dmin * sum_j da_j * summ_j,
+ *   sumi_j = sum_{s in j} sc[s] * (sum_{e in s} q[e]*a[e] - off * asum_s),
+ *   summ_j = sum_{s in j} mn[s] * asum_s,
+ * where s runs over the weight sub-blocks inside j (one of 32 for Q4_K and Q5_K, two of 16 for
+ * Q6_K) and asum_s is the sum of a over s, read from bsums. sumi_j and summ_j are exact int32
+ * (at most 2^24 in magnitude); the sums over j are float.
  */
-static float dot_kblock(const struct kblock *w, const struct block_q8_K *a)
+static float dot_kblock(const struct kblock *w, const struct block_q8_K32 *a)
 {
-    const int groups = w->sub / 16; /* bsums per sub-block */
-    int32_t sumi = 0, summ = 0;
-    for (int s = 0; s < QK_K / w->sub; s++) {
-        int32_t dot = 0, asum = 0;
-        for (int e = s * w->sub; e < (s + 1) * w->sub; e++) {
-            dot += (int32_t)w->q[e] * a->qs[e];
+    const int groups = w->sub / 16; /* bsums per weight sub-block */
+    float sumf = 0.0f, sumfm = 0.0f;
+    for (int j = 0; j < QK_K / 32; j++) {
+        int32_t sumi = 0, summ = 0;
+        for (int s = 32 * j / w->sub; s < 32 * (j + 1) / w->sub; s++) {
+            int32_t dot = 0, asum = 0;
+            for (int e = s * w->sub; e < (s + 1) * w->sub; e++) {
+                dot += (int32_t)w->q[e] * a->qs[e];
+            }
+            for (int g = s * groups; g < (s + 1) * groups; g++) {
+                asum += a->bsums[g];
+            }
+            sumi += w->sc[s] * (dot - w->off * asum);
+            summ += w->mn[s] * asum;
         }
-        for (int g = s * groups; g < (s + 1) * groups; g++) {
-            asum += a->bsums[g];
-        }
-        sumi += w->sc[s] * (dot - w->off * asum);
-        summ += w->mn[s] * asum;
+        sumf += a->d[j] * (float)sumi;
+        sumfm += a->d[j] * (float)summ;
     }
-    return (w->d * a->d) * (float)sumi - (w->dmin * a->d) * (float)summ;
+    return w->d * sumf - w->dmin * sumfm;
 }
 
 /* One 32-element block times a Q8_0 block: d*da * sum q*qa + m*da * sum qa. */
@@ -370,7 +403,7 @@ static void row_k(const struct matmul_type *t, size_t wblock, const uint8_t *wn,
     for (int64_t b = 0; b < K / QK_K; b++) {
         t->unpack_k(wn + (size_t)b * wblock, &kb);
         for (int64_t l = 0; l < L; l++) {
-            const struct block_q8_K *a = (const void *)(scratch + (size_t)l * astride);
+            const struct block_q8_K32 *a = (const void *)(scratch + (size_t)l * astride);
             yn[l * ldy] += dot_kblock(&kb, &a[b]);
         }
     }
@@ -414,7 +447,7 @@ void dllm_matmul_rows_ref(uint32_t wtype, const void *w, int64_t K, int64_t n0, 
     assert(t != NULL);
     const size_t wblock = dllm_type_traits(wtype)->block_bytes;
     const size_t wstride = row_bytes(wtype, K);
-    const size_t astride = row_bytes(t->atype, K);
+    const size_t astride = dllm_matmul_act_row_bytes(wtype, K);
     for (int64_t n = n0; n < n1; n++) {
         const uint8_t *wn = (const uint8_t *)w + (size_t)n * wstride;
         switch (t->kind) {

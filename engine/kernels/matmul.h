@@ -3,18 +3,25 @@
  * y[L, N] = x[L, K] · W[N, K]^T. Row n of W is K / block_elems blocks stored back to back.
  *
  * A product runs in two steps. The activations are first converted, once per x, to the format
- * the weight type multiplies with (its activation type):
- *   Q4_K, Q5_K, Q6_K             -> Q8_K (int8 per 256, float scale, 16-element sums)
+ * the weight type multiplies with (its activation format, enum dllm_act_format):
+ *   Q4_K, Q5_K, Q6_K             -> Q8_K32 (int8 per 256, a float scale per 32, 16-element sums)
  *   Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 -> Q8_0 (int8 per 32, fp16 scale)
  *   F16 -> F16, BF16 -> BF16 (activations rounded to the weight's format), F32 -> F32.
  * Then any number of row ranges [n0, n1) of W multiply with the converted activations, so
  * callers can share the work between threads. The scratch buffer holds the L converted rows
- * back to back, each row K / block_elems blocks of the activation type (quant.h layouts).
+ * back to back, each dllm_matmul_act_row_bytes(wtype, K) long (quant.h layouts).
+ *
+ * llama.cpp's CPU backend gives K-quant weights Q8_K activations, one scale per 256 elements
+ * (reference.md C.6); an outlier in a 256-element chunk then coarsens the step of its other 255
+ * values. With a scale per 32 (Q8_K32, each 32 quantised by the same rule) the logits of the
+ * K-quant fixture models lie 0.012-0.014 (worst row, relative L2) from the float64 reference
+ * where llama.cpp's lie 0.018-0.021 (tests/test_forward); with Q8_K dllm only matched
+ * llama.cpp's error, within noise. Q8_0 weights keep llama.cpp's Q8_0 activations.
  *
  * The *_ref functions are the scalar specification; faster variants must match them within a
- * tolerance. Inside a quantised block the products are exact int32 sums and block contributions
- * accumulate in float; F32, F16 and BF16 products are float and their sums double. See
- * shared/docs/reference.md C.5 and C.6.
+ * tolerance. Inside a 32-element activation block the products are exact int32 sums and block
+ * contributions accumulate in float; F32, F16 and BF16 products are float and their sums double.
+ * See shared/docs/reference.md C.5 and C.6.
  */
 #ifndef DLLM_KERNELS_MATMUL_H
 #define DLLM_KERNELS_MATMUL_H
@@ -29,16 +36,28 @@ bool dllm_matmul_supported(uint32_t wtype);
 /* The supported weight types as text, "Q4_K, Q5_K, ...", for error messages. */
 const char *dllm_matmul_supported_list(void);
 
-/* The activation type (enum dllm_type) a supported weight type multiplies with. */
-uint32_t dllm_matmul_act_type(uint32_t wtype);
+/* The formats activations are converted to; none is a GGML type stored in files. */
+enum dllm_act_format {
+    DLLM_ACT_Q8_K32, /* struct block_q8_K32 per 256 elements */
+    DLLM_ACT_Q8_0,   /* struct block_q8_0 per 32 elements */
+    DLLM_ACT_F16,    /* dllm_fp16 per element */
+    DLLM_ACT_BF16,   /* dllm_bf16 per element */
+    DLLM_ACT_F32,    /* float per element */
+};
+
+/* The activation format a supported weight type multiplies with. */
+enum dllm_act_format dllm_matmul_act_format(uint32_t wtype);
 
 /*
- * Bytes of scratch for L activation rows of K elements converted for wtype. K must be a
- * multiple of the weight type's block size (256 for K-quants, 32 for the others).
+ * Bytes of one activation row of K elements converted for wtype. K must be a multiple of the
+ * weight type's block size (256 for K-quants, 32 for the others).
  */
+size_t dllm_matmul_act_row_bytes(uint32_t wtype, int64_t K);
+
+/* Bytes of scratch for L activation rows of K elements converted for wtype. */
 size_t dllm_matmul_scratch_bytes(uint32_t wtype, int64_t K, int64_t L);
 
-/* Converts x[L, K] (row l at x + l*K) to wtype's activation type in scratch. */
+/* Converts x[L, K] (row l at x + l*K) to wtype's activation format in scratch. */
 void dllm_matmul_quantize_ref(uint32_t wtype, const float *x, int64_t K, int64_t L, void *scratch);
 
 /*
