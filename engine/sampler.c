@@ -38,7 +38,6 @@ struct dllm_sampler {
     int32_t mask_id;
     int32_t eog[DLLM_SAMPLER_MAX_EOG];
     int n_eog;
-    struct dllm_rng rng;
     int64_t step;        /* steps done in the run */
     int64_t block;       /* the current block */
     int64_t block_step;  /* steps done in the current block */
@@ -79,6 +78,18 @@ void dllm_sampler_rng_seed(struct dllm_rng *rng, uint64_t seed)
     uint64_t x = seed;
     for (int i = 0; i < 4; i++)
         rng->s[i] = splitmix64(&x);
+}
+
+void dllm_sampler_rng_seed_at(struct dllm_rng *rng, uint64_t seed, int64_t step, int64_t pos,
+                              enum dllm_draw purpose)
+{
+    const uint64_t parts[3] = {(uint64_t)step, (uint64_t)pos, (uint64_t)purpose};
+    uint64_t key = seed;
+    for (int i = 0; i < 3; i++) {
+        uint64_t x = key;
+        key = splitmix64(&x) ^ parts[i];
+    }
+    dllm_sampler_rng_seed(rng, key);
 }
 
 uint64_t dllm_sampler_rng_next(struct dllm_rng *rng)
@@ -523,7 +534,6 @@ enum dllm_status dllm_sampler_start(struct dllm_sampler *s,
     s->n_eog = n_eog;
     if (n_eog)
         memcpy(s->eog, eog, (size_t)n_eog * sizeof *eog);
-    dllm_sampler_rng_seed(&s->rng, params->seed);
     s->step = 0;
     s->prepared = false;
     int64_t end = n_prompt + params->gen_length;
@@ -568,9 +578,12 @@ enum dllm_status dllm_sampler_next(struct dllm_sampler *s, const int32_t *canvas
         /* Each mask flips a coin, in position order; the picked ones all commit. */
         double frac = dllm_sampler_transfer_fraction(spb, s->block_step, eps);
         int64_t m = 0;
-        for (int64_t r = 0; r < n; r++)
-            if (dllm_sampler_rng_uniform(&s->rng) < frac)
+        for (int64_t r = 0; r < n; r++) {
+            struct dllm_rng rng;
+            dllm_sampler_rng_seed_at(&rng, p->seed, s->step, s->positions[r], DLLM_DRAW_COIN);
+            if (dllm_sampler_rng_uniform(&rng) < frac)
                 s->positions[m++] = s->positions[r];
+        }
         n = m;
         s->quota = m;
     } else {
@@ -596,7 +609,8 @@ static int32_t argmax_f32(const float *x, int64_t n, int32_t skip)
 }
 
 enum dllm_status dllm_sampler_propose_llada(struct dllm_sampler *s, const float *logits,
-                                            int32_t *token, double *conf, struct dllm_error *err)
+                                            struct dllm_rng *rng, int32_t *token, double *conf,
+                                            struct dllm_error *err)
 {
     enum dllm_status st = dllm_sampler_softmax(logits, s->n_vocab, 1.0, s->probs, err);
     if (st != DLLM_OK)
@@ -610,7 +624,7 @@ enum dllm_status dllm_sampler_propose_llada(struct dllm_sampler *s, const float 
         double best = -INFINITY;
         x = s->mask_id == 0 ? 1 : 0;
         for (int64_t v = 0; v < s->n_vocab; v++) {
-            double g = logits[v] - t * log(-log(dllm_sampler_rng_uniform_open(&s->rng)));
+            double g = logits[v] - t * log(-log(dllm_sampler_rng_uniform_open(rng)));
             if (g > best && v != s->mask_id) {
                 best = g;
                 x = (int32_t)v;
@@ -618,8 +632,8 @@ enum dllm_status dllm_sampler_propose_llada(struct dllm_sampler *s, const float 
         }
     }
     *token = x;
-    *conf = s->params.remasking == DLLM_REMASKING_RANDOM ? dllm_sampler_rng_uniform(&s->rng)
-                                                         : s->probs[x];
+    *conf =
+        s->params.remasking == DLLM_REMASKING_RANDOM ? dllm_sampler_rng_uniform(rng) : s->probs[x];
     return DLLM_OK;
 }
 
@@ -730,7 +744,8 @@ enum dllm_status dllm_sampler_probs_dream(struct dllm_sampler *s, const float *l
 }
 
 enum dllm_status dllm_sampler_propose_dream(struct dllm_sampler *s, const float *logits,
-                                            int32_t *token, double *conf, struct dllm_error *err)
+                                            struct dllm_rng *rng, int32_t *token, double *conf,
+                                            struct dllm_error *err)
 {
     const double *p;
     enum dllm_status st = dllm_sampler_probs_dream(s, logits, &p, err);
@@ -740,7 +755,7 @@ enum dllm_status dllm_sampler_propose_dream(struct dllm_sampler *s, const float 
     int32_t x = -1;
     if (s->params.temperature > 0.0) {
         /* Inverse CDF in id order; rounding can leave u above the total: take the last id. */
-        double u = dllm_sampler_rng_uniform(&s->rng), cum = 0.0;
+        double u = dllm_sampler_rng_uniform(rng), cum = 0.0;
         for (int64_t v = 0; v < nv; v++) {
             if (p[v] <= 0.0)
                 continue;
@@ -804,9 +819,11 @@ static int64_t select_commits(struct dllm_sampler *s, int64_t n)
     struct candidate *c = s->cands;
     if (p->kind == DLLM_SAMPLER_DREAM && p->alg == DLLM_ALG_ORIGIN)
         return n;
-    if (p->alg_temp > 0.0)
-        for (int64_t r = 0; r < n; r++)
-            c[r].key = c[r].conf / p->alg_temp - log(-log(dllm_sampler_rng_uniform_open(&s->rng)));
+    for (int64_t r = 0; r < n && p->alg_temp > 0.0; r++) {
+        struct dllm_rng rng;
+        dllm_sampler_rng_seed_at(&rng, p->seed, s->step, c[r].pos, DLLM_DRAW_KEY);
+        c[r].key = c[r].conf / p->alg_temp - log(-log(dllm_sampler_rng_uniform_open(&rng)));
+    }
     qsort(c, (size_t)n, sizeof *c, cmp_candidate);
     if (s->quota >= 0)
         return s->quota < n ? s->quota : n;
@@ -831,8 +848,10 @@ enum dllm_status dllm_sampler_step(struct dllm_sampler *s, int32_t *canvas, cons
         struct candidate *c = &s->cands[r];
         const float *row = logits + r * s->n_vocab;
         c->pos = s->positions[r];
-        st = llada ? dllm_sampler_propose_llada(s, row, &c->token, &c->conf, err)
-                   : dllm_sampler_propose_dream(s, row, &c->token, &c->conf, err);
+        struct dllm_rng rng;
+        dllm_sampler_rng_seed_at(&rng, s->params.seed, s->step, c->pos, DLLM_DRAW_ROW);
+        st = llada ? dllm_sampler_propose_llada(s, row, &rng, &c->token, &c->conf, err)
+                   : dllm_sampler_propose_dream(s, row, &rng, &c->token, &c->conf, err);
         if (st != DLLM_OK) {
             dllm_error_prefix(err, "step %" PRId64 ", canvas slot %" PRId32, s->step, c->pos);
             goto fail;

@@ -12,9 +12,10 @@
  *         dllm_sampler_step(s, canvas, n_rows ? logits : NULL, &res, err);
  *     } while (!res.done);
  *
- * Randomness: one xoshiro256** stream per run, seeded through splitmix64 from params.seed.
- * Every draw happens on the calling thread in a fixed order (positions ascending, and inside
- * a row, vocabulary ids ascending), so a seed gives the same tokens whatever the thread count.
+ * Randomness: every draw comes from a xoshiro256** stream keyed by (params.seed, step, canvas
+ * slot, purpose) through dllm_sampler_rng_seed_at, and inside a stream draws are taken in a
+ * fixed order (vocabulary ids ascending). No draw depends on another row's, on the order rows
+ * are processed in or on the thread count, so a seed gives the same tokens everywhere.
  */
 #ifndef DLLM_SAMPLER_H
 #define DLLM_SAMPLER_H
@@ -33,6 +34,21 @@ struct dllm_rng {
 
 /* Fills the state with four successive splitmix64 outputs of seed (never all zero). */
 void dllm_sampler_rng_seed(struct dllm_rng *rng, uint64_t seed);
+
+/* What a keyed stream is for: one canvas slot's draws at one step. */
+enum dllm_draw {
+    DLLM_DRAW_ROW = 0,  /* its proposal: Gumbel noise, the categorical draw, random remasking */
+    DLLM_DRAW_COIN = 1, /* Dream origin: whether it commits at this step */
+    DLLM_DRAW_KEY = 2,  /* alg_temp: the Gumbel key that ranks it for commitment */
+};
+
+/*
+ * Seeds the stream of one slot at one step: key = seed, then for each of step, pos and
+ * purpose in turn, key = splitmix64(key) ^ part (splitmix64 of the state x: the output for
+ * x + 0x9e3779b97f4a7c15); then dllm_sampler_rng_seed(rng, key).
+ */
+void dllm_sampler_rng_seed_at(struct dllm_rng *rng, uint64_t seed, int64_t step, int64_t pos,
+                              enum dllm_draw purpose);
 
 /* The next 64-bit output: rotl(s1 * 5, 7) * 9, then the xoshiro256 state transition. */
 uint64_t dllm_sampler_rng_next(struct dllm_rng *rng);
@@ -122,7 +138,8 @@ struct dllm_sampler_result {
     int64_t block; /* the block the step worked on */
     /*
      * Committed slots in selection order: confidence descending then position ascending
-     * (top-k and threshold), the draw order (alg_temp > 0), or position order (origin).
+     * (top-k and threshold), key order (alg_temp > 0: conf / alg_temp plus Gumbel noise), or
+     * position order (origin).
      * conf is the confidence the rule used (Dream origin: the proposal's probability).
      */
     const struct dllm_commit *committed;
@@ -141,8 +158,8 @@ enum dllm_status dllm_sampler_new(int64_t max_canvas, int64_t n_vocab, struct dl
 void dllm_sampler_free(struct dllm_sampler *s);
 
 /*
- * Starts a run over canvas[0 .. n_prompt + gen_length - 1]: checks params, plans the blocks,
- * seeds the generator and counts the masks of the generation area. eog lists the ids that end
+ * Starts a run over canvas[0 .. n_prompt + gen_length - 1]: checks params, plans the blocks
+ * and counts the masks of the generation area. eog lists the ids that end
  * a generation (at most DLLM_SAMPLER_MAX_EOG; n_eog may be 0). Any previous run is dropped.
  */
 enum dllm_status dllm_sampler_start(struct dllm_sampler *s,
@@ -177,10 +194,11 @@ enum dllm_status dllm_sampler_step(struct dllm_sampler *s, int32_t *canvas, cons
  * LLaDA's proposal for one row: the argmax (temperature 0; first of equal maxima) or the
  * Gumbel-max sample argmax_v (logits[v] - T ln(-ln u_v)) with one float64 u_v per id, drawn in
  * id order; and its confidence: the temperature-1 softmax probability of the proposal
- * (low_confidence) or one more uniform draw (random). Uses the run's params and generator.
+ * (low_confidence) or one more uniform draw (random). Uses the run's params; draws from rng.
  */
 enum dllm_status dllm_sampler_propose_llada(struct dllm_sampler *s, const float *logits,
-                                            int32_t *token, double *conf, struct dllm_error *err);
+                                            struct dllm_rng *rng, int32_t *token, double *conf,
+                                            struct dllm_error *err);
 
 /*
  * Dream's sample_tokens probabilities for one row: softmax(logits / T) (T = 1 at temperature
@@ -195,9 +213,10 @@ enum dllm_status dllm_sampler_probs_dream(struct dllm_sampler *s, const float *l
  * Dream's proposal for one row from dllm_sampler_probs_dream: a categorical sample (T > 0; one
  * uniform draw) or the argmax, and its confidence by params.alg: the proposal's probability
  * (origin, maskgit_plus), top-1 minus top-2 probability (topk_margin), or sum p ln(p + 1e-10)
- * (entropy).
+ * (entropy). Draws from rng.
  */
 enum dllm_status dllm_sampler_propose_dream(struct dllm_sampler *s, const float *logits,
-                                            int32_t *token, double *conf, struct dllm_error *err);
+                                            struct dllm_rng *rng, int32_t *token, double *conf,
+                                            struct dllm_error *err);
 
 #endif

@@ -131,6 +131,31 @@ START_TEST(test_rng_known)
 }
 END_TEST
 
+/*
+ * python3, the same splitmix64 and xoshiro256**: key = seed, then key = splitmix64(key) ^ part
+ * for step, pos, purpose in turn (pos -1 as 2^64 - 1); the stream's first two outputs.
+ */
+static const struct {
+    uint64_t seed;
+    int64_t step, pos;
+    enum dllm_draw purpose;
+    uint64_t out[2];
+} keyed_cases[] = {
+    {0, 0, 0, DLLM_DRAW_ROW, {0x8a21cd34a214a917, 0x9c507e12243e64d0}},
+    {7, 3, 11, DLLM_DRAW_KEY, {0x8745513450acec81, 0xe0eefea664d27578}},
+    {5, 1, -1, DLLM_DRAW_COIN, {0x40bc930ff32c7e1d, 0x9ee4e696ee9dad58}},
+};
+
+START_TEST(test_rng_keyed)
+{
+    struct dllm_rng rng;
+    dllm_sampler_rng_seed_at(&rng, keyed_cases[_i].seed, keyed_cases[_i].step, keyed_cases[_i].pos,
+                             keyed_cases[_i].purpose);
+    for (int k = 0; k < 2; k++)
+        ck_assert_uint_eq(dllm_sampler_rng_next(&rng), keyed_cases[_i].out[k]);
+}
+END_TEST
+
 /* Uniform draws stay in their intervals and average 1/2 (sd of the mean 0.0009). */
 START_TEST(test_rng_uniform)
 {
@@ -555,6 +580,43 @@ START_TEST(test_determinism)
 END_TEST
 
 /*
+ * A slot's draws are its own: at temperature 1 with a threshold low enough to commit every
+ * row, slot 5 gets the same sample whether slots 3 and 4 are in the step or not, and for
+ * either sampler kind.
+ */
+START_TEST(test_draws_per_slot)
+{
+    int32_t tokens[2];
+    for (int run = 0; run < 2; run++) {
+        struct dllm_sampler *s = new_sampler(6, DV);
+        struct dllm_sampler_params p =
+            _i == 0 ? llada(3, 1, 0) : dream(3, 1, DLLM_ALG_MASKGIT_PLUS);
+        p.temperature = 1.0;
+        p.threshold = 1e-9;
+        p.seed = 11;
+        int32_t canvas[6];
+        fill_canvas(canvas, 3, 3, DMASK);
+        if (run == 1)
+            canvas[3] = canvas[4] = 7;
+        start(s, &p, 3, DMASK, NULL, 0, canvas);
+        const int32_t *pos;
+        int64_t n = next(s, canvas, &pos);
+        ck_assert_int_eq(n, run == 0 ? 3 : 1);
+        float logits[3 * DV];
+        for (int64_t r = 0; r < n; r++)
+            for (int v = 0; v < DV; v++)
+                logits[r * DV + v] = 0.0f; /* uniform: the draw alone decides */
+        struct dllm_sampler_result res;
+        step(s, canvas, logits, &res);
+        ck_assert_int_eq(res.n_committed, n);
+        tokens[run] = canvas[5];
+        dllm_sampler_free(s);
+    }
+    ck_assert_int_eq(tokens[0], tokens[1]);
+}
+END_TEST
+
+/*
  * Gumbel-max at temperature T samples softmax(l / T) over the non-mask ids. Logits 0, 1, 2,
  * -1 and a mask of logit 5 (never proposed); 20000 draws; Pearson chi-square with 3 degrees
  * of freedom must stay below 16.27 (p = 0.001). The confidence is always the temperature-1
@@ -572,6 +634,8 @@ START_TEST(test_gumbel_statistics)
     p.seed = 42;
     int32_t canvas[1] = {4};
     start(s, &p, 0, 4, NULL, 0, canvas);
+    struct dllm_rng rng;
+    dllm_sampler_rng_seed(&rng, 42);
     double z1 = 1 + M_E + exp(2) + exp(-1) + exp(5), zt = 0.0, want[4];
     for (int v = 0; v < 4; v++)
         zt += exp(row[v] / t);
@@ -582,7 +646,7 @@ START_TEST(test_gumbel_statistics)
     for (int k = 0; k < n; k++) {
         int32_t tok;
         double conf;
-        ck_assert_int_eq(dllm_sampler_propose_llada(s, row, &tok, &conf, NULL), DLLM_OK);
+        ck_assert_int_eq(dllm_sampler_propose_llada(s, row, &rng, &tok, &conf, NULL), DLLM_OK);
         ck_assert(tok >= 0 && tok < 4);
         ck_assert_double_eq_tol(conf, exp(row[tok]) / z1, 1e-9);
         count[tok]++;
@@ -596,7 +660,7 @@ START_TEST(test_gumbel_statistics)
 }
 END_TEST
 
-/* Random remasking: the confidence is the next uniform draw of the run's generator. */
+/* Random remasking at temperature 0: the confidence is the stream's next uniform draw. */
 START_TEST(test_random_remasking)
 {
     const float row[3] = {0.0f, 3.0f, 1.0f};
@@ -606,14 +670,15 @@ START_TEST(test_random_remasking)
     p.seed = 77;
     int32_t canvas[1] = {2};
     start(s, &p, 0, 2, NULL, 0, canvas);
-    struct dllm_rng rng;
+    struct dllm_rng rng, copy;
     dllm_sampler_rng_seed(&rng, 77);
+    copy = rng;
     for (int k = 0; k < 3; k++) {
         int32_t tok;
         double conf;
-        ck_assert_int_eq(dllm_sampler_propose_llada(s, row, &tok, &conf, NULL), DLLM_OK);
+        ck_assert_int_eq(dllm_sampler_propose_llada(s, row, &rng, &tok, &conf, NULL), DLLM_OK);
         ck_assert_int_eq(tok, 1);
-        ck_assert(conf == dllm_sampler_rng_uniform(&rng));
+        ck_assert(conf == dllm_sampler_rng_uniform(&copy));
     }
     dllm_sampler_free(s);
 }
@@ -627,14 +692,16 @@ START_TEST(test_mask_never_proposed)
     struct dllm_sampler_params p = _i == 0 ? llada(1, 1, 0) : dream(1, 1, DLLM_ALG_MASKGIT_PLUS);
     int32_t canvas[1] = {2};
     start(s, &p, 0, 2, NULL, 0, canvas);
+    struct dllm_rng rng;
+    dllm_sampler_rng_seed(&rng, 1);
     int32_t tok;
     double conf;
     if (_i == 0) {
-        ck_assert_int_eq(dllm_sampler_propose_llada(s, row, &tok, &conf, NULL), DLLM_OK);
+        ck_assert_int_eq(dllm_sampler_propose_llada(s, row, &rng, &tok, &conf, NULL), DLLM_OK);
         /* The probability still counts the mask: e^2 / (1 + e + e^9 + e^2). */
         ck_assert_double_eq_tol(conf, exp(2) / (1 + M_E + exp(9) + exp(2)), 1e-9);
     } else {
-        ck_assert_int_eq(dllm_sampler_propose_dream(s, row, &tok, &conf, NULL), DLLM_OK);
+        ck_assert_int_eq(dllm_sampler_propose_dream(s, row, &rng, &tok, &conf, NULL), DLLM_OK);
         ck_assert_double_eq_tol(conf, exp(2) / (1 + M_E + exp(2)), 1e-9);
     }
     ck_assert_int_eq(tok, 3);
@@ -684,9 +751,11 @@ START_TEST(test_dream_algs)
     p.top_k = dream_algs[_i].top_k;
     int32_t canvas[1] = {3};
     start(s, &p, 0, 3, NULL, 0, canvas);
+    struct dllm_rng rng;
+    dllm_sampler_rng_seed(&rng, (uint64_t)_i);
     int32_t tok;
     double conf;
-    ck_assert_int_eq(dllm_sampler_propose_dream(s, row, &tok, &conf, NULL), DLLM_OK);
+    ck_assert_int_eq(dllm_sampler_propose_dream(s, row, &rng, &tok, &conf, NULL), DLLM_OK);
     if (p.temperature == 0.0)
         ck_assert_int_eq(tok, 0);
     ck_assert(tok >= 0 && tok < 3);
@@ -806,12 +875,14 @@ START_TEST(test_dream_sampling_statistics)
     p.seed = 3;
     int32_t canvas[1] = {3};
     start(s, &p, 0, 3, NULL, 0, canvas);
+    struct dllm_rng rng;
+    dllm_sampler_rng_seed(&rng, 3);
     int count[3] = {0};
     const int n = 20000;
     for (int k = 0; k < n; k++) {
         int32_t tok;
         double conf;
-        ck_assert_int_eq(dllm_sampler_propose_dream(s, row, &tok, &conf, NULL), DLLM_OK);
+        ck_assert_int_eq(dllm_sampler_propose_dream(s, row, &rng, &tok, &conf, NULL), DLLM_OK);
         ck_assert(tok >= 0 && tok < 3);
         ck_assert_double_eq_tol(conf, probs[tok], TOL);
         count[tok]++;
@@ -1181,6 +1252,7 @@ static Suite *sampler_suite(void)
     Suite *s = suite_create("sampler");
     TCase *tc = tcase_create("rng");
     tcase_add_loop_test(tc, test_rng_known, 0, N_OF(rng_cases));
+    tcase_add_loop_test(tc, test_rng_keyed, 0, N_OF(keyed_cases));
     tcase_add_test(tc, test_rng_uniform);
     suite_add_tcase(s, tc);
 
@@ -1204,6 +1276,7 @@ static Suite *sampler_suite(void)
     tc = tcase_create("step");
     tcase_add_loop_test(tc, test_tie_break, 0, 2);
     tcase_add_loop_test(tc, test_determinism, 0, 8);
+    tcase_add_loop_test(tc, test_draws_per_slot, 0, 2);
     tcase_add_loop_test(tc, test_gumbel_statistics, 0, N_OF(gumbel_temps));
     tcase_add_test(tc, test_random_remasking);
     tcase_add_loop_test(tc, test_mask_never_proposed, 0, 2);
