@@ -575,7 +575,7 @@ enum dllm_status dllm_sampler_next(struct dllm_sampler *s, const int32_t *canvas
     } else if (p->kind == DLLM_SAMPLER_LLADA) {
         s->quota = dllm_sampler_quota_llada(s->block_masks, spb, s->block_step);
     } else if (p->alg == DLLM_ALG_ORIGIN) {
-        /* Each mask flips a coin, in position order; the picked ones all commit. */
+        /* Each mask flips its own coin; the picked ones all commit. */
         double frac = dllm_sampler_transfer_fraction(spb, s->block_step, eps);
         int64_t m = 0;
         for (int64_t r = 0; r < n; r++) {
