@@ -1,0 +1,1316 @@
+/*
+ * Tests of the terminal UI's pure modules (ui/): UTF-8 glyphs, wrapping mixed-width text,
+ * the line editor and its history, scrollback maths, canvas-to-cells rendering, the sliders,
+ * slash commands, the key table, the transcript and its Markdown, the timing pane's sparkline
+ * and the frame slot. Every expected value below was worked out by hand from the rules in the
+ * modules' headers (widths from Unicode: CJK and emoji 2 columns, combining marks 0).
+ */
+#include "config.h"
+
+#include "canvas.h"
+#include "commands.h"
+#include "editor.h"
+#include "fixtures.h"
+#include "frame.h"
+#include "history.h"
+#include "keys.h"
+#include "scrollback.h"
+#include "settings.h"
+#include "timing.h"
+#include "transcript.h"
+#include "utf8.h"
+#include "wrap.h"
+
+#include <check.h>
+#include <errno.h>
+#include <locale.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* ---- UTF-8 -------------------------------------------------------------------------------- */
+
+static const struct {
+    const char *bytes;
+    size_t n;
+    uint32_t cp;
+    size_t len;
+} decodes[] = {
+    {"A", 1, 0x41, 1},
+    {"\xc3\xa9", 2, 0xE9, 2},
+    {"\xe4\xb8\x96", 3, 0x4E16, 3},
+    {"\xf0\x9f\x98\x80", 4, 0x1F600, 4},
+    {"\xc0\x80", 2, UI_REPLACEMENT, 1},         /* C0 never starts a sequence */
+    {"\xe4\xb8", 2, UI_REPLACEMENT, 2},         /* truncated: both bytes are one bad unit */
+    {"\xe4\x41", 2, UI_REPLACEMENT, 1},         /* the A after a lead byte is its own */
+    {"\xed\xa0\x80", 3, UI_REPLACEMENT, 1},     /* a surrogate */
+    {"\xf4\x90\x80\x80", 4, UI_REPLACEMENT, 1}, /* past U+10FFFF */
+    {"\x80", 1, UI_REPLACEMENT, 1},
+    {"\xf0\x9f\x98\x41", 4, UI_REPLACEMENT, 3},
+    {"\xe0\x9f\x80", 3, UI_REPLACEMENT, 1}, /* overlong */
+};
+
+START_TEST(test_decode)
+{
+    uint32_t cp;
+    size_t len = ui_utf8_decode(decodes[_i].bytes, decodes[_i].n, &cp);
+    ck_assert_uint_eq(cp, decodes[_i].cp);
+    ck_assert_uint_eq(len, decodes[_i].len);
+}
+END_TEST
+
+START_TEST(test_encode)
+{
+    static const uint32_t cps[] = {0x41, 0xE9, 0x4E16, 0x1F600, 0x10FFFF};
+    for (int i = 0; i < N_OF(cps); i++) {
+        char buf[4];
+        size_t n = ui_utf8_encode(cps[i], buf);
+        uint32_t back;
+        ck_assert_uint_eq(ui_utf8_decode(buf, n, &back), n);
+        ck_assert_uint_eq(back, cps[i]);
+    }
+}
+END_TEST
+
+START_TEST(test_glyphs)
+{
+    struct ui_glyph g;
+    /* e + COMBINING ACUTE: one glyph of 3 bytes, 1 column. */
+    ck_assert_uint_eq(ui_glyph_next("e\xcc\x81x", 4, 0, &g), 3);
+    ck_assert_uint_eq(g.ch[0], 'e');
+    ck_assert_uint_eq(g.ch[1], 0x301);
+    ck_assert_int_eq(g.width, 1);
+    /* A tab at column 3 reaches the stop at 8. */
+    ui_glyph_next("\t", 1, 3, &g);
+    ck_assert_int_eq(g.width, 5);
+    ck_assert(g.space);
+    ck_assert_uint_eq(g.ch[0], ' ');
+    /* CJK is two columns. */
+    ui_glyph_next("\xe4\xb8\x96", 3, 0, &g);
+    ck_assert_int_eq(g.width, 2);
+    /* A control character shows as U+FFFD. */
+    ui_glyph_next("\x01", 1, 0, &g);
+    ck_assert_uint_eq(g.ch[0], UI_REPLACEMENT);
+    ck_assert_int_eq(g.width, 1);
+    /* A mark with no base sits on a space. */
+    ui_glyph_next("\xcc\x81", 2, 0, &g);
+    ck_assert_uint_eq(g.ch[0], ' ');
+    ck_assert_uint_eq(g.ch[1], 0x301);
+    ck_assert_int_eq(g.width, 1);
+    /* A newline is zero columns and ends the row. */
+    ui_glyph_next("\n", 1, 0, &g);
+    ck_assert(g.newline);
+    ck_assert_int_eq(g.width, 0);
+    /* a, CJK, b, emoji, c: 1 + 2 + 1 + 2 + 1. */
+    ck_assert_int_eq(ui_text_width("a\xe4\xb8\x96"
+                                   "b\xf0\x9f\x98\x80"
+                                   "c",
+                                   10),
+                     7);
+}
+END_TEST
+
+/* ---- wrapping ----------------------------------------------------------------------------- */
+
+#define CJK_SHI "\xe4\xb8\x96" /* 世, 2 columns */
+#define CJK_JIE "\xe7\x95\x8c" /* 界, 2 columns */
+#define E_ACUTE "e\xcc\x81"    /* e + combining acute, 1 column */
+
+static const struct {
+    const char *text;
+    int cols;
+    size_t n;
+    struct ui_row rows[4];
+} wraps[] = {
+    /* Breaks after the space; the space stays on the first row. */
+    {"hello world", 8, 2, {{0, 6, 6}, {6, 11, 5}}},
+    /* A word longer than the row breaks inside. */
+    {"abcdefghij", 4, 3, {{0, 4, 4}, {4, 8, 4}, {8, 10, 2}}},
+    /* A wide character that would overflow moves, at the space before it. */
+    {"ab " CJK_SHI CJK_JIE, 4, 2, {{0, 3, 3}, {3, 9, 4}}},
+    /* ... and with no space, where it stands. */
+    {"a" CJK_SHI, 2, 2, {{0, 1, 1}, {1, 4, 2}}},
+    /* Newlines, including an empty line and a final one. */
+    {"ab\n\ncd\n", 10, 4, {{0, 2, 2}, {3, 3, 0}, {4, 6, 2}, {7, 7, 0}}},
+    /* A space that overflows ends the row and is not drawn. */
+    {"abcd efg", 4, 2, {{0, 4, 4}, {5, 8, 3}}},
+    /* Marks stay with their base. */
+    {E_ACUTE E_ACUTE E_ACUTE, 2, 2, {{0, 6, 2}, {6, 9, 1}}},
+    {"", 5, 1, {{0, 0, 0}}},
+    /* A tab from column 1 reaches column 8; in 5 columns it is cut at the row's end. */
+    {"a\tb", 20, 1, {{0, 3, 9}}},
+    {"a\tb", 5, 2, {{0, 2, 5}, {2, 3, 1}}},
+};
+
+START_TEST(test_wrap)
+{
+    struct ui_row rows[8];
+    size_t n = ui_wrap(wraps[_i].text, strlen(wraps[_i].text), wraps[_i].cols, rows, 8);
+    ck_assert_uint_eq(n, wraps[_i].n);
+    for (size_t r = 0; r < n; r++) {
+        ck_assert_msg(rows[r].start == wraps[_i].rows[r].start &&
+                          rows[r].end == wraps[_i].rows[r].end &&
+                          rows[r].width == wraps[_i].rows[r].width,
+                      "row %zu: [%zu, %zu) width %d, expected [%zu, %zu) width %d", r,
+                      rows[r].start, rows[r].end, rows[r].width, wraps[_i].rows[r].start,
+                      wraps[_i].rows[r].end, wraps[_i].rows[r].width);
+    }
+    /* Counting without rows gives the same number. */
+    ck_assert_uint_eq(ui_wrap(wraps[_i].text, strlen(wraps[_i].text), wraps[_i].cols, NULL, 0), n);
+}
+END_TEST
+
+START_TEST(test_wrap_locate)
+{
+    struct ui_row rows[4];
+    int row, col;
+    const char *a = "hello world";
+    size_t n = ui_wrap(a, strlen(a), 8, rows, 4);
+    ui_wrap_locate(a, rows, n, 8, 5, &row, &col);
+    ck_assert_int_eq(row, 0);
+    ck_assert_int_eq(col, 5);
+    ui_wrap_locate(a, rows, n, 8, 6, &row, &col);
+    ck_assert_int_eq(row, 1);
+    ck_assert_int_eq(col, 0);
+    ui_wrap_locate(a, rows, n, 8, 11, &row, &col);
+    ck_assert_int_eq(row, 1);
+    ck_assert_int_eq(col, 5);
+    /* Before the swallowed space: the end of the first row. */
+    const char *b = "abcd efg";
+    n = ui_wrap(b, strlen(b), 4, rows, 4);
+    ui_wrap_locate(b, rows, n, 4, 4, &row, &col);
+    ck_assert_int_eq(row, 0);
+    ck_assert_int_eq(col, 4);
+    ui_wrap_locate(b, rows, n, 4, 5, &row, &col);
+    ck_assert_int_eq(row, 1);
+    ck_assert_int_eq(col, 0);
+    /* After a wide character: two columns on. */
+    const char *c = "x" CJK_SHI "y";
+    n = ui_wrap(c, strlen(c), 10, rows, 4);
+    ui_wrap_locate(c, rows, n, 10, 4, &row, &col);
+    ck_assert_int_eq(col, 3);
+}
+END_TEST
+
+START_TEST(test_cells)
+{
+    struct ui_cell cells[5];
+    const char *t = "a" CJK_SHI "b";
+    ck_assert_int_eq(ui_cells_fill(cells, 5, t, 0, strlen(t), NULL, UI_STYLE_USER), 4);
+    ck_assert_uint_eq(cells[0].ch[0], 'a');
+    ck_assert_uint_eq(cells[0].width, 1);
+    ck_assert_uint_eq(cells[1].ch[0], 0x4E16);
+    ck_assert_uint_eq(cells[1].width, 2);
+    ck_assert_uint_eq(cells[2].ch[0], 0);
+    ck_assert_uint_eq(cells[2].width, 0);
+    ck_assert_uint_eq(cells[3].ch[0], 'b');
+    ck_assert_uint_eq(cells[4].ch[0], ' ');
+    for (int i = 0; i < 5; i++)
+        ck_assert_uint_eq(cells[i].style, UI_STYLE_USER);
+    /* A wide character that does not fit is left out, not split. */
+    const char *u = "ab" CJK_SHI;
+    ck_assert_int_eq(ui_cells_fill(cells, 3, u, 0, strlen(u), NULL, UI_STYLE_TEXT), 2);
+    ck_assert_uint_eq(cells[2].ch[0], ' ');
+    ck_assert_uint_eq(cells[2].width, 1);
+    /* Marks travel with their base; a tab becomes blanks. */
+    const char *v = E_ACUTE "\tz";
+    ck_assert_int_eq(ui_cells_fill(cells, 5, v, 0, strlen(v), NULL, UI_STYLE_TEXT), 5);
+    ck_assert_uint_eq(cells[0].ch[0], 'e');
+    ck_assert_uint_eq(cells[0].ch[1], 0x301);
+    ck_assert_uint_eq(cells[0].ch[2], 0);
+    ck_assert_uint_eq(cells[1].ch[0], ' ');
+    ck_assert_uint_eq(cells[4].ch[0], ' '); /* the tab from column 1 filled columns 1..4 */
+}
+END_TEST
+
+/* ---- the line editor and its history ------------------------------------------------------ */
+
+/* An editor holding text with the cursor at byte offset pos. */
+static void editor_with(struct ui_editor *ed, struct ui_history *h, const char *text, size_t pos)
+{
+    ui_editor_init(ed, h);
+    ck_assert(ui_editor_insert(ed, text, strlen(text)));
+    ed->cursor = pos;
+}
+
+START_TEST(test_editor_chars)
+{
+    struct ui_editor ed;
+    /* h é l l o: bytes h0 é1-2 l3 l4 o5. */
+    editor_with(&ed, NULL, "h\xc3\xa9llo", 6);
+    ui_editor_left(&ed);
+    ui_editor_left(&ed);
+    ck_assert_uint_eq(ed.cursor, 4);
+    ui_editor_backspace(&ed);
+    ck_assert_str_eq(ed.buf, "h\xc3\xa9lo");
+    ck_assert_uint_eq(ed.cursor, 3);
+    ui_editor_left(&ed);
+    ck_assert_uint_eq(ed.cursor, 1);
+    ui_editor_delete(&ed);
+    ck_assert_str_eq(ed.buf, "hlo");
+    ck_assert_uint_eq(ed.cursor, 1);
+    ck_assert(ui_editor_insert_char(&ed, 0x4E16));
+    ck_assert_str_eq(ed.buf, "h" CJK_SHI "lo");
+    ck_assert_uint_eq(ed.cursor, 4);
+    ui_editor_fini(&ed);
+
+    /* A base and its mark move and delete as one. */
+    editor_with(&ed, NULL, E_ACUTE "x", 4);
+    ui_editor_left(&ed);
+    ck_assert_uint_eq(ed.cursor, 3);
+    ui_editor_left(&ed);
+    ck_assert_uint_eq(ed.cursor, 0);
+    ui_editor_right(&ed);
+    ck_assert_uint_eq(ed.cursor, 3);
+    ui_editor_backspace(&ed);
+    ck_assert_str_eq(ed.buf, "x");
+    ui_editor_fini(&ed);
+}
+END_TEST
+
+START_TEST(test_editor_lines)
+{
+    struct ui_editor ed;
+    editor_with(&ed, NULL, "ab\ncd", 5);
+    ui_editor_home(&ed);
+    ck_assert_uint_eq(ed.cursor, 3);
+    ui_editor_left(&ed); /* over the newline to the end of the line above */
+    ck_assert_uint_eq(ed.cursor, 2);
+    ui_editor_home(&ed);
+    ck_assert_uint_eq(ed.cursor, 0);
+    ui_editor_end(&ed);
+    ck_assert_uint_eq(ed.cursor, 2);
+    ui_editor_fini(&ed);
+
+    /* Up and Down keep the display column: "abcd" over "世x". */
+    editor_with(&ed, NULL, "abcd\n" CJK_SHI "x", 9);
+    ck_assert(ui_editor_up(&ed)); /* from column 3 (after x) to "abc|d" */
+    ck_assert_uint_eq(ed.cursor, 3);
+    ed.cursor = 1; /* column 1: inside 世 below, so its start */
+    ck_assert(ui_editor_down(&ed));
+    ck_assert_uint_eq(ed.cursor, 5);
+    ed.cursor = 2; /* column 2: after 世 */
+    ck_assert(ui_editor_down(&ed));
+    ck_assert_uint_eq(ed.cursor, 8);
+    ck_assert(!ui_editor_down(&ed)); /* last line, no history */
+    ui_editor_fini(&ed);
+}
+END_TEST
+
+START_TEST(test_editor_words)
+{
+    struct ui_editor ed;
+    editor_with(&ed, NULL, "foo bar_baz  qux", 16);
+    ui_editor_word_left(&ed);
+    ck_assert_uint_eq(ed.cursor, 13);
+    ui_editor_word_left(&ed);
+    ck_assert_uint_eq(ed.cursor, 4);
+    ed.cursor = 0;
+    ui_editor_word_right(&ed);
+    ck_assert_uint_eq(ed.cursor, 3);
+    ui_editor_word_right(&ed);
+    ck_assert_uint_eq(ed.cursor, 11);
+    ui_editor_fini(&ed);
+
+    editor_with(&ed, NULL, "foo bar ", 8);
+    ui_editor_kill_word(&ed);
+    ck_assert_str_eq(ed.buf, "foo ");
+    ui_editor_fini(&ed);
+
+    editor_with(&ed, NULL, "one two\nthree", 4);
+    ui_editor_kill_end(&ed);
+    ck_assert_str_eq(ed.buf, "one \nthree");
+    ed.cursor = 7; /* "th|ree" */
+    ui_editor_kill_start(&ed);
+    ck_assert_str_eq(ed.buf, "one \nree");
+    ck_assert_uint_eq(ed.cursor, 5);
+    ui_editor_fini(&ed);
+}
+END_TEST
+
+START_TEST(test_editor_paste)
+{
+    struct ui_editor ed;
+    ui_editor_init(&ed, NULL);
+    const char paste[] = "a\r\nb\rc\x01"
+                         "d\te\x1b";
+    ck_assert(ui_editor_paste(&ed, paste, sizeof paste - 1));
+    ck_assert_str_eq(ed.buf, "a\nb\ncd\te");
+    ck_assert_uint_eq(ed.cursor, 8);
+    ui_editor_fini(&ed);
+}
+END_TEST
+
+START_TEST(test_editor_history)
+{
+    struct ui_history h;
+    ui_history_init(&h, 10);
+    ck_assert(ui_history_add(&h, "one"));
+    ck_assert(ui_history_add(&h, "two"));
+    struct ui_editor ed;
+    editor_with(&ed, &h, "draft", 5);
+    ed.hist_pos = h.n;
+    ck_assert(ui_editor_up(&ed));
+    ck_assert_str_eq(ed.buf, "two");
+    ck_assert_uint_eq(ed.cursor, 3);
+    ck_assert(ui_editor_up(&ed));
+    ck_assert_str_eq(ed.buf, "one");
+    ck_assert(!ui_editor_up(&ed));
+    ck_assert_str_eq(ed.buf, "one");
+    ck_assert(ui_editor_down(&ed));
+    ck_assert_str_eq(ed.buf, "two");
+    ck_assert(ui_editor_down(&ed));
+    ck_assert_str_eq(ed.buf, "draft");
+    ck_assert(!ui_editor_down(&ed));
+
+    /* Inside a multi-line text, Up moves between lines before it reaches the history. */
+    ck_assert(ui_editor_set(&ed, "l1\nl2"));
+    ck_assert(ui_editor_up(&ed));
+    ck_assert_str_eq(ed.buf, "l1\nl2");
+    ck_assert(ui_editor_up(&ed));
+    ck_assert_str_eq(ed.buf, "two");
+
+    /* Taking the text adds it once; empty texts and repeats are not added. */
+    ck_assert(ui_editor_set(&ed, "three"));
+    char *text = ui_editor_take(&ed);
+    ck_assert_str_eq(text, "three");
+    free(text);
+    ck_assert_str_eq(ed.buf, "");
+    text = ui_editor_take(&ed);
+    free(text);
+    ck_assert(ui_history_add(&h, "three"));
+    ck_assert_uint_eq(h.n, 3);
+    ck_assert_str_eq(h.items[2], "three");
+    ui_editor_fini(&ed);
+    ui_history_fini(&h);
+}
+END_TEST
+
+START_TEST(test_history_file)
+{
+    struct ui_history h;
+    ui_history_init(&h, 3);
+    const char *items[] = {"a", "b", "multi\nline", "back\\slash"};
+    for (int i = 0; i < 4; i++)
+        ck_assert(ui_history_add(&h, items[i]));
+    ck_assert_uint_eq(h.n, 3); /* the cap dropped "a" */
+    ck_assert_str_eq(h.items[0], "b");
+
+    char *dir = test_tmpdir();
+    char path[512];
+    snprintf(path, sizeof path, "%s/state/dllm/history", dir);
+    ck_assert_msg(ui_history_save(&h, path), "%s: %s", path, strerror(errno));
+    FILE *f = fopen(path, "r");
+    ck_assert(f != NULL);
+    char got[256] = "";
+    size_t n = fread(got, 1, sizeof got - 1, f);
+    fclose(f);
+    got[n] = '\0';
+    ck_assert_str_eq(got, "b\nmulti\\nline\nback\\\\slash\n");
+    struct stat st;
+    snprintf(got, sizeof got, "%s/state/dllm", dir);
+    ck_assert_int_eq(stat(got, &st), 0);
+    ck_assert_uint_eq(st.st_mode & 0777, 0700);
+
+    struct ui_history back;
+    ui_history_init(&back, 2);
+    ck_assert(ui_history_load(&back, path));
+    ck_assert_uint_eq(back.n, 2); /* the newest two of three */
+    ck_assert_str_eq(back.items[0], "multi\nline");
+    ck_assert_str_eq(back.items[1], "back\\slash");
+    snprintf(got, sizeof got, "%s/missing", dir);
+    ck_assert(ui_history_load(&back, got));
+    ck_assert_uint_eq(back.n, 2);
+    ui_history_fini(&back);
+    ui_history_fini(&h);
+
+    setenv("XDG_STATE_HOME", "/xdg", 1);
+    char *p = ui_history_path();
+    ck_assert_str_eq(p, "/xdg/dllm/history");
+    free(p);
+    setenv("XDG_STATE_HOME", "relative", 1); /* not absolute: ignored */
+    setenv("HOME", "/home/u", 1);
+    p = ui_history_path();
+    ck_assert_str_eq(p, "/home/u/.local/state/dllm/history");
+    free(p);
+    free(dir);
+}
+END_TEST
+
+/* ---- scrollback --------------------------------------------------------------------------- */
+
+/* Ten one-row blocks "0" .. "9" plus `extra` more. */
+static size_t digit_blocks(struct ui_sb_block *blocks, size_t extra)
+{
+    static const char digits[] = "0123456789abcdef";
+    size_t n = 10 + extra;
+    for (size_t i = 0; i < n; i++)
+        blocks[i] = (struct ui_sb_block){digits + i, 1, UI_STYLE_TEXT, 0};
+    return n;
+}
+
+START_TEST(test_scroll_sticky)
+{
+    struct ui_scrollback sb;
+    struct ui_sb_block blocks[16];
+    ui_scrollback_init(&sb);
+    ui_scrollback_set_view(&sb, 4);
+    ck_assert(ui_scrollback_layout(&sb, blocks, digit_blocks(blocks, 0), 10));
+    ck_assert_uint_eq(sb.n_rows, 10);
+    ck_assert_uint_eq(sb.top, 6); /* following: the last 4 rows */
+    ui_scrollback_scroll(&sb, -2);
+    ck_assert_uint_eq(sb.top, 4);
+    ck_assert(!sb.follow);
+    /* A new row does not move a view that was scrolled up. */
+    ck_assert(ui_scrollback_layout(&sb, blocks, digit_blocks(blocks, 1), 10));
+    ck_assert_uint_eq(sb.top, 4);
+    /* A page is the view less one row: 4 + 3 = 7, the bottom of 11 rows; following again. */
+    ui_scrollback_page(&sb, 1);
+    ck_assert_uint_eq(sb.top, 7);
+    ck_assert(sb.follow);
+    ck_assert(ui_scrollback_layout(&sb, blocks, digit_blocks(blocks, 2), 10));
+    ck_assert_uint_eq(sb.top, 8);
+    ui_scrollback_page(&sb, -1);
+    ck_assert_uint_eq(sb.top, 5);
+    ui_scrollback_scroll(&sb, -100);
+    ck_assert_uint_eq(sb.top, 0);
+    ui_scrollback_scroll(&sb, 100);
+    ck_assert_uint_eq(sb.top, 8);
+    ck_assert(sb.follow);
+    ui_scrollback_home(&sb);
+    ck_assert_uint_eq(sb.top, 0);
+    ck_assert(!sb.follow);
+    ui_scrollback_end(&sb);
+    ck_assert_uint_eq(sb.top, 8);
+    /* A taller view at the bottom shows more of the rows. */
+    ui_scrollback_set_view(&sb, 20);
+    ck_assert_uint_eq(sb.top, 0);
+    ui_scrollback_fini(&sb);
+}
+END_TEST
+
+START_TEST(test_scroll_rewrap)
+{
+    /* "aaaa bbbb cccc dddd" wraps to 4 rows at 5 columns and 2 at 10. */
+    struct ui_sb_block blocks[2] = {{"x", 1, UI_STYLE_TEXT, 0},
+                                    {"aaaa bbbb cccc dddd", 19, UI_STYLE_TEXT, 0}};
+    struct ui_scrollback sb;
+    ui_scrollback_init(&sb);
+    ui_scrollback_set_view(&sb, 1);
+    ck_assert(ui_scrollback_layout(&sb, blocks, 2, 5));
+    ck_assert_uint_eq(sb.n_rows, 5);
+    ck_assert_uint_eq(sb.rows[3].start, 10); /* "cccc " */
+    ui_scrollback_scroll(&sb, -1);
+    ck_assert_uint_eq(sb.top, 3);
+    /* Wider: "cccc" now starts the second row of the block, row 2; it stays at the top. */
+    ck_assert(ui_scrollback_layout(&sb, blocks, 2, 10));
+    ck_assert_uint_eq(sb.n_rows, 3);
+    ck_assert_uint_eq(sb.top, 2);
+    ck_assert_uint_eq(sb.rows[2].start, 10);
+    /* Narrower again: the row holding byte 10 is row 3. */
+    ck_assert(ui_scrollback_layout(&sb, blocks, 2, 5));
+    ck_assert_uint_eq(sb.top, 3);
+
+    /* An indented block wraps at the width less the indent, and its cells start blank. */
+    struct ui_sb_block ind = {"abcdef", 6, UI_STYLE_USER, 2};
+    ck_assert(ui_scrollback_layout(&sb, &ind, 1, 6));
+    ck_assert_uint_eq(sb.n_rows, 2);
+    struct ui_cell cells[6];
+    ui_scrollback_cells(&sb, &ind, 1, cells, 6);
+    ck_assert_uint_eq(cells[0].ch[0], ' ');
+    ck_assert_uint_eq(cells[1].ch[0], ' ');
+    ck_assert_uint_eq(cells[2].ch[0], 'e');
+    ck_assert_uint_eq(cells[3].ch[0], 'f');
+    ck_assert_uint_eq(cells[3].style, UI_STYLE_USER);
+    ui_scrollback_fini(&sb);
+}
+END_TEST
+
+/* ---- the canvas --------------------------------------------------------------------------- */
+
+/* Token pieces for the canvas tests; id 7 stands for a control token without text. */
+static const char *const pieces[] = {"Hel", "lo", " wor", "ld", "\xe4\xb8", "\x96", "!"};
+
+static const char *test_piece(void *ctx, int32_t id, size_t *len)
+{
+    (void)ctx;
+    if (id < 0 || id >= N_OF(pieces))
+        return NULL;
+    *len = strlen(pieces[id]);
+    return pieces[id];
+}
+
+/* Fails unless ct's styles are, byte by byte, the letters of want (s settled, N new, ...). */
+static void expect_styles(const struct ui_canvas_text *ct, const char *want)
+{
+    static const char letters[UI_STYLE_COUNT] = {[UI_STYLE_PROMPT] = 'p',
+                                                 [UI_STYLE_MASK] = 'm',
+                                                 [UI_STYLE_NEW] = 'N',
+                                                 [UI_STYLE_SETTLED] = 's',
+                                                 [UI_STYLE_DIM] = 'd'};
+    char got[64] = "";
+    for (size_t i = 0; i < ct->len && i < sizeof got - 1; i++)
+        got[i] = letters[ct->styles[i]] ? letters[ct->styles[i]] : '?';
+    ck_assert_str_eq(got, want);
+}
+
+START_TEST(test_canvas_runs)
+{
+    struct ui_canvas_text ct;
+    ui_canvas_text_init(&ct);
+    int32_t ids[] = {0, 1, 2, 3};
+    uint8_t states[] = {UI_POS_SETTLED, UI_POS_NEW, UI_POS_MASKED, UI_POS_SETTLED};
+    ck_assert(ui_canvas_render(&ct, ids, states, 0, 4, test_piece, NULL));
+    ck_assert_uint_eq(ct.len, 10);
+    ck_assert(memcmp(ct.text, "Hello" UI_MASK_GLYPH "ld", 10) == 0);
+    expect_styles(&ct, "sssNNmmmss");
+
+    /* A character split over two tokens is drawn whole, in the newer token's style. */
+    int32_t split[] = {4, 5, 6};
+    uint8_t st2[] = {UI_POS_SETTLED, UI_POS_NEW, UI_POS_SETTLED};
+    ck_assert(ui_canvas_render(&ct, split, st2, 0, 3, test_piece, NULL));
+    ck_assert(memcmp(ct.text, CJK_SHI "!", 4) == 0);
+    expect_styles(&ct, "NNNs");
+    struct ui_cell cells[4];
+    ck_assert_int_eq(ui_cells_fill(cells, 4, ct.text, 0, ct.len, ct.styles, UI_STYLE_TEXT), 3);
+    ck_assert_uint_eq(cells[0].ch[0], 0x4E16);
+    ck_assert_uint_eq(cells[0].style, UI_STYLE_NEW);
+    ck_assert_uint_eq(cells[2].ch[0], '!');
+    ck_assert_uint_eq(cells[2].style, UI_STYLE_SETTLED);
+
+    /* Its second half still masked: one U+FFFD, then the mask glyph, never merged. */
+    uint8_t st3[] = {UI_POS_SETTLED, UI_POS_MASKED, UI_POS_SETTLED};
+    ck_assert(ui_canvas_render(&ct, split, st3, 0, 3, test_piece, NULL));
+    ck_assert_int_eq(ui_cells_fill(cells, 4, ct.text, 0, ct.len, ct.styles, UI_STYLE_TEXT), 3);
+    ck_assert_uint_eq(cells[0].ch[0], UI_REPLACEMENT);
+    ck_assert_uint_eq(cells[1].ch[0], 0x2591);
+    ck_assert_uint_eq(cells[1].style, UI_STYLE_MASK);
+    ck_assert_uint_eq(cells[2].ch[0], '!');
+
+    /* From position 1 of a canvas whose position 0 is prompt; id 7 has no text. */
+    int32_t withp[] = {0, 1, 7, 6};
+    uint8_t st4[] = {UI_POS_PROMPT, UI_POS_PROMPT, UI_POS_SETTLED, UI_POS_NEW};
+    ck_assert(ui_canvas_render(&ct, withp, st4, 1, 3, test_piece, NULL));
+    ck_assert(memcmp(ct.text, "lo" UI_TEXTLESS_GLYPH "!", 5) == 0);
+    expect_styles(&ct, "ppddN");
+
+    /* Wrapped into rows of 3 columns: "lo·" and "!". */
+    struct ui_row rows[4];
+    ck_assert_uint_eq(ui_wrap(ct.text, ct.len, 3, rows, 4), 2);
+    ck_assert_uint_eq(rows[1].start, 4);
+    ui_canvas_text_fini(&ct);
+}
+END_TEST
+
+/* ---- the sliders -------------------------------------------------------------------------- */
+
+/* LLaDA-style settings: 128 tokens in blocks of 32, 64 steps, no threshold, temperature 0. */
+static struct dllm_sampler_params base_settings(void)
+{
+    struct dllm_sampler_params s;
+    dllm_sampler_params_init(&s, DLLM_SAMPLER_LLADA);
+    s.gen_length = 128;
+    s.block_length = 32;
+    s.steps = 64;
+    s.threshold = 0;
+    s.temperature = 0;
+    return s;
+}
+
+static const struct {
+    const char *what;
+    enum ui_slider slider;
+    int dir;
+    int64_t max, block, steps; /* before */
+    double threshold, temperature;
+    bool changed;
+    int64_t want_max, want_block, want_steps;
+    double want_threshold, want_temperature;
+    const char *note;
+} adjusts[] = {
+    {"steps up by the 4 blocks", UI_SLIDER_STEPS, 1, 128, 32, 64, 0, 0, true, 128, 32, 68, 0, 0,
+     "steps 68"},
+    {"steps down", UI_SLIDER_STEPS, -1, 128, 32, 64, 0, 0, true, 128, 32, 60, 0, 0, "steps 60"},
+    {"steps at the top", UI_SLIDER_STEPS, 1, 128, 32, 128, 0, 0, false, 128, 32, 128, 0, 0,
+     "steps stays 128: its highest valid value"},
+    {"steps at the bottom", UI_SLIDER_STEPS, -1, 128, 32, 4, 0, 0, false, 128, 32, 4, 0, 0,
+     "steps stays 4: its lowest valid value"},
+    {"steps under a threshold", UI_SLIDER_STEPS, 1, 128, 32, 64, 0.9, 0, true, 128, 32, 68, 0.9, 0,
+     "steps 68; steps do not apply while a threshold is set"},
+    {"block up to the next divisor", UI_SLIDER_BLOCK, 1, 128, 32, 64, 0, 0, true, 128, 64, 64, 0, 0,
+     "block 64"},
+    {"block past the largest: off", UI_SLIDER_BLOCK, 1, 128, 128, 64, 0, 0, true, 128, 0, 64, 0, 0,
+     "block off"},
+    {"block down from off", UI_SLIDER_BLOCK, -1, 128, 0, 64, 0, 0, true, 128, 128, 64, 0, 0,
+     "block 128"},
+    {"block down refits steps (tie upwards)", UI_SLIDER_BLOCK, -1, 128, 32, 4, 0, 0, true, 128, 16,
+     8, 0, 0, "block 16; steps 4 -> 8 to fit 8 blocks"},
+    {"block 48 of 96 down to 32", UI_SLIDER_BLOCK, -1, 96, 48, 64, 0, 0, true, 96, 32, 63, 0, 0,
+     "block 32; steps 64 -> 63 to fit 3 blocks"},
+    {"max up by the block", UI_SLIDER_MAX_TOKENS, 1, 128, 32, 64, 0, 0, true, 160, 32, 65, 0, 0,
+     "max 160; steps 64 -> 65 to fit 5 blocks"},
+    {"max at the cap", UI_SLIDER_MAX_TOKENS, 1, 256, 32, 64, 0, 0, false, 256, 32, 64, 0, 0,
+     "max stays 256: its highest valid value"},
+    {"max without blocks", UI_SLIDER_MAX_TOKENS, 1, 100, 0, 64, 0, 0, true, 112, 0, 64, 0, 0,
+     "max 112"},
+    {"max without blocks down", UI_SLIDER_MAX_TOKENS, -1, 100, 0, 64, 0, 0, true, 96, 0, 64, 0, 0,
+     "max 96"},
+    {"threshold on", UI_SLIDER_THRESHOLD, 1, 128, 32, 64, 0, 0, true, 128, 32, 64, 0.5, 0,
+     "threshold 0.50"},
+    {"threshold off", UI_SLIDER_THRESHOLD, -1, 128, 32, 64, 0.5, 0, true, 128, 32, 64, 0, 0,
+     "threshold off"},
+    {"threshold up", UI_SLIDER_THRESHOLD, 1, 128, 32, 64, 0.9, 0, true, 128, 32, 64, 0.95, 0,
+     "threshold 0.95"},
+    {"threshold at 1", UI_SLIDER_THRESHOLD, 1, 128, 32, 64, 1.0, 0, false, 128, 32, 64, 1.0, 0,
+     "threshold stays 1.00: its highest valid value"},
+    {"temperature up", UI_SLIDER_TEMPERATURE, 1, 128, 32, 64, 0, 0, true, 128, 32, 64, 0, 0.1,
+     "temp 0.1"},
+    {"temperature at 0", UI_SLIDER_TEMPERATURE, -1, 128, 32, 64, 0, 0, false, 128, 32, 64, 0, 0,
+     "temp stays 0.0: its lowest valid value"},
+    {"temperature at 2", UI_SLIDER_TEMPERATURE, 1, 128, 32, 64, 0, 2.0, false, 128, 32, 64, 0, 2.0,
+     "temp stays 2.0: its highest valid value"},
+};
+
+START_TEST(test_slider)
+{
+    struct dllm_sampler_params s = base_settings();
+    s.gen_length = adjusts[_i].max;
+    s.block_length = adjusts[_i].block;
+    s.steps = adjusts[_i].steps;
+    s.threshold = adjusts[_i].threshold;
+    s.temperature = adjusts[_i].temperature;
+    char note[160];
+    bool changed =
+        ui_settings_adjust(&s, adjusts[_i].slider, adjusts[_i].dir, 256, false, note, sizeof note);
+    ck_assert_msg(changed == adjusts[_i].changed, "%s", adjusts[_i].what);
+    ck_assert_int_eq(s.gen_length, adjusts[_i].want_max);
+    ck_assert_int_eq(s.block_length, adjusts[_i].want_block);
+    ck_assert_int_eq(s.steps, adjusts[_i].want_steps);
+    ck_assert_double_eq_tol(s.threshold, adjusts[_i].want_threshold, 1e-12);
+    ck_assert_double_eq_tol(s.temperature, adjusts[_i].want_temperature, 1e-12);
+    ck_assert_str_eq(note, adjusts[_i].note);
+    /* Whatever the sliders do, the engine accepts the result. */
+    ck_assert(dllm_sampler_params_check(&s, NULL) == DLLM_OK);
+}
+END_TEST
+
+START_TEST(test_slider_busy)
+{
+    struct dllm_sampler_params s = base_settings();
+    char note[160], value[16];
+    ck_assert(ui_settings_adjust(&s, UI_SLIDER_BLOCK, 1, 4096, true, note, sizeof note));
+    ck_assert_str_eq(note, "block 64; applies to the next generation");
+    ui_slider_value(&s, UI_SLIDER_THRESHOLD, value, sizeof value);
+    ck_assert_str_eq(value, "off");
+    ck_assert_int_eq(ui_settings_blocks(&s), 2);
+    ck_assert_str_eq(ui_slider_name(UI_SLIDER_MAX_TOKENS), "max");
+    /* Every notch of every slider, up then down, keeps the settings runnable. */
+    for (int k = 0; k < UI_SLIDER_COUNT; k++) {
+        for (int i = 0; i < 40; i++) {
+            ui_settings_adjust(&s, (enum ui_slider)k, i < 20 ? 1 : -1, 512, false, note,
+                               sizeof note);
+            ck_assert_msg(dllm_sampler_params_check(&s, NULL) == DLLM_OK, "after %s", note);
+        }
+    }
+}
+END_TEST
+
+/* ---- slash commands ----------------------------------------------------------------------- */
+
+static const struct {
+    const char *line;
+    enum ui_cmd_kind kind;
+    const char *arg; /* or the error */
+} commands[] = {
+    {"hello", UI_CMD_MESSAGE, "hello"},
+    {"  /clear ", UI_CMD_CLEAR, ""},
+    {"/clear now", UI_CMD_ERROR, "/clear takes no argument"},
+    {"/regen", UI_CMD_REGEN, ""},
+    {"/undo", UI_CMD_UNDO, ""},
+    {"/save", UI_CMD_ERROR, "/save needs FILE: /save FILE"},
+    {"/save  notes.md ", UI_CMD_SAVE, "notes.md"},
+    {"/system be brief\n", UI_CMD_SYSTEM, "be brief"},
+    {"/system", UI_CMD_SYSTEM, ""},
+    {"/help", UI_CMD_HELP, ""},
+    {"/quit", UI_CMD_QUIT, ""},
+    {"//etc/passwd is a file", UI_CMD_MESSAGE, "/etc/passwd is a file"},
+    {"/frob x", UI_CMD_ERROR, "unknown command /frob: /help lists them"},
+    {"/", UI_CMD_ERROR, "unknown command /: /help lists them"},
+    {"a /clear", UI_CMD_MESSAGE, "a /clear"},
+};
+
+START_TEST(test_command)
+{
+    struct ui_cmd cmd;
+    ui_command_parse(commands[_i].line, &cmd);
+    ck_assert_int_eq(cmd.kind, commands[_i].kind);
+    if (cmd.kind == UI_CMD_ERROR) {
+        ck_assert_str_eq(cmd.error, commands[_i].arg);
+    } else {
+        ck_assert_uint_eq(cmd.arg_len, strlen(commands[_i].arg));
+        ck_assert(strncmp(cmd.arg, commands[_i].arg, cmd.arg_len) == 0);
+    }
+}
+END_TEST
+
+START_TEST(test_commands_help)
+{
+    char help[1024];
+    ui_commands_help(help, sizeof help);
+    ck_assert(strstr(help, "/save FILE      write the conversation as Markdown to FILE\n"));
+    ck_assert(strstr(help, "/system [TEXT]  set the system prompt; without TEXT, remove it\n"));
+}
+END_TEST
+
+/* ---- keys --------------------------------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    uint32_t key;
+    const char *shown;
+} key_names[] = {
+    {"a", 'a', "a"},
+    {"?", '?', "?"},
+    {"\xc3\xa9", 0xE9, "\xc3\xa9"},
+    {"Space", ' ', "Space"},
+    {"Enter", UI_KEY_ENTER, "Enter"},
+    {"M-Enter", UI_KEY_ENTER | UI_KEY_ALT, "Alt+Enter"},
+    {"Alt+Enter", UI_KEY_ENTER | UI_KEY_ALT, "Alt+Enter"},
+    {"C-c", 3, "Ctrl+C"},
+    {"Ctrl+J", 10, "Ctrl+J"},
+    {"C-j", 10, "Ctrl+J"},
+    {"F1", UI_KEY_F1, "F1"},
+    {"F12", UI_KEY_F12, "F12"},
+    {"Esc", UI_KEY_ESC, "Esc"},
+    {"Tab", UI_KEY_TAB, "Tab"},
+    {"S-Tab", UI_KEY_BTAB, "Shift+Tab"},
+    {"PgUp", UI_KEY_PGUP, "PgUp"},
+    {"pgdn", UI_KEY_PGDN, "PgDn"},
+    {"C-Left", UI_KEY_CTRL_LEFT, "Ctrl+Left"},
+    {"M-b", 'b' | UI_KEY_ALT, "Alt+b"},
+    {"Backspace", UI_KEY_BACKSPACE, "Backspace"},
+};
+
+START_TEST(test_key_names)
+{
+    uint32_t key;
+    ck_assert_msg(ui_key_parse(key_names[_i].name, &key), "%s", key_names[_i].name);
+    ck_assert_uint_eq(key, key_names[_i].key);
+    char shown[32];
+    ui_key_name(key, shown, sizeof shown);
+    ck_assert_str_eq(shown, key_names[_i].shown);
+}
+END_TEST
+
+START_TEST(test_key_table)
+{
+    uint32_t key;
+    static const char *const bad[] = {"", "Entr", "F13", "F0", "C-1", "C-", "M-", "ab"};
+    for (int i = 0; i < N_OF(bad); i++)
+        ck_assert_msg(!ui_key_parse(bad[i], &key), "'%s' parsed", bad[i]);
+
+    ck_assert_int_eq(ui_keys_lookup(UI_FOCUS_INPUT, UI_KEY_ENTER), UI_ACT_SEND);
+    ck_assert_int_eq(ui_keys_lookup(UI_FOCUS_INPUT, UI_KEY_ENTER | UI_KEY_ALT), UI_ACT_NEWLINE);
+    ck_assert_int_eq(ui_keys_lookup(UI_FOCUS_INPUT, 10), UI_ACT_NEWLINE);
+    ck_assert_int_eq(ui_keys_lookup(UI_FOCUS_INPUT, 'x'), UI_ACT_NONE);
+    ck_assert_int_eq(ui_keys_lookup(UI_FOCUS_INPUT, UI_KEY_UP), UI_ACT_UP);
+    ck_assert_int_eq(ui_keys_lookup(UI_FOCUS_CONVERSATION, UI_KEY_UP), UI_ACT_SCROLL_UP);
+    ck_assert_int_eq(ui_keys_lookup(UI_FOCUS_SETTINGS, '+'), UI_ACT_SLIDER_INC);
+    ck_assert_int_eq(ui_keys_lookup(UI_FOCUS_SETTINGS, UI_KEY_LEFT), UI_ACT_SLIDER_PREV);
+    ck_assert_int_eq(ui_keys_lookup(UI_FOCUS_TIMING, UI_KEY_END), UI_ACT_SCROLL_BOTTOM);
+    for (int f = 0; f < UI_FOCUS_COUNT; f++) {
+        ck_assert_int_eq(ui_keys_lookup((enum ui_focus)f, 3), UI_ACT_INTERRUPT);
+        ck_assert_int_eq(ui_keys_lookup((enum ui_focus)f, UI_KEY_F1), UI_ACT_HELP);
+        ck_assert_int_eq(ui_keys_lookup((enum ui_focus)f, UI_KEY_TAB), UI_ACT_FOCUS_NEXT);
+    }
+
+    char help[8192];
+    ui_keys_help(help, sizeof help);
+    const char *start = "Everywhere\n  F1                     show or close this help\n";
+    ck_assert(strncmp(help, start, strlen(start)) == 0);
+    ck_assert(strstr(help, "\n  Alt+Enter, Ctrl+J      insert a newline\n"));
+    ck_assert(strstr(help, "\n  Left, Ctrl+B           character left\n"));
+    ck_assert(strstr(help, "\nSettings\n  Left                   select the slider to the left\n"));
+    ck_assert(strstr(help, "\n  Up, +                  raise the selected slider a notch\n"));
+    /* Each binding appears once: "insert a newline" once in the input box's section. */
+    const char *first = strstr(help, "insert a newline");
+    ck_assert(first && !strstr(first + 1, "insert a newline"));
+}
+END_TEST
+
+/* ---- the transcript ----------------------------------------------------------------------- */
+
+/* Two exchanges, the second answer stopped, with a system prompt. */
+static void two_exchanges(struct ui_transcript *t)
+{
+    struct dllm_sampler_params s = base_settings();
+    struct ui_timing_totals a = {
+        .steps = 64, .forward_ms = 6400, .sample_ms = 128, .total_ms = 7000, .tokens = 3};
+    struct ui_timing_totals b = {
+        .steps = 10, .forward_ms = 1000, .sample_ms = 20, .total_ms = 1100, .tokens = 1};
+    ui_transcript_init(t);
+    ck_assert(ui_transcript_set_system(t, "Be brief."));
+    ck_assert(ui_transcript_add(t, UI_ROLE_USER, "Hi"));
+    ck_assert(ui_transcript_answer(t, "Hello there.", false, &s, &a));
+    ck_assert(ui_transcript_add(t, UI_ROLE_USER, "Again"));
+    ck_assert(ui_transcript_answer(t, "Par", true, &s, &b));
+}
+
+START_TEST(test_transcript_edits)
+{
+    struct ui_transcript t;
+    two_exchanges(&t);
+    struct dllm_chat_message msgs[8];
+    ck_assert_uint_eq(ui_transcript_messages(&t, msgs, 8), 5);
+    ck_assert_str_eq(msgs[0].role, "system");
+    ck_assert_str_eq(msgs[0].content, "Be brief.");
+    ck_assert_str_eq(msgs[1].role, "user");
+    ck_assert_str_eq(msgs[2].role, "assistant");
+    ck_assert_str_eq(msgs[4].content, "Par");
+
+    /* /regen drops the last answer and keeps the question. */
+    ck_assert(ui_transcript_regen(&t));
+    ck_assert_uint_eq(t.n, 3);
+    ck_assert_str_eq(t.turns[2].text, "Again");
+    /* /undo removes the question too and hands it back. */
+    char *text;
+    ck_assert(ui_transcript_undo(&t, &text));
+    ck_assert_str_eq(text, "Again");
+    free(text);
+    ck_assert_uint_eq(t.n, 2);
+    ck_assert(ui_transcript_undo(&t, &text));
+    free(text);
+    ck_assert(!ui_transcript_undo(&t, &text));
+    ck_assert(text == NULL);
+    ck_assert(!ui_transcript_regen(&t));
+    /* /system with no text removes it; /clear keeps it. */
+    ck_assert(ui_transcript_set_system(&t, ""));
+    ck_assert(t.system == NULL);
+    ck_assert(ui_transcript_set_system(&t, "S"));
+    ck_assert(ui_transcript_add(&t, UI_ROLE_USER, "x"));
+    ui_transcript_clear(&t);
+    ck_assert_uint_eq(t.n, 0);
+    ck_assert_str_eq(t.system, "S");
+    ui_transcript_fini(&t);
+}
+END_TEST
+
+START_TEST(test_transcript_drop)
+{
+    struct ui_transcript t;
+    two_exchanges(&t);
+    ck_assert(ui_transcript_drop_oldest(&t, 2));
+    ck_assert_uint_eq(t.n, 5);
+    ck_assert(t.turns[0].dropped && t.turns[1].dropped && !t.turns[3].dropped);
+    ck_assert_int_eq(t.turns[2].role, UI_ROLE_NOTICE);
+    ck_assert_str_eq(t.turns[2].text,
+                     "2 earlier messages no longer fit the model's context and are not sent to it");
+    struct dllm_chat_message msgs[8];
+    ck_assert_uint_eq(ui_transcript_messages(&t, msgs, 8), 3);
+    ck_assert_str_eq(msgs[1].content, "Again");
+    /* One more: the notice is singular and lands after the third message. */
+    ck_assert(ui_transcript_drop_oldest(&t, 1));
+    ck_assert_uint_eq(t.n, 6);
+    ck_assert_str_eq(t.turns[4].text,
+                     "1 earlier message no longer fits the model's context and is not sent to it");
+
+    char headers[6][UI_HEADER_MAX];
+    struct ui_sb_block blocks[3 * 7];
+    size_t nb = ui_transcript_blocks(&t, headers, blocks);
+    /* system (3) + 4 turns (3 each) + 2 notices (2 each) */
+    ck_assert_uint_eq(nb, 19);
+    ck_assert_str_eq(headers[0], "you \u00b7 not in context");
+    ck_assert_str_eq(headers[1],
+                     "dllm \u00b7 64 steps \u00b7 3 tokens \u00b7 7.00 s \u00b7 0.4 tok/s "
+                     "\u00b7 not in context");
+    ck_assert_str_eq(headers[5],
+                     "dllm \u00b7 10 steps \u00b7 1 token \u00b7 1.10 s \u00b7 0.9 tok/s "
+                     "\u00b7 stopped");
+    ck_assert_uint_eq(blocks[3].style, UI_STYLE_HEADER);
+    ck_assert_uint_eq(blocks[4].style, UI_STYLE_DIM); /* a dropped message */
+    ck_assert_uint_eq(blocks[4].indent, 2);
+    ck_assert_uint_eq(blocks[9].style, UI_STYLE_NOTICE);
+    ui_transcript_fini(&t);
+}
+END_TEST
+
+START_TEST(test_transcript_markdown)
+{
+    struct ui_transcript t;
+    two_exchanges(&t);
+    ck_assert(ui_transcript_drop_oldest(&t, 2));
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    ck_assert(ui_transcript_write_markdown(&t, "tiny.gguf (Q4_K_M)", f));
+    fclose(f);
+    const char *settings = "steps 64, max tokens 128, block length 32, threshold off, "
+                           "temperature 0.0, remasking low_confidence, seed 0";
+    char want[2048];
+    snprintf(want, sizeof want,
+             "# dllm conversation\n\n"
+             "Model: tiny.gguf (Q4_K_M)\n\n"
+             "## System\n\nBe brief.\n\n"
+             "## You (not in the model's context)\n\nHi\n\n"
+             "## dllm (not in the model's context)\n\nHello there.\n\n"
+             "> Settings: %s.  \n"
+             "> Timings: 64 steps, 3 tokens in 7.00 s (0.4 tok/s); per step 100.0 ms forward + "
+             "2.0 ms sample.\n\n"
+             "*2 earlier messages no longer fit the model's context and are not sent to it.*\n\n"
+             "## You\n\nAgain\n\n"
+             "## dllm\n\nPar\n\n"
+             "*Stopped before the answer was complete.*\n\n"
+             "> Settings: %s.  \n"
+             "> Timings: 10 steps, 1 token in 1.10 s (0.9 tok/s); per step 100.0 ms forward + "
+             "2.0 ms sample.\n\n",
+             settings, settings);
+    ck_assert_str_eq(buf, want);
+    free(buf);
+
+    /* Saved to a file: the same bytes; an unwritable path fails with errno. */
+    char *dir = test_tmpdir(), path[512];
+    snprintf(path, sizeof path, "%s/chat.md", dir);
+    ck_assert(ui_transcript_save(&t, "tiny.gguf (Q4_K_M)", path));
+    FILE *in = fopen(path, "r");
+    ck_assert(in != NULL);
+    char saved[2048];
+    size_t n = fread(saved, 1, sizeof saved, in);
+    fclose(in);
+    ck_assert_uint_eq(n, strlen(want));
+    ck_assert(memcmp(saved, want, n) == 0);
+    snprintf(path, sizeof path, "%s/no/such/dir/chat.md", dir);
+    errno = 0;
+    ck_assert(!ui_transcript_save(&t, NULL, path));
+    ck_assert_int_eq(errno, ENOENT);
+    free(dir);
+    ui_transcript_fini(&t);
+}
+END_TEST
+
+/* ---- timings ------------------------------------------------------------------------------ */
+
+START_TEST(test_sparkline)
+{
+    char buf[64];
+    const double v[] = {0, 1, 2, 4, 8};
+    ck_assert_uint_eq(ui_sparkline(v, 5, buf, sizeof buf), 5);
+    ck_assert_str_eq(buf, "\u2581\u2582\u2583\u2585\u2588");
+    const double flat[] = {5, 5};
+    ui_sparkline(flat, 2, buf, sizeof buf);
+    ck_assert_str_eq(buf, "\u2588\u2588");
+    ck_assert_uint_eq(ui_sparkline(v, 0, buf, sizeof buf), 0);
+    ck_assert_str_eq(buf, "");
+    /* Room for two glyphs and the NUL only. */
+    ck_assert_uint_eq(ui_sparkline(v, 5, buf, 7), 2);
+    ck_assert_str_eq(buf, "\u2581\u2582");
+
+    /* The pane's sparkline: the last two steps' forward + sample times, 10 and 40 ms. */
+    struct ui_timing t;
+    ui_timing_init(&t);
+    struct ui_step_stat s = {.step = 0, .forward_ms = 90, .sample_ms = 10};
+    ck_assert(ui_timing_add(&t, &s));
+    s = (struct ui_step_stat){.step = 1, .forward_ms = 8, .sample_ms = 2};
+    ck_assert(ui_timing_add(&t, &s));
+    s = (struct ui_step_stat){.step = 2, .forward_ms = 35, .sample_ms = 5};
+    ck_assert(ui_timing_add(&t, &s));
+    ck_assert_uint_eq(ui_timing_sparkline(&t, 2, buf, sizeof buf), 2);
+    ck_assert_str_eq(buf, "\u2583\u2588"); /* floor(8 * 10 / 40) = 2 */
+    struct ui_timing_totals tot = {.total_ms = 200, .tokens = 4};
+    ui_timing_sum(&t, &tot);
+    ck_assert_int_eq(tot.steps, 3);
+    ck_assert_double_eq_tol(tot.forward_ms, 133, 1e-9);
+    ck_assert_double_eq_tol(tot.sample_ms, 17, 1e-9);
+    ui_timing_fini(&t);
+}
+END_TEST
+
+START_TEST(test_timing_text)
+{
+    char buf[200];
+    struct ui_step_stat s = {3, 0, 812.4, 10.2, 4, 92};
+    ui_timing_row(&s, buf, sizeof buf);
+    ck_assert_str_eq(buf, "   3   812.4    10.2     4    92");
+    ck_assert_uint_eq(strlen(buf), strlen(UI_TIMING_HEADER));
+    struct ui_timing_totals t = {.steps = 32,
+                                 .forward_ms = 3840,
+                                 .sample_ms = 256,
+                                 .total_ms = 4100,
+                                 .load_ms = 1200,
+                                 .tokens = 128};
+    ui_timing_format_totals(&t, buf, sizeof buf);
+    ck_assert_str_eq(buf, "32 steps, 128 tokens in 4.10 s (31.2 tok/s); per step 120.0 ms "
+                          "forward + 8.0 ms sample; load 1.20 s");
+}
+END_TEST
+
+/* ---- the frame slot ----------------------------------------------------------------------- */
+
+/* A START event for a canvas of 2 prompt ids and 3 masks (id 99), 3 steps planned. */
+static const int32_t start_canvas[] = {1, 2, 99, 99, 99};
+
+static struct dllm_event start_event(void)
+{
+    return (struct dllm_event){.kind = DLLM_EVENT_START,
+                               .canvas = start_canvas,
+                               .canvas_len = 5,
+                               .n_prompt = 2,
+                               .n_steps = 3};
+}
+
+START_TEST(test_frame_events)
+{
+    struct ui_frame_slot slot;
+    ck_assert(ui_frame_slot_init(&slot));
+    struct ui_frame frame;
+    ui_frame_init(&frame);
+    struct ui_timing timing;
+    ui_timing_init(&timing);
+    struct ui_frame_news news = {0};
+
+    ck_assert_int_eq(ui_frame_slot_take(&slot, &frame, &timing, &news), 0);
+    struct dllm_event ev = start_event();
+    ui_frame_slot_event(&slot, &ev);
+    ck_assert_int_eq(ui_frame_slot_take(&slot, &frame, &timing, &news), UI_TAKE_CANVAS);
+    ck_assert_uint_eq(frame.n, 5);
+    ck_assert_uint_eq(frame.n_prompt, 2);
+    ck_assert_int_eq(frame.step, -1);
+    ck_assert_int_eq(frame.n_steps, 3);
+    static const uint8_t laid_out[] = {UI_POS_PROMPT, UI_POS_PROMPT, UI_POS_MASKED, UI_POS_MASKED,
+                                       UI_POS_MASKED};
+    ck_assert(memcmp(frame.states, laid_out, 5) == 0);
+
+    /* Two steps before the UI looks: it sees the second canvas and both steps' statistics. */
+    int32_t c1[] = {1, 2, 99, 30, 99}, c2[] = {1, 2, 20, 30, 40};
+    struct dllm_commit k1[] = {{3, 30, 0.9}}, k2[] = {{4, 40, 0.8}, {2, 20, 0.7}};
+    ev = (struct dllm_event){.kind = DLLM_EVENT_STEP,
+                             .canvas = c1,
+                             .canvas_len = 5,
+                             .n_prompt = 2,
+                             .step = 0,
+                             .committed = k1,
+                             .n_committed = 1,
+                             .masks_left = 2,
+                             .forward_ms = 10,
+                             .sample_ms = 1};
+    ui_frame_slot_event(&slot, &ev);
+    ev = (struct dllm_event){.kind = DLLM_EVENT_STEP,
+                             .canvas = c2,
+                             .canvas_len = 5,
+                             .n_prompt = 2,
+                             .step = 1,
+                             .committed = k2,
+                             .n_committed = 2,
+                             .masks_left = 0,
+                             .forward_ms = 12,
+                             .sample_ms = 2};
+    ui_frame_slot_event(&slot, &ev);
+    ev = (struct dllm_event){
+        .kind = DLLM_EVENT_NOTICE, .message = "dropped 2 messages", .dropped_messages = 2};
+    ui_frame_slot_event(&slot, &ev);
+    ev = (struct dllm_event){.kind = DLLM_EVENT_DONE,
+                             .canvas = c2,
+                             .canvas_len = 5,
+                             .text = "abc",
+                             .n_tokens = 3,
+                             .steps_run = 2,
+                             .total_ms = 25,
+                             .dropped_messages = 2};
+    ui_frame_slot_event(&slot, &ev);
+    int got = ui_frame_slot_take(&slot, &frame, &timing, &news);
+    ck_assert_int_eq(got, UI_TAKE_CANVAS | UI_TAKE_STEPS | UI_TAKE_NOTICE | UI_TAKE_DONE);
+    static const uint8_t after[] = {UI_POS_PROMPT, UI_POS_PROMPT, UI_POS_NEW, UI_POS_SETTLED,
+                                    UI_POS_NEW};
+    ck_assert(memcmp(frame.states, after, 5) == 0);
+    ck_assert(memcmp(frame.ids, c2, sizeof c2) == 0);
+    ck_assert_int_eq(frame.step, 1);
+    ck_assert_uint_eq(timing.n, 2);
+    ck_assert_int_eq(timing.steps[0].committed, 1);
+    ck_assert_int_eq(timing.steps[1].committed, 2);
+    ck_assert_double_eq_tol(timing.steps[1].forward_ms, 12, 1e-12);
+    ck_assert_int_eq(timing.steps[1].masks_left, 0);
+    ck_assert_str_eq(news.notice, "dropped 2 messages");
+    ck_assert_int_eq(news.dropped, 2);
+    ck_assert_int_eq(news.result.end, UI_GEN_FINISHED);
+    ck_assert_str_eq(news.result.text, "abc");
+    ck_assert_int_eq(news.result.dropped, 2);
+    ck_assert_int_eq(news.result.totals.tokens, 3);
+    ck_assert_int_eq(news.result.totals.steps, 2);
+    free(news.result.text);
+
+    /* An error ends the next generation; a step with no START before it is ignored. */
+    ev = (struct dllm_event){.kind = DLLM_EVENT_ERROR, .message = "prompt too long"};
+    ui_frame_slot_event(&slot, &ev);
+    ev = (struct dllm_event){.kind = DLLM_EVENT_STEP,
+                             .canvas = c1,
+                             .canvas_len = 5,
+                             .step = 0,
+                             .committed = k1,
+                             .n_committed = 1};
+    ui_frame_slot_event(&slot, &ev);
+    ck_assert_int_eq(ui_frame_slot_take(&slot, &frame, &timing, &news), UI_TAKE_DONE);
+    ck_assert_int_eq(news.result.end, UI_GEN_FAILED);
+    ck_assert_str_eq(news.result.error, "prompt too long");
+    free(news.result.text);
+
+    ui_timing_fini(&timing);
+    ui_frame_fini(&frame);
+    ui_frame_slot_fini(&slot);
+}
+END_TEST
+
+enum { WORKER_STEPS = 200 };
+
+/* A worker publishing a generation of WORKER_STEPS steps as fast as it can, then DONE. */
+static void *worker(void *arg)
+{
+    struct ui_frame_slot *slot = arg;
+    int32_t canvas[2 + WORKER_STEPS];
+    canvas[0] = canvas[1] = 1;
+    for (int i = 0; i < WORKER_STEPS; i++)
+        canvas[2 + i] = 99;
+    struct dllm_event ev = {.kind = DLLM_EVENT_START,
+                            .canvas = canvas,
+                            .canvas_len = 2 + WORKER_STEPS,
+                            .n_prompt = 2,
+                            .n_steps = WORKER_STEPS};
+    ui_frame_slot_event(slot, &ev);
+    for (int i = 0; i < WORKER_STEPS; i++) {
+        canvas[2 + i] = 1000 + i;
+        struct dllm_commit k = {2 + i, 1000 + i, 1.0};
+        ev = (struct dllm_event){.kind = DLLM_EVENT_STEP,
+                                 .canvas = canvas,
+                                 .canvas_len = 2 + WORKER_STEPS,
+                                 .n_prompt = 2,
+                                 .step = i,
+                                 .committed = &k,
+                                 .n_committed = 1,
+                                 .masks_left = WORKER_STEPS - 1 - i,
+                                 .forward_ms = i};
+        ui_frame_slot_event(slot, &ev);
+    }
+    ev = (struct dllm_event){.kind = DLLM_EVENT_DONE, .text = "done", .steps_run = WORKER_STEPS};
+    ui_frame_slot_event(slot, &ev);
+    return NULL;
+}
+
+START_TEST(test_frame_thread)
+{
+    struct ui_frame_slot slot;
+    ck_assert(ui_frame_slot_init(&slot));
+    struct ui_frame frame;
+    ui_frame_init(&frame);
+    struct ui_timing timing;
+    ui_timing_init(&timing);
+    struct ui_frame_news news = {0};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, worker, &slot), 0);
+    /* The UI's loop: wait on the eventfd, take; canvases may be skipped, steps never. */
+    int canvases = 0;
+    for (;;) {
+        struct pollfd pfd = {slot.wake_fd, POLLIN, 0};
+        ck_assert_int_eq(poll(&pfd, 1, 10000), 1);
+        int got = ui_frame_slot_take(&slot, &frame, &timing, &news);
+        canvases += (got & UI_TAKE_CANVAS) != 0;
+        if (got & UI_TAKE_DONE)
+            break;
+    }
+    pthread_join(th, NULL);
+    ck_assert_uint_eq(timing.n, WORKER_STEPS);
+    for (int i = 0; i < WORKER_STEPS; i++)
+        ck_assert_int_eq(timing.steps[i].step, i);
+    ck_assert_int_eq(frame.step, WORKER_STEPS - 1);
+    ck_assert_int_eq(frame.ids[2 + WORKER_STEPS - 1], 1000 + WORKER_STEPS - 1);
+    ck_assert(canvases >= 1 && canvases <= WORKER_STEPS + 1);
+    ck_assert_str_eq(news.result.text, "done");
+    free(news.result.text);
+    ui_timing_fini(&timing);
+    ui_frame_fini(&frame);
+    ui_frame_slot_fini(&slot);
+}
+END_TEST
+
+static Suite *ui_suite(void)
+{
+    Suite *s = suite_create("ui");
+    TCase *tc = tcase_create("utf8");
+    tcase_add_loop_test(tc, test_decode, 0, N_OF(decodes));
+    tcase_add_test(tc, test_encode);
+    tcase_add_test(tc, test_glyphs);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("wrap");
+    tcase_add_loop_test(tc, test_wrap, 0, N_OF(wraps));
+    tcase_add_test(tc, test_wrap_locate);
+    tcase_add_test(tc, test_cells);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("editor");
+    tcase_add_test(tc, test_editor_chars);
+    tcase_add_test(tc, test_editor_lines);
+    tcase_add_test(tc, test_editor_words);
+    tcase_add_test(tc, test_editor_paste);
+    tcase_add_test(tc, test_editor_history);
+    tcase_add_test(tc, test_history_file);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("scrollback");
+    tcase_add_test(tc, test_scroll_sticky);
+    tcase_add_test(tc, test_scroll_rewrap);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("canvas");
+    tcase_add_test(tc, test_canvas_runs);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("settings");
+    tcase_add_loop_test(tc, test_slider, 0, N_OF(adjusts));
+    tcase_add_test(tc, test_slider_busy);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("commands");
+    tcase_add_loop_test(tc, test_command, 0, N_OF(commands));
+    tcase_add_test(tc, test_commands_help);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("keys");
+    tcase_add_loop_test(tc, test_key_names, 0, N_OF(key_names));
+    tcase_add_test(tc, test_key_table);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("transcript");
+    tcase_add_test(tc, test_transcript_edits);
+    tcase_add_test(tc, test_transcript_drop);
+    tcase_add_test(tc, test_transcript_markdown);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("timing");
+    tcase_add_test(tc, test_sparkline);
+    tcase_add_test(tc, test_timing_text);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("frame");
+    tcase_add_test(tc, test_frame_events);
+    tcase_add_test(tc, test_frame_thread);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    /* Widths come from wcwidth, which needs a UTF-8 locale. */
+    if (!setlocale(LC_ALL, "C.UTF-8")) {
+        fprintf(stderr, "test_ui: the C.UTF-8 locale is missing\n");
+        return EXIT_FAILURE;
+    }
+    SRunner *sr = srunner_create(ui_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

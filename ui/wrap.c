@@ -1,0 +1,102 @@
+/* Wrapping text into rows, and rows into cells. */
+#include "config.h"
+
+#include "wrap.h"
+
+#include <string.h>
+
+/* The columns glyph g takes at column col of a row cols wide: a tab stops at the row's end. */
+static int glyph_cols(const struct ui_glyph *g, int col, int cols)
+{
+    if (g->space && g->width > 1 && col + g->width > cols && col < cols)
+        return cols - col;
+    return g->width;
+}
+
+/* Appends the row [start, end) of width w to rows, counting it even when rows is full. */
+static void emit(struct ui_row *rows, size_t max, size_t *n, size_t start, size_t end, int w)
+{
+    if (*n < max)
+        rows[*n] = (struct ui_row){start, end, w};
+    (*n)++;
+}
+
+size_t ui_wrap(const char *text, size_t len, int cols, struct ui_row *rows, size_t max)
+{
+    if (cols < 2)
+        cols = 2;
+    size_t n = 0, start = 0, i = 0;
+    size_t brk = 0; /* the byte after the row's last space, or 0 when it has none */
+    int col = 0, brk_col = 0;
+    while (i < len) {
+        struct ui_glyph g;
+        ui_glyph_next(text + i, len - i, col, &g);
+        int w = glyph_cols(&g, col, cols);
+        if (g.newline || (col + w > cols && g.space)) {
+            emit(rows, max, &n, start, i, col);
+            i += g.len;
+        } else if (col + w > cols && brk > start) {
+            emit(rows, max, &n, start, brk, brk_col);
+            i = brk;
+        } else if (col + w > cols) {
+            emit(rows, max, &n, start, i, col);
+        } else {
+            i += g.len;
+            col += w;
+            if (g.space) {
+                brk = i;
+                brk_col = col;
+            }
+            continue;
+        }
+        start = i;
+        col = 0;
+    }
+    emit(rows, max, &n, start, len, col);
+    return n;
+}
+
+void ui_wrap_locate(const char *text, const struct ui_row *rows, size_t n, int cols, size_t pos,
+                    int *row, int *col)
+{
+    size_t r = 0;
+    while (r + 1 < n && rows[r + 1].start <= pos)
+        r++;
+    size_t stop = pos < rows[r].end ? pos : rows[r].end;
+    int c = 0;
+    struct ui_glyph g;
+    for (size_t i = rows[r].start; i < stop; c += glyph_cols(&g, c, cols))
+        i += ui_glyph_next(text + i, stop - i, c, &g);
+    *row = (int)r;
+    *col = c;
+}
+
+int ui_cells_fill(struct ui_cell *cells, int cols, const char *text, size_t start, size_t end,
+                  const uint8_t *styles, uint8_t style)
+{
+    int col = 0;
+    size_t i = start;
+    while (i < end && col < cols) {
+        struct ui_glyph g;
+        ui_glyph_next(text + i, end - i, col, &g);
+        int w = glyph_cols(&g, col, cols);
+        if (g.newline || col + w > cols)
+            break;
+        uint8_t st = styles ? styles[i] : style;
+        if (g.space && w > 1) {
+            for (int k = 0; k < w; k++)
+                cells[col + k] = (struct ui_cell){{' '}, 1, st};
+        } else {
+            cells[col] = (struct ui_cell){{0}, (uint8_t)w, st};
+            memcpy(cells[col].ch, g.ch, sizeof g.ch);
+            if (w == 2)
+                cells[col + 1] = (struct ui_cell){{0}, 0, st};
+        }
+        col += w;
+        i += g.len;
+    }
+    int used = col;
+    for (; col < cols; col++)
+        cells[col] = (struct ui_cell){{' '}, 1, style};
+    return used;
+}
