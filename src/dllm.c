@@ -13,12 +13,21 @@ int cmd_tokenize(const struct cli_command *cmd, int argc, char **argv);
 extern const char cmd_tokenize_usage[];
 int cmd_logits(const struct cli_command *cmd, int argc, char **argv);
 extern const char cmd_logits_usage[];
+int cmd_pull(const struct cli_command *cmd, int argc, char **argv);
+extern const char cmd_pull_usage[];
+int cmd_ls(const struct cli_command *cmd, int argc, char **argv);
+extern const char cmd_ls_usage[];
+int cmd_rm(const struct cli_command *cmd, int argc, char **argv);
+extern const char cmd_rm_usage[];
 
 static const struct cli_command commands[] = {
     {"inspect", "print a GGUF file's metadata and tensors", cmd_inspect_usage, cmd_inspect},
     {"tokenize", "print the token ids of a prompt, or the text of ids", cmd_tokenize_usage,
      cmd_tokenize},
     {"logits", "write the logits of one forward pass over token ids", cmd_logits_usage, cmd_logits},
+    {"pull", "download a model from the Hugging Face hub, verified", cmd_pull_usage, cmd_pull},
+    {"ls", "list the GGUF models in the Hugging Face cache", cmd_ls_usage, cmd_ls},
+    {"rm", "remove a model from the Hugging Face cache", cmd_rm_usage, cmd_rm},
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];
 

@@ -1,0 +1,38 @@
+/* Hub client internals that tests reach: repo ids, file selection, split names. */
+#ifndef DLLM_HUB_H
+#define DLLM_HUB_H
+
+#include "dllm.h"
+#include "hubcache.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/*
+ * Whether repo is a hub repo id "org/name": exactly one '/', letters, digits and '_' with
+ * '.' and '-' only between them (no "--" or ".."), each side 1 to 96 characters.
+ */
+bool dllm_hub_repo_valid(const char *repo);
+
+/*
+ * Whether path names a part of a split GGUF, "<prefix>-NNNNN-of-MMMMM.gguf": then *part and
+ * *count are the numbers and *prefix_len the length of "<prefix>".
+ */
+bool dllm_hub_split_name(const char *path, size_t *prefix_len, int *part, int *count);
+
+/*
+ * Chooses the files a model tag names in a listing, in listing order:
+ *   tag_is_file: the file with that path, or the one file with that base name;
+ *   tag not empty: the first model GGUF whose path has TAG followed by '.' or '-'
+ *                  (case-insensitive);
+ *   tag empty: Q4_K_M, else Q8_0, else the first model GGUF.
+ * A model GGUF ends in .gguf, is not a sidecar (mmproj, imatrix, mtp-, eagle3-, dflash-,
+ * dspark-) and, when split, is part 1; every part of a split model is chosen, part 1 first.
+ * idx (room for l->n entries) receives the chosen indices and *n their count. When nothing
+ * matches, DLLM_ERR_MISSING names the GGUF files of the listing.
+ */
+enum dllm_status dllm_hub_select(const struct dllm_hub_listing *l, const char *repo,
+                                 const char *tag, bool tag_is_file, size_t *idx, size_t *n,
+                                 struct dllm_error *err);
+
+#endif

@@ -1,0 +1,126 @@
+#!/bin/sh
+# dllm pull, ls and rm against the fake hub (tests/fake_hub.py) on 127.0.0.1: output on a
+# pipe, exit codes, offline use, tokens, Ctrl+C then resume, and usage errors.
+. "${DLLM_TESTS_SRC:-$(dirname "$0")}/lib.sh"
+SRC=${DLLM_TESTS_SRC:-$(dirname "$0")}
+if ! command -v python3 >/dev/null; then
+    echo "SKIP: python3 is needed for the fake hub"
+    if [ "${CI:-}" = true ]; then exit 1; fi
+    exit 77
+fi
+python3 "$SRC/fake_hub.py" --port-file "$TMP/port" --idle 60 &
+HUB=$!
+trap 'kill $HUB 2>/dev/null; rm -rf "$TMP"' EXIT
+i=0
+while [ ! -s "$TMP/port" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+PORT=$(cat "$TMP/port")
+export HF_ENDPOINT="http://127.0.0.1:$PORT" HF_HOME="$TMP/hf" XDG_CACHE_HOME="$TMP/xdg"
+export DLLM_HUB_RETRY_BASE_MS=10 DLLM_HUB_STALL_SECONDS=1
+unset HF_HUB_CACHE HUGGINGFACE_HUB_CACHE HF_TOKEN HUGGING_FACE_HUB_TOKEN HF_HUB_OFFLINE
+CACHE="$TMP/hf/hub"
+
+# ctl PATH: a control request to the fake hub; its answer on stdout.
+ctl() {
+    python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())' \
+        "http://127.0.0.1:$PORT$1"
+}
+# sha FILE: the SHA-256 the fake hub gives for a file of test/tiny-GGUF.
+sha() {
+    ctl "/_files?repo=test/tiny-GGUF" | python3 -c '
+import json, sys
+print([f["sha256"] for f in json.load(sys.stdin)["files"] if f["path"] == sys.argv[1]][0])' "$1"
+}
+
+run "pull the default quant" 0 "$DLLM" pull test/tiny-GGUF
+expect_out "prints the snapshot path" "^$CACHE/models--test--tiny-GGUF/snapshots/[0-9a-f]{40}/tiny.Q4_K_M.gguf\$"
+expect_err "log line when done" '^dllm: tiny.Q4_K_M.gguf: verified, 262.1 kB$'
+Q4=$(cat "$TMP/out")
+if [ "$(sha256sum "$Q4" | cut -d' ' -f1)" = "$(sha tiny.Q4_K_M.gguf)" ]; then ok "content matches the hub's SHA-256"; else not_ok "content hash"; fi
+if [ -L "$Q4" ] && readlink "$Q4" | grep -q '^\.\./\.\./blobs/[0-9a-f]\{64\}$'; then ok "relative link into blobs/"; else not_ok "snapshot link: $(readlink "$Q4")"; fi
+
+run "pull again" 0 "$DLLM" pull test/tiny-GGUF:Q4_K_M
+expect_err "already cached" 'test/tiny-GGUF:tiny.Q4_K_M.gguf is in the cache'
+expect_out "same path" "^$Q4\$"
+
+run "ls" 0 "$DLLM" ls
+expect_out "ls header" '^MODEL +SIZE +STATE +COMMIT$'
+expect_out "ls entry" '^test/tiny-GGUF:tiny.Q4_K_M.gguf +0.3 MB +verified +[0-9a-f]{7}$'
+run "ls --paths" 0 "$DLLM" ls --paths
+expect_out "ls path" "verified +$Q4\$"
+
+ctl "/_fault?where=cdn&kind=drop&times=1" >/dev/null
+run "pull through a dropped connection" 0 "$DLLM" pull test/tiny-GGUF:Q8_0
+expect_err "retry said" '^dllm: tiny.Q8_0.gguf: the connection closed at byte 65536 of 131072; retrying in 0.0 s$'
+
+run "pull a split model" 0 "$DLLM" pull test/split-GGUF
+expect_out "part 1 path" 'big-Q4_K_M-00001-of-00003.gguf$'
+expect_err "split note" 'split into 3 parts, all downloaded; dllm cannot load split GGUF files yet'
+
+run "unknown quant" 1 "$DLLM" pull test/tiny-GGUF:Q6_K
+expect_err "lists the GGUF files" '^dllm: error: test/tiny-GGUF has no GGUF file for quant Q6_K; its GGUF files: .*tiny.Q4_K_M.gguf'
+expect_err_lines "one error line" 1
+run "unknown repo" 1 "$DLLM" pull nobody/nothing
+expect_err "repo not found" '^dllm: error: nobody/nothing: no such repo on http://127.0.0.1'
+run "default model" 1 "$DLLM" pull -q
+expect_err "default model named" 'mradermacher/LLaDA-8B-Instruct-GGUF: no such repo'
+
+run "offline, not cached" 1 "$DLLM" pull --offline test/q8-only
+expect_err "names the pull command" "run 'dllm pull test/q8-only' while online"
+HF_HUB_OFFLINE=1 HF_ENDPOINT=http://127.0.0.1:9 run "HF_HUB_OFFLINE=1 from the cache" 0 "$DLLM" pull test/tiny-GGUF
+expect_out "offline path" "^$Q4\$"
+HF_ENDPOINT=http://127.0.0.1:1 run "hub unreachable" 0 "$DLLM" pull test/tiny-GGUF
+expect_err "warns and uses the cache" '^dllm: warning: the hub cannot be reached .*; using the cached snapshot [0-9a-f]{7}$'
+
+run "gated without a token" 1 "$DLLM" pull test/gated
+expect_err "says what to do" 'HTTP 401 .*accept its licence at .* and set HF_TOKEN'
+HF_TOKEN=hf_wrong_secret_42 run "gated with a wrong token" 1 "$DLLM" pull test/gated
+if grep -q hf_wrong_secret_42 "$TMP/out" "$TMP/err"; then not_ok "the token was printed"; else ok "the token is never printed"; fi
+HF_TOKEN=hf_test_token_123 run "gated with the token" 0 "$DLLM" pull -q test/gated
+if ctl /_log | python3 -c '
+import json, sys
+log = json.load(sys.stdin)
+cdn = [e for e in log if e["path"].startswith("/cdn/")]
+assert cdn and all(e["authorization"] is None and e["host"].startswith("localhost:") for e in cdn)
+assert any(e["authorization"] == "Bearer hf_test_token_123" for e in log)'; then
+    ok "token sent to the hub, never to the CDN"; else not_ok "token and CDN"; fi
+
+# Ctrl+C during a slow download leaves a partial file that the next run resumes.
+ctl "/_reset" >/dev/null
+ctl "/_fault?where=cdn&kind=trickle&times=1" >/dev/null
+"$DLLM" pull test/tiny-GGUF:F16 >"$TMP/out" 2>"$TMP/err" &
+PULL=$!
+i=0
+while ! ls "$CACHE"/models--test--tiny-GGUF/blobs/*.incomplete >/dev/null 2>&1 && [ $i -lt 250 ]; do
+    sleep 0.02; i=$((i + 1))
+done
+sleep 0.1
+kill -INT $PULL
+wait $PULL
+st=$?
+if [ $st -eq 1 ]; then ok "Ctrl+C exits 1"; else not_ok "Ctrl+C: exit $st"; fi
+expect_err "interrupted message" 'interrupted; run the same command again to resume$'
+if ls "$CACHE"/models--test--tiny-GGUF/blobs/*.incomplete >/dev/null 2>&1; then ok "partial kept"; else not_ok "no partial file"; fi
+run "resume after Ctrl+C" 0 "$DLLM" pull test/tiny-GGUF:F16
+expect_err "checks the partial first" 'tiny-F16.gguf: checking the SHA-256'
+if ctl /_log | grep -q '"range": "bytes=[1-9]'; then ok "resumed with Range"; else not_ok "no Range request"; fi
+
+run "rm a quant" 0 "$DLLM" rm test/tiny-GGUF:Q8_0
+expect_out "rm summary" '^removed test/tiny-GGUF:Q8_0: 1 file, 0.1 MB freed$'
+run "ls after rm" 0 "$DLLM" ls
+if grep -q Q8_0 "$TMP/out"; then not_ok "Q8_0 still listed"; else ok "Q8_0 gone"; fi
+run "rm a repo" 0 "$DLLM" rm test/split-GGUF
+run "rm again" 1 "$DLLM" rm test/split-GGUF
+expect_err "not cached" '^dllm: error: test/split-GGUF is not in the cache'
+
+run "pull a path" 2 "$DLLM" pull ./x.gguf
+run "pull a bad repo id" 2 "$DLLM" pull a/b/c
+expect_err "repo id message" 'invalid hub repo id'
+run "pull two models" 2 "$DLLM" pull a/b c/d
+run "pull unknown flag" 2 "$DLLM" pull --bogus
+run "rm without a model" 2 "$DLLM" rm
+run "ls with an argument" 2 "$DLLM" ls extra
+run "pull --help" 0 "$DLLM" pull --help
+expect_out "pull usage" '^usage: dllm pull'
+run "dllm --help lists pull" 0 "$DLLM" --help
+expect_out "command list" '^  pull '
+finish
