@@ -934,11 +934,6 @@ static enum dllm_status add_tree_page(struct hub *hub, json_t *page, struct dllm
     return DLLM_OK;
 }
 
-static int by_path(const void *a, const void *b)
-{
-    return strcmp(((const struct dllm_hub_file *)a)->path, ((const struct dllm_hub_file *)b)->path);
-}
-
 /* The files at commit: the kept trees/<commit>.json, else the hub's listing (then kept). */
 static enum dllm_status fetch_tree(struct hub *hub, const char *commit, struct dllm_hub_listing *l,
                                    struct dllm_error *err)
@@ -971,7 +966,7 @@ static enum dllm_status fetch_tree(struct hub *hub, const char *commit, struct d
     free(url);
     free(what);
     if (st == DLLM_OK) {
-        qsort(l->files, l->n, sizeof *l->files, by_path);
+        dllm_hub_listing_sort(l);
         dllm_hubcache_mkdirs(hub->cache.dir, NULL);
         dllm_hubcache_tag_root(hub->cache.root);
         st = dllm_hubcache_write_tree(&hub->cache, commit, l, err);
@@ -1679,7 +1674,7 @@ static enum dllm_status cached_listing(struct hub *hub, char commit[DLLM_HUB_COM
     if (st == DLLM_ERR_MISSING) {
         st = dllm_hubcache_scan(&hub->cache, commit, l, err);
         if (st == DLLM_OK)
-            qsort(l->files, l->n, sizeof *l->files, by_path);
+            dllm_hub_listing_sort(l);
     }
     return st;
 }

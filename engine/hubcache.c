@@ -111,6 +111,17 @@ const struct dllm_hub_file *dllm_hub_listing_find(const struct dllm_hub_listing 
     return NULL;
 }
 
+static int by_path(const void *a, const void *b)
+{
+    return strcmp(((const struct dllm_hub_file *)a)->path, ((const struct dllm_hub_file *)b)->path);
+}
+
+void dllm_hub_listing_sort(struct dllm_hub_listing *l)
+{
+    if (l->n > 0)
+        qsort(l->files, l->n, sizeof *l->files, by_path);
+}
+
 const char *dllm_hub_file_etag(const struct dllm_hub_file *f)
 {
     return f->sha256[0] ? f->sha256 : f->blob_id;
@@ -991,7 +1002,8 @@ enum dllm_status dllm_hub_list(const struct dllm_hub_params *params, struct dllm
         closedir(d);
     if (st != DLLM_OK)
         goto fail;
-    qsort(list->entries, (size_t)list->n, sizeof *list->entries, by_entry);
+    if (list->n > 0)
+        qsort(list->entries, (size_t)list->n, sizeof *list->entries, by_entry);
     *out = list;
     list = NULL;
 fail:

@@ -75,6 +75,8 @@ enum dllm_status dllm_hub_listing_add(struct dllm_hub_listing *l, const struct d
 /* The file named path, or NULL. */
 const struct dllm_hub_file *dllm_hub_listing_find(const struct dllm_hub_listing *l,
                                                   const char *path);
+/* Sorts the files by path. */
+void dllm_hub_listing_sort(struct dllm_hub_listing *l);
 /* The etag a file is stored under: its SHA-256 when in LFS, else its blob id ("" if none). */
 const char *dllm_hub_file_etag(const struct dllm_hub_file *f);
 

@@ -22,7 +22,7 @@ ignore_range (200 to a ranged request), r416, trickle (slow but complete), stall
 body, then silence for 3 s), or an HTTP status: 401, 403, 404 (with X-Error-Code from
 &code=), 429 (Retry-After: 1), 500. times=-1 keeps the fault. GET /_log returns the requests
 seen (method, path, host, authorization, range) as JSON; GET /_reset clears faults and log;
-GET /_files?repo=R&rev=V gives the commit and each file's path, size and SHA-256.
+GET /_files?repo=R&rev=V gives the commit and each file's path, size, SHA-256 and etag.
 
 Usage: fake_hub.py --port-file FILE [--idle SECONDS]. It binds 127.0.0.1 only, and exits by
 itself after --idle seconds without a request (default 60) or 20 minutes in all.
@@ -77,6 +77,7 @@ def make_repos():
         File("tiny.Q4_K_M.gguf", q4),
         File("tiny.Q8_0.gguf", blob("tiny.Q8_0", 128 * 1024)),
         File("deep/dir/tiny.Q5_K_S.gguf", blob("deep", 20000)),
+        File("plain.IQ1_S.gguf", blob("plain", 5000), lfs=False),
     ]
     tiny_v1 = [f for f in tiny if f.path != "README.md"]
     tiny_v1.append(File("README.md", b"# tiny v1\n", lfs=False))
@@ -215,7 +216,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             commit = REFS.get((repo, query.get("rev", ["main"])[0]))
             files = COMMITS.get((repo, commit), [])
             body = {"commit": commit, "files": [
-                {"path": f.path, "size": len(f.data), "sha256": f.sha256, "lfs": f.lfs} for f in files]}
+                {"path": f.path, "size": len(f.data), "sha256": f.sha256, "etag": f.sha256 if f.lfs else f.oid}
+                for f in files]}
             return self.send(200, json.dumps(body).encode(), {"Content-Type": "application/json"})
         if path == "/_reset":
             with STATE.lock:

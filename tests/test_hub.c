@@ -73,9 +73,12 @@ static void fault(const char *where, const char *kind, int times, const char *co
         ctl("/_fault?where=%s&kind=%s&times=%d&code=%s", where, kind, times, code ? code : ""));
 }
 
-/* The SHA-256 and size the fake hub gives for a file of a repo at a revision. */
-static void expected(const char *repo, const char *rev, const char *path, char sha[65],
-                     int64_t *size, char commit[41])
+/*
+ * The SHA-256, size and etag (the SHA-256, or the git blob SHA-1 outside LFS) the fake hub
+ * gives for a file of a repo at a revision.
+ */
+static void expected_etag(const char *repo, const char *rev, const char *path, char sha[65],
+                          int64_t *size, char commit[41], char etag[65])
 {
     json_t *doc = ctl("/_files?repo=%s&rev=%s", repo, rev);
     size_t i;
@@ -86,11 +89,19 @@ static void expected(const char *repo, const char *rev, const char *path, char s
     {
         if (strcmp(json_string_value(json_object_get(f, "path")), path) == 0) {
             snprintf(sha, 65, "%s", json_string_value(json_object_get(f, "sha256")));
+            snprintf(etag, 65, "%s", json_string_value(json_object_get(f, "etag")));
             *size = json_integer_value(json_object_get(f, "size"));
         }
     }
     json_decref(doc);
     ck_assert_msg(sha[0], "fake hub has no %s in %s", path, repo);
+}
+
+static void expected(const char *repo, const char *rev, const char *path, char sha[65],
+                     int64_t *size, char commit[41])
+{
+    char etag[65];
+    expected_etag(repo, rev, path, sha, size, commit, etag);
 }
 
 /* Requests the fake hub logged whose path starts with prefix, with their Range headers. */
@@ -320,9 +331,9 @@ static void check_cache_valid(void)
 static void check_file(const struct dllm_hub_model *m, const char *repo, const char *rev,
                        const char *file)
 {
-    char sha[65], commit[41], want[4400], hex[65];
+    char sha[65], commit[41], want[4400], hex[65], etag[65];
     int64_t size;
-    expected(repo, rev, file, sha, &size, commit);
+    expected_etag(repo, rev, file, sha, &size, commit, etag);
     char rel[512];
     snprintf(rel, sizeof rel, "snapshots/%s/%s", commit, file);
     repo_path(want, sizeof want, repo, rel);
@@ -340,7 +351,7 @@ static void check_file(const struct dllm_hub_model *m, const char *repo, const c
         if (*p == '/')
             strcat(link_want, "../");
     strcat(link_want, "../../blobs/");
-    strcat(link_want, sha);
+    strcat(link_want, etag);
     ck_assert_str_eq(target, link_want);
 }
 
@@ -560,7 +571,7 @@ START_TEST(download_default)
     ck_assert_ptr_nonnull(tree);
     json_t *files = json_object_get(tree, "files");
     ck_assert_int_eq(json_integer_value(json_object_get(tree, "format_version")), 1);
-    ck_assert_int_eq(json_object_size(files), 6);
+    ck_assert_int_eq(json_object_size(files), 7);
     ck_assert_ptr_nonnull(json_object_get(files, "deep/dir/tiny.Q5_K_S.gguf"));
     ck_assert_ptr_null(json_object_get(files, "sub/../../../escape.Q2_K.gguf"));
     ck_assert_ptr_null(json_object_get(files, "/abs.Q3_K_S.gguf"));
@@ -602,6 +613,7 @@ static const struct pick_case pick_cases[] = {
     {TINY ":q5_k_s", TINY, "deep/dir/tiny.Q5_K_S.gguf"},
     {TINY ":tiny-F16.gguf", TINY, "tiny-F16.gguf"},
     {TINY ":F16", TINY, "tiny-F16.gguf"},
+    {TINY ":IQ1_S", TINY, "plain.IQ1_S.gguf"}, /* outside LFS: its etag is a git blob SHA-1 */
     {"test/q8-only", "test/q8-only", "m-Q8_0.gguf"},
     {"test/f16-only", "test/f16-only", "a-BF16.gguf"},
 };
@@ -860,6 +872,70 @@ START_TEST(disk_full)
     ck_assert_ptr_nonnull(ranges[1]);
     free((char *)ranges[1]);
     dllm_hub_model_free(m);
+}
+END_TEST
+
+/* Two processes pulling one file: the second waits for the first's lock, then uses its blob. */
+START_TEST(concurrent_pulls)
+{
+    fault("cdn", "trickle", 1, NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct dllm_hub_params p;
+        params_for(&p, NULL);
+        struct dllm_hub_model *m = NULL;
+        _exit(dllm_hub_resolve(TINY, &p, &m, NULL) == DLLM_OK ? 0 : 1);
+    }
+    char sha[65], commit[41], rel[128], partial[4400];
+    int64_t size;
+    expected(TINY, "main", Q4, sha, &size, commit);
+    snprintf(rel, sizeof rel, "blobs/%s.incomplete", sha);
+    repo_path(partial, sizeof partial, TINY, rel);
+    for (int i = 0; i < 250 && file_size(partial) <= 0; i++)
+        nanosleep(&(struct timespec){0, 20000000}, NULL);
+    ck_assert_int_gt(file_size(partial), 0);
+    struct dllm_hub_params p;
+    struct seen s;
+    params_for(&p, &s);
+    struct dllm_hub_model *m = resolve_ok(TINY, &p);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    ck_assert_int_gt(s.events[DLLM_HUB_PHASE_WAIT], 0);
+    ck_assert_int_eq(dllm_hub_model_downloaded(m), 0);
+    ck_assert_int_eq(logged("/cdn/", NULL, 0), 1);
+    check_file(m, TINY, "main", Q4);
+    dllm_hub_model_free(m);
+    check_cache_valid();
+}
+END_TEST
+
+/* Where symlinks are off (HF_HUB_DISABLE_SYMLINKS), snapshots hold copies, verified too. */
+START_TEST(copies_without_symlinks)
+{
+    setenv("HF_HUB_DISABLE_SYMLINKS", "1", 1);
+    struct dllm_hub_params p;
+    struct seen s;
+    params_for(&p, &s);
+    struct dllm_hub_model *m = resolve_ok(TINY ":Q8_0", &p);
+    struct stat sb;
+    ck_assert_int_eq(lstat(dllm_hub_model_path(m), &sb), 0);
+    ck_assert(S_ISREG(sb.st_mode));
+    char sha[65], commit[41], hex[65];
+    int64_t size;
+    expected(TINY, "main", "tiny.Q8_0.gguf", sha, &size, commit);
+    hash_file(dllm_hub_model_path(m), false, hex);
+    ck_assert_str_eq(hex, sha);
+    dllm_hub_model_free(m);
+    p.offline = true;
+    m = resolve_ok(TINY ":Q8_0", &p);
+    ck_assert_int_eq(s.events[DLLM_HUB_PHASE_CHECK], 0);
+    dllm_hub_model_free(m);
+    struct dllm_hub_list *list;
+    ck_assert_int_eq(dllm_hub_list(&p, &list, NULL), DLLM_OK);
+    ck_assert_int_eq(dllm_hub_list_count(list), 1);
+    ck_assert_int_eq(dllm_hub_list_get(list, 0)->state, DLLM_HUB_STATE_VERIFIED);
+    dllm_hub_list_free(list);
 }
 END_TEST
 
@@ -1172,6 +1248,7 @@ static Suite *hub_suite(void)
     tcase_add_test(tc, range_refused);
     tcase_add_loop_test(tc, faults, 0, sizeof fault_cases / sizeof fault_cases[0]);
     tcase_add_test(tc, disk_full);
+    tcase_add_test(tc, concurrent_pulls);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("auth");
@@ -1190,6 +1267,7 @@ static Suite *hub_suite(void)
     tcase_add_test(tc, corrupt_cache);
     tcase_add_test(tc, revisions_share_blobs);
     tcase_add_test(tc, list_and_remove);
+    tcase_add_test(tc, copies_without_symlinks);
     suite_add_tcase(s, tc);
     return s;
 }
