@@ -1,0 +1,435 @@
+/*
+ * bench_gemm: times each kernel variant on the weight shapes of a LLaDA-8B layer (N x K =
+ * 4096 x 4096, 12288 x 4096, 4096 x 12288) at L = 160 and 512 activation rows on 1 and 2
+ * threads, and measures the machine's int8 peak with a register-only VPDPBUSD loop, so that
+ * GEMM throughput can be read as a share of it. Prints one JSON document.
+ *
+ *   bench_gemm [--variants avx2,avx512] [--types Q4_K,Q6_K] [--threads 1,2] [--rows 160,512]
+ *              [--shapes 4096x4096,...] [--reps N]
+ *
+ * One timed product is the activation conversion of x[L, K] plus y = x . W^T, both shared
+ * between the threads: the conversion by activation rows, the product by items of 64 weight
+ * rows. GOPS counts 2 N K L operations; each figure is the median of --reps runs after one
+ * warm-up run. Weights are random but valid blocks.
+ */
+#include "config.h"
+
+#include "kernels/cpu.h"
+#include "kernels/matmul.h"
+#include "quant.h"
+#include "threadpool.h"
+
+#include <getopt.h>
+#include <immintrin.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_LIST    16
+#define MAX_THREADS 64
+#define ITEM_ROWS   64 /* weight rows per work item */
+
+static double clock_s(clockid_t id)
+{
+    struct timespec t;
+    clock_gettime(id, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static double now_s(void)
+{
+    return clock_s(CLOCK_MONOTONIC);
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+    /* splitmix64 */
+    uint64_t z = (*s += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+/* A normal-ish value: the sum of four uniforms, centred, unit variance. */
+static float rng_normal(uint64_t *s)
+{
+    uint64_t r = rng_next(s);
+    double sum = 0.0;
+    for (int i = 0; i < 4; i++) {
+        sum += (double)((r >> (16 * i)) & 0xffff) / 65536.0;
+    }
+    return (float)((sum - 2.0) * 1.7320508);
+}
+
+/* Random blocks of a weight type with fp16 scales of about 2^-6 in every scale field. */
+static void *random_weights(uint32_t wtype, int64_t N, int64_t K)
+{
+    const struct dllm_type_traits *tr = dllm_type_traits(wtype);
+    const size_t nblocks = (size_t)(N * K / tr->block_elems), bytes = nblocks * tr->block_bytes;
+    uint8_t *w = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (w == NULL) {
+        return NULL;
+    }
+    uint64_t seed = wtype * 1000003u + (uint64_t)K;
+    for (size_t i = 0; i < bytes; i += 8) {
+        uint64_t r = rng_next(&seed);
+        memcpy(w + i, &r, bytes - i < 8 ? bytes - i : 8);
+    }
+    const dllm_fp16 scale = dllm_f32_to_fp16(0x1p-6f);
+    for (size_t b = 0; b < nblocks; b++) {
+        uint8_t *blk = w + b * tr->block_bytes;
+        switch (wtype) {
+        case DLLM_TYPE_Q4_K:
+        case DLLM_TYPE_Q5_K:
+        case DLLM_TYPE_Q4_1:
+        case DLLM_TYPE_Q5_1:
+            memcpy(blk, &scale, 2);
+            memcpy(blk + 2, &scale, 2);
+            break;
+        case DLLM_TYPE_Q6_K: memcpy(blk + offsetof(struct block_q6_K, d), &scale, 2); break;
+        case DLLM_TYPE_Q8_0:
+        case DLLM_TYPE_Q4_0:
+        case DLLM_TYPE_Q5_0: memcpy(blk, &scale, 2); break;
+        case DLLM_TYPE_F16: ((dllm_fp16 *)w)[b] = dllm_f32_to_fp16(rng_normal(&seed)); break;
+        case DLLM_TYPE_BF16: ((dllm_bf16 *)w)[b] = dllm_f32_to_bf16(rng_normal(&seed)); break;
+        case DLLM_TYPE_F32: ((float *)w)[b] = rng_normal(&seed); break;
+        default: break;
+        }
+    }
+    return w;
+}
+
+/* ---- int8 peak --------------------------------------------------------------------------- */
+
+#define PEAK_ITERS 20000000L
+
+#define R12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+
+/* Int8 operations (2 per multiply-add) of PEAK_ITERS x 12 independent 512-bit VPDPBUSD. */
+__attribute__((target("avx512f,avx512vnni"))) static double peak_zmm_loop(void)
+{
+#define DECL_Z(i) __m512i a##i = _mm512_set1_epi32(i);
+    R12(DECL_Z)
+    __m512i u = _mm512_set1_epi8(3), s = _mm512_set1_epi8(-5);
+    __asm__ volatile("" : "+v"(u), "+v"(s));
+    for (long k = 0; k < PEAK_ITERS; k++) {
+#define OP_Z(i) a##i = _mm512_dpbusd_epi32(a##i, u, s);
+        R12(OP_Z)
+    }
+    int sink = 0;
+#define SINK_Z(i) sink += _mm512_reduce_add_epi32(a##i);
+    R12(SINK_Z)
+    __asm__ volatile("" : : "r"(sink));
+    return (double)PEAK_ITERS * 12 * 64 * 2;
+}
+
+/* The same with 256-bit VPDPBUSD (EVEX, AVX512-VL). */
+__attribute__((target("avx512f,avx512vl,avx512vnni"))) static double peak_ymm_loop(void)
+{
+#define DECL_Y(i) __m256i b##i = _mm256_set1_epi32(i);
+    R12(DECL_Y)
+    __m256i u = _mm256_set1_epi8(3), s = _mm256_set1_epi8(-5);
+    __asm__ volatile("" : "+v"(u), "+v"(s));
+    for (long k = 0; k < PEAK_ITERS; k++) {
+#define OP_Y(i) b##i = _mm256_dpbusd_epi32(b##i, u, s);
+        R12(OP_Y)
+    }
+    int sink = 0;
+#define SINK_Y(i) sink += _mm256_extract_epi32(b##i, 0);
+    R12(SINK_Y)
+    __asm__ volatile("" : : "r"(sink));
+    return (double)PEAK_ITERS * 12 * 32 * 2;
+}
+
+struct peak_job {
+    double (*loop)(void);
+    double ops[MAX_THREADS]; /* per item */
+};
+
+static void peak_item(void *ctx, int64_t item, int thread)
+{
+    struct peak_job *job = ctx;
+    job->ops[item] = job->loop();
+}
+
+/* GOPS of loop run once on each thread of the pool at the same time. */
+static double peak_gops(struct dllm_threadpool *pool, double (*loop)(void))
+{
+    struct peak_job job = {.loop = loop};
+    const int n = dllm_threadpool_size(pool);
+    const double t0 = now_s();
+    dllm_threadpool_run(pool, n, peak_item, &job);
+    const double t = now_s() - t0;
+    double ops = 0.0;
+    for (int i = 0; i < n; i++) {
+        ops += job.ops[i];
+    }
+    return ops / t / 1e9;
+}
+
+/* ---- GEMM timing ------------------------------------------------------------------------- */
+
+struct gemm_job {
+    const struct dllm_kernels *k;
+    uint32_t wtype;
+    const void *w;
+    const float *x;
+    void *scratch;
+    float *y;
+    int64_t N, K, L;
+    size_t arow; /* bytes per converted activation row */
+};
+
+static void quantize_item(void *ctx, int64_t item, int thread)
+{
+    struct gemm_job *j = ctx;
+    j->k->quantize(j->wtype, j->x + item * j->K, j->K, 1,
+                   (uint8_t *)j->scratch + (size_t)item * j->arow);
+}
+
+static void rows_item(void *ctx, int64_t item, int thread)
+{
+    struct gemm_job *j = ctx;
+    const int64_t n0 = item * ITEM_ROWS, n1 = n0 + ITEM_ROWS < j->N ? n0 + ITEM_ROWS : j->N;
+    j->k->rows(j->wtype, j->w, j->K, n0, n1, j->scratch, j->L, j->y, j->N);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/*
+ * The median wall seconds of reps timed products (after one warm-up), of their conversions,
+ * and of the CPU time the process used per product (which preemption by other processes does
+ * not inflate).
+ */
+static void time_gemm(struct dllm_threadpool *pool, struct gemm_job *j, int reps, double *total,
+                      double *conv, double *cpu, double *best)
+{
+    double t[64], c[64], u[64];
+    for (int r = -1; r < reps; r++) {
+        const double u0 = clock_s(CLOCK_PROCESS_CPUTIME_ID), t0 = now_s();
+        dllm_threadpool_run(pool, j->L, quantize_item, j);
+        const double t1 = now_s();
+        dllm_threadpool_run(pool, (j->N + ITEM_ROWS - 1) / ITEM_ROWS, rows_item, j);
+        const double t2 = now_s(), u1 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+        if (r >= 0) {
+            t[r] = t2 - t0;
+            c[r] = t1 - t0;
+            u[r] = u1 - u0;
+        }
+    }
+    qsort(t, (size_t)reps, sizeof *t, cmp_double);
+    qsort(c, (size_t)reps, sizeof *c, cmp_double);
+    qsort(u, (size_t)reps, sizeof *u, cmp_double);
+    *total = t[reps / 2];
+    *best = t[0];
+    *conv = c[reps / 2];
+    *cpu = u[reps / 2];
+}
+
+/* ---- options and main -------------------------------------------------------------------- */
+
+/* Splits a comma-separated list into at most MAX_LIST items; returns the count. */
+static int split_list(char *s, char **out)
+{
+    int n = 0;
+    for (char *save = NULL, *tok = strtok_r(s, ",", &save); tok != NULL && n < MAX_LIST;
+         tok = strtok_r(NULL, ",", &save)) {
+        out[n++] = tok;
+    }
+    return n;
+}
+
+static uint32_t type_by_name(const char *name)
+{
+    for (uint32_t t = 0; t < DLLM_TYPE_COUNT; t++) {
+        const struct dllm_type_traits *tr = dllm_type_traits(t);
+        if (tr != NULL && tr->name != NULL && strcmp(tr->name, name) == 0 &&
+            dllm_matmul_supported(t)) {
+            return t;
+        }
+    }
+    return UINT32_MAX;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: bench_gemm [--variants LIST] [--types LIST] [--threads LIST] [--rows LIST]\n"
+               "                  [--shapes NxK,...] [--reps N]\n");
+}
+
+/* The first "model name" line of /proc/cpuinfo, or "unknown". */
+static void cpu_name(char *buf, size_t size)
+{
+    snprintf(buf, size, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f == NULL) {
+        return;
+    }
+    char line[256];
+    while (fgets(line, sizeof line, f) != NULL) {
+        char *colon = strchr(line, ':');
+        if (strncmp(line, "model name", 10) == 0 && colon != NULL) {
+            snprintf(buf, size, "%s", colon + 2);
+            buf[strcspn(buf, "\n")] = '\0';
+            break;
+        }
+    }
+    fclose(f);
+}
+
+int main(int argc, char **argv)
+{
+    char variants_s[256] = "", types_s[256] = "Q4_K,Q6_K,Q5_K,Q8_0", threads_s[64] = "1,2",
+         rows_s[64] = "160,512", shapes_s[256] = "4096x4096,12288x4096,4096x12288";
+    int reps = 3;
+    static const struct option opts[] = {
+        {"variants", required_argument, NULL, 'v'}, {"types", required_argument, NULL, 't'},
+        {"threads", required_argument, NULL, 'j'},  {"rows", required_argument, NULL, 'l'},
+        {"shapes", required_argument, NULL, 's'},   {"reps", required_argument, NULL, 'r'},
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+    };
+    for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        switch (c) {
+        case 'v': snprintf(variants_s, sizeof variants_s, "%s", optarg); break;
+        case 't': snprintf(types_s, sizeof types_s, "%s", optarg); break;
+        case 'j': snprintf(threads_s, sizeof threads_s, "%s", optarg); break;
+        case 'l': snprintf(rows_s, sizeof rows_s, "%s", optarg); break;
+        case 's': snprintf(shapes_s, sizeof shapes_s, "%s", optarg); break;
+        case 'r': reps = atoi(optarg); break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (reps < 1 || reps > 64 || optind != argc) {
+        usage(stderr);
+        return 2;
+    }
+    char *variants[MAX_LIST], *types[MAX_LIST], *threads[MAX_LIST], *rows[MAX_LIST],
+        *shapes[MAX_LIST];
+    int n_variants = split_list(variants_s, variants), n_types = split_list(types_s, types),
+        n_threads = split_list(threads_s, threads), n_rows = split_list(rows_s, rows),
+        n_shapes = split_list(shapes_s, shapes);
+    if (n_variants == 0) {
+        size_t n;
+        const struct dllm_kernels *all = dllm_kernels_all(&n);
+        for (size_t i = 1; i < n; i++) {
+            if (dllm_kernels_usable(&all[i])) {
+                variants[n_variants++] = (char *)all[i].name;
+            }
+        }
+    }
+
+    char cpu_model[128];
+    cpu_name(cpu_model, sizeof cpu_model);
+    const bool has_vnni512 =
+        (dllm_cpu_features() & (DLLM_CPU_AVX512F | DLLM_CPU_AVX512VL | DLLM_CPU_AVX512VNNI)) ==
+        (DLLM_CPU_AVX512F | DLLM_CPU_AVX512VL | DLLM_CPU_AVX512VNNI);
+    printf("{\n  \"what\": \"y = x . W^T with activation conversion, LLaDA-8B layer shapes\",\n");
+    printf("  \"cpu\": \"%s\",\n  \"cpu_features\": \"0x%x\",\n", cpu_model, dllm_cpu_features());
+    printf("  \"method\": \"median of %d after 1 warm-up; gops = 2 N K L / time\",\n", reps);
+
+    /* the peak, per thread count */
+    double peak_zmm[MAX_LIST] = {0};
+    printf("  \"int8_peak_gops\": [");
+    for (int i = 0; i < n_threads; i++) {
+        struct dllm_threadpool *pool = NULL;
+        if (atoi(threads[i]) > MAX_THREADS ||
+            dllm_threadpool_new(atoi(threads[i]), &pool, NULL) != DLLM_OK) {
+            fprintf(stderr, "bench_gemm: bad thread count %s\n", threads[i]);
+            return 2;
+        }
+        double zmm = 0.0, ymm = 0.0;
+        if (has_vnni512) {
+            zmm = peak_gops(pool, peak_zmm_loop);
+            ymm = peak_gops(pool, peak_ymm_loop);
+        }
+        peak_zmm[i] = zmm;
+        printf("%s\n    {\"threads\": %s, \"zmm_vpdpbusd\": %.1f, \"ymm_vpdpbusd\": %.1f}",
+               i ? "," : "", threads[i], zmm, ymm);
+        dllm_threadpool_free(pool);
+    }
+    printf("\n  ],\n  \"results\": [");
+
+    int first = 1;
+    for (int si = 0; si < n_shapes; si++) {
+        long long N = 0, K = 0;
+        if (sscanf(shapes[si], "%lldx%lld", &N, &K) != 2 || N <= 0 || K <= 0 || K % 256 != 0) {
+            fprintf(stderr, "bench_gemm: bad shape %s (NxK, K a multiple of 256)\n", shapes[si]);
+            return 2;
+        }
+        for (int ti = 0; ti < n_types; ti++) {
+            const uint32_t wtype = type_by_name(types[ti]);
+            if (wtype == UINT32_MAX) {
+                fprintf(stderr, "bench_gemm: no kernel for type %s\n", types[ti]);
+                return 2;
+            }
+            void *w = random_weights(wtype, N, K);
+            int64_t Lmax = 0;
+            for (int li = 0; li < n_rows; li++) {
+                Lmax = atoll(rows[li]) > Lmax ? atoll(rows[li]) : Lmax;
+            }
+            float *x = malloc((size_t)(Lmax * K) * sizeof *x);
+            void *scratch = malloc(dllm_matmul_scratch_bytes(wtype, K, Lmax));
+            float *y = malloc((size_t)(Lmax * N) * sizeof *y);
+            if (w == NULL || x == NULL || scratch == NULL || y == NULL) {
+                fprintf(stderr, "bench_gemm: out of memory\n");
+                return 1;
+            }
+            uint64_t seed = 42;
+            for (int64_t i = 0; i < Lmax * K; i++) {
+                x[i] = rng_normal(&seed);
+            }
+            for (int vi = 0; vi < n_variants; vi++) {
+                const struct dllm_kernels *k = NULL;
+                struct dllm_error err;
+                if (dllm_kernels_select(variants[vi], &k, &err) != DLLM_OK) {
+                    fprintf(stderr, "bench_gemm: %s\n", err.text);
+                    return 2;
+                }
+                for (int hi = 0; hi < n_threads; hi++) {
+                    struct dllm_threadpool *pool = NULL;
+                    dllm_threadpool_new(atoi(threads[hi]), &pool, NULL);
+                    for (int li = 0; li < n_rows; li++) {
+                        struct gemm_job job = {k,
+                                               wtype,
+                                               w,
+                                               x,
+                                               scratch,
+                                               y,
+                                               N,
+                                               K,
+                                               atoll(rows[li]),
+                                               dllm_matmul_act_row_bytes(wtype, K)};
+                        double total, conv, cpu, best;
+                        time_gemm(pool, &job, reps, &total, &conv, &cpu, &best);
+                        const double ops = 2.0 * (double)N * (double)K * (double)job.L;
+                        const double gops = ops / total / 1e9;
+                        printf("%s\n    {\"variant\": \"%s\", \"type\": \"%s\", \"N\": %lld, "
+                               "\"K\": %lld, \"L\": %lld, \"threads\": %s, \"ms\": %.3f, "
+                               "\"convert_ms\": %.3f, \"cpu_ms\": %.3f, \"gops\": %.1f, "
+                               "\"pct_int8_peak\": %.1f, \"gops_per_cpu_s\": %.1f, \"best_gops\": "
+                               "%.1f}",
+                               first ? "" : ",", k->name, types[ti], N, K, (long long)job.L,
+                               threads[hi], total * 1e3, conv * 1e3, cpu * 1e3, gops,
+                               peak_zmm[hi] > 0 ? 100.0 * gops / peak_zmm[hi] : 0.0,
+                               ops / cpu / 1e9, ops / best / 1e9);
+                        fflush(stdout);
+                        first = 0;
+                    }
+                    dllm_threadpool_free(pool);
+                }
+            }
+            free(y);
+            free(scratch);
+            free(x);
+            free(w);
+        }
+    }
+    printf("\n  ]\n}\n");
+    return 0;
+}

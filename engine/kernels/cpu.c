@@ -1,0 +1,131 @@
+/*
+ * CPU feature detection (cpuid, xgetbv) and the kernel variant table.
+ */
+#include "config.h"
+
+#include "error.h"
+#include "kernels/cpu.h"
+#include "kernels/matmul.h"
+
+#include <cpuid.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* XCR0 bits: SSE and AVX state (1, 2); AVX-512 opmask, upper ZMM0-15 and ZMM16-31 (5, 6, 7). */
+#define XCR0_AVX    0x06u
+#define XCR0_AVX512 0xe0u
+
+/* The OS-enabled register state, XCR0; only valid when cpuid reports OSXSAVE. */
+static uint64_t read_xcr0(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (uint64_t)hi << 32 | lo;
+}
+
+unsigned dllm_cpu_features(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) {
+        return 0;
+    }
+    const bool osxsave = c & bit_OSXSAVE, avx = c & bit_AVX, fma = c & bit_FMA, f16c = c & bit_F16C;
+    if (!osxsave || !avx || (read_xcr0() & XCR0_AVX) != XCR0_AVX) {
+        return 0;
+    }
+    const bool zmm_state = (read_xcr0() & XCR0_AVX512) == XCR0_AVX512;
+    unsigned features = (fma ? DLLM_CPU_FMA : 0) | (f16c ? DLLM_CPU_F16C : 0);
+    if (__get_cpuid_max(0, NULL) < 7) {
+        return features;
+    }
+    __cpuid_count(7, 0, a, b, c, d);
+    const unsigned max_sub = a;
+    features |= (b & bit_AVX2) ? DLLM_CPU_AVX2 : 0;
+    if (zmm_state) {
+        features |= (b & bit_AVX512F) ? DLLM_CPU_AVX512F : 0;
+        features |= (b & bit_AVX512BW) ? DLLM_CPU_AVX512BW : 0;
+        features |= (b & bit_AVX512VL) ? DLLM_CPU_AVX512VL : 0;
+        features |= (b & bit_AVX512DQ) ? DLLM_CPU_AVX512DQ : 0;
+        features |= (c & bit_AVX512VNNI) ? DLLM_CPU_AVX512VNNI : 0;
+    }
+    if (max_sub >= 1) {
+        __cpuid_count(7, 1, a, b, c, d);
+        features |= (a & (1u << 4)) ? DLLM_CPU_AVXVNNI : 0; /* CPUID.(7,1):EAX[4] */
+    }
+    return features;
+}
+
+/* Feature names, in the order of enum dllm_cpu_feature's bits. */
+static const char *const feature_names[] = {
+    "AVX2", "FMA", "F16C", "AVX-VNNI", "AVX512F", "AVX512BW", "AVX512VL", "AVX512DQ", "AVX512-VNNI",
+};
+
+#define NEED_AVX2 (DLLM_CPU_AVX2 | DLLM_CPU_FMA | DLLM_CPU_F16C)
+#define NEED_AVX512                                                                                \
+    (NEED_AVX2 | DLLM_CPU_AVX512F | DLLM_CPU_AVX512BW | DLLM_CPU_AVX512VL | DLLM_CPU_AVX512DQ |    \
+     DLLM_CPU_AVX512VNNI)
+
+static const struct dllm_kernels variants[] = {
+    {"ref", 0, 1, dllm_matmul_quantize_ref, dllm_matmul_rows_ref},
+    {"avx2", NEED_AVX2, 8, dllm_matmul_quantize_avx2, dllm_matmul_rows_avx2},
+    {"avxvnni", NEED_AVX2 | DLLM_CPU_AVXVNNI, 8, dllm_matmul_quantize_avx2,
+     dllm_matmul_rows_avxvnni},
+    {"avx512", NEED_AVX512, 16, dllm_matmul_quantize_avx512, dllm_matmul_rows_avx512},
+};
+#define N_VARIANTS (sizeof variants / sizeof variants[0])
+
+const struct dllm_kernels *dllm_kernels_all(size_t *n)
+{
+    *n = N_VARIANTS;
+    return variants;
+}
+
+bool dllm_kernels_usable(const struct dllm_kernels *k)
+{
+    return (dllm_cpu_features() & k->features) == k->features;
+}
+
+enum dllm_status dllm_kernels_select(const char *force, const struct dllm_kernels **out,
+                                     struct dllm_error *err)
+{
+    if (force == NULL || force[0] == '\0') {
+        size_t i = N_VARIANTS;
+        while (!dllm_kernels_usable(&variants[i - 1])) {
+            i--; /* the reference, variants[0], is always usable */
+        }
+        *out = &variants[i - 1];
+        return DLLM_OK;
+    }
+    for (size_t i = 0; i < N_VARIANTS; i++) {
+        if (strcmp(variants[i].name, force) != 0) {
+            continue;
+        }
+        const unsigned missing = variants[i].features & ~dllm_cpu_features();
+        if (missing != 0) {
+            char names[128] = "";
+            for (size_t f = 0; f < sizeof feature_names / sizeof feature_names[0]; f++) {
+                if (missing & (1u << f)) {
+                    strcat(names, names[0] ? " " : "");
+                    strcat(names, feature_names[f]);
+                }
+            }
+            return dllm_error_set(err, DLLM_ERR_UNSUPPORTED,
+                                  "kernel variant '%s' needs %s, which this CPU lacks: choose "
+                                  "another or leave the choice to dllm",
+                                  force, names);
+        }
+        *out = &variants[i];
+        return DLLM_OK;
+    }
+    return dllm_error_set(err, DLLM_ERR_ARG,
+                          "unknown kernel variant '%s': use ref, avx2, avxvnni or avx512", force);
+}
+
+enum dllm_status dllm_kernels_select_env(const struct dllm_kernels **out, struct dllm_error *err)
+{
+    enum dllm_status st = dllm_kernels_select(getenv("DLLM_KERNELS"), out, err);
+    if (st != DLLM_OK) {
+        dllm_error_prefix(err, "DLLM_KERNELS");
+    }
+    return st;
+}

@@ -1,0 +1,80 @@
+/*
+ * CPU feature detection and the table of matrix-kernel variants chosen from it at run time.
+ *
+ * Each variant is a struct dllm_kernels with the two steps of matmul.h: quantize converts
+ * activations to the weight type's activation format (byte for byte what
+ * dllm_matmul_quantize_ref writes, so any variant's rows can read it) and rows multiplies a
+ * range of weight rows with them. Every variant takes the weights in their GGUF layout, so a
+ * model needs no repacking: the SIMD ones unpack panels of row_align rows on the stack as they
+ * go and reuse each unpacked panel for all L activation rows. Types a variant has no SIMD
+ * kernel for (Q8_0 on avx2, float types with K not a multiple of 8) use the reference.
+ */
+#ifndef DLLM_KERNELS_CPU_H
+#define DLLM_KERNELS_CPU_H
+
+#include "dllm.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Instruction-set extensions the variants need, as detected (CPU and OS register support). */
+enum dllm_cpu_feature {
+    DLLM_CPU_AVX2 = 1u << 0,
+    DLLM_CPU_FMA = 1u << 1,
+    DLLM_CPU_F16C = 1u << 2,
+    DLLM_CPU_AVXVNNI = 1u << 3,
+    DLLM_CPU_AVX512F = 1u << 4,
+    DLLM_CPU_AVX512BW = 1u << 5,
+    DLLM_CPU_AVX512VL = 1u << 6,
+    DLLM_CPU_AVX512DQ = 1u << 7,
+    DLLM_CPU_AVX512VNNI = 1u << 8,
+};
+
+/* The features this CPU and OS support (cpuid, and xgetbv for the saved register state). */
+unsigned dllm_cpu_features(void);
+
+/* Converts x[L, K] to wtype's activation format in scratch (see matmul.h). */
+typedef void (*dllm_quantize_fn)(uint32_t wtype, const float *x, int64_t K, int64_t L,
+                                 void *scratch);
+
+/* y[l*ldy + n] = W[n, :] . x[l, :] for n in [n0, n1), l in [0, L) (see matmul.h). */
+typedef void (*dllm_rows_fn)(uint32_t wtype, const void *w, int64_t K, int64_t n0, int64_t n1,
+                             const void *scratch, int64_t L, float *y, int64_t ldy);
+
+/* One kernel variant. */
+struct dllm_kernels {
+    const char *name;  /* "ref", "avx2", "avxvnni" or "avx512" */
+    unsigned features; /* the enum dllm_cpu_feature bits it needs */
+    int64_t row_align; /* row ranges are fastest when n0 and n1 are multiples of this */
+    dllm_quantize_fn quantize;
+    dllm_rows_fn rows;
+};
+
+/* All variants, slowest first; *n receives their count. */
+const struct dllm_kernels *dllm_kernels_all(size_t *n);
+
+/* Whether this CPU runs a variant. */
+bool dllm_kernels_usable(const struct dllm_kernels *k);
+
+/*
+ * The variant named force, or the fastest this CPU runs when force is NULL or empty. An
+ * unknown name is DLLM_ERR_ARG; a variant this CPU lacks is DLLM_ERR_UNSUPPORTED.
+ */
+enum dllm_status dllm_kernels_select(const char *force, const struct dllm_kernels **out,
+                                     struct dllm_error *err);
+
+/* dllm_kernels_select with the environment variable DLLM_KERNELS as force. */
+enum dllm_status dllm_kernels_select_env(const struct dllm_kernels **out, struct dllm_error *err);
+
+/* The SIMD variants' entry points, defined in matmul-<name>.c (avxvnni quantizes as avx2). */
+void dllm_matmul_quantize_avx2(uint32_t wtype, const float *x, int64_t K, int64_t L, void *scratch);
+void dllm_matmul_rows_avx2(uint32_t wtype, const void *w, int64_t K, int64_t n0, int64_t n1,
+                           const void *scratch, int64_t L, float *y, int64_t ldy);
+void dllm_matmul_rows_avxvnni(uint32_t wtype, const void *w, int64_t K, int64_t n0, int64_t n1,
+                              const void *scratch, int64_t L, float *y, int64_t ldy);
+void dllm_matmul_quantize_avx512(uint32_t wtype, const float *x, int64_t K, int64_t L,
+                                 void *scratch);
+void dllm_matmul_rows_avx512(uint32_t wtype, const void *w, int64_t K, int64_t n0, int64_t n1,
+                             const void *scratch, int64_t L, float *y, int64_t ldy);
+
+#endif

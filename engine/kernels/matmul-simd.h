@@ -1,0 +1,873 @@
+/*
+ * The SIMD matrix kernels, written once over a small vector interface. Each matmul-<isa>.c
+ * defines that interface for its instruction set (vi: NR int32 lanes, vf: NR float lanes, and
+ * the operations below) and then includes this file, which defines
+ *   SIMD_NAME(dllm_matmul_rows)      y = x . W^T for a row range, as dllm_matmul_rows_ref
+ *   SIMD_NAME(dllm_matmul_quantize)  the activation conversion, byte for byte as the reference
+ * (the second unless SIMD_ROWS_ONLY is defined). Every variant also has AVX2, so code here
+ * may use 256-bit AVX2 intrinsics directly.
+ *
+ * The product works on panels of NR weight rows. A call unpacks each panel once, a few blocks
+ * at a time, into a stack buffer where vector i holds, in lane r, the i-th group of four
+ * consecutive weights of row r (the K-quants' blocks are loaded row by row and transposed in
+ * registers; the other types are gathered). One 4-byte group of an activation row, broadcast
+ * to every lane, then multiplies a whole vector with one u8 x s8 dot-product instruction, and
+ * each unpacked vector serves a tile of TT activation rows while it is in a register; a few
+ * panels share each tile's prepared activations. Block results accumulate in float, so the
+ * results differ from the reference by float rounding and summation order only: the integer
+ * dot products inside a block are exact.
+ *
+ * Three kinds of weight types:
+ *   K-quants (Q4_K, Q5_K, Q6_K) x Q8_K32: weights unsigned (0..63) against signed activations.
+ *     Each 32-element activation block has its own scale, so every sub-block's integer dot
+ *     product is scaled in float: 8 dot-product instructions (16 rows x 32 elements) then a
+ *     multiply and an FMA, plus an FMA for the Q4_K/Q5_K min through the activation block
+ *     sum; Q6_K's offset of 32 enters the integer sums through bsums.
+ *   32-element blocks (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) x Q8_0: weights signed (offset removed)
+ *     against activations made unsigned by adding 128 (a copy per tile); the 128 * sum(w) this
+ *     adds is subtracted by starting each block's sum at -128 * sum(w).
+ *   F32, F16, BF16: weights and activations converted to float, one FMA per weight and row.
+ */
+#include "kernels/matmul.h"
+#include "quant.h"
+
+#include <stdbool.h>
+#include <string.h>
+
+#define SIMD_CAT2(a, b) a##_##b
+#define SIMD_CAT(a, b)  SIMD_CAT2(a, b)
+#define SIMD_NAME(fn)   SIMD_CAT(fn, SIMD_ISA)
+
+/* ---- shared helpers ---------------------------------------------------------------------- */
+
+/*
+ * Where the NR rows of a panel are, as byte offsets from its first row: off for gathers, roff
+ * for loads. Rows past the last real one repeat it.
+ */
+struct panel_rows {
+    vi off;
+    size_t roff[NR];
+};
+
+SIMD_INLINE void panel_rows_init(struct panel_rows *pr, size_t stride, int nr)
+{
+    int32_t off[NR] __attribute__((aligned(64)));
+    for (int r = 0; r < NR; r++) {
+        pr->roff[r] = (size_t)(r < nr ? r : nr - 1) * stride;
+        off[r] = (int32_t)pr->roff[r];
+    }
+    pr->off = vi_load(off);
+}
+
+/* The 32-bit word at byte offset at of the block in each panel row. */
+SIMD_INLINE vi gather_at(const uint8_t *blk, const struct panel_rows *pr, size_t at)
+{
+    return vi_gather(blk + at, pr->off);
+}
+
+/*
+ * Words [0, nd) of the block in each panel row, transposed: lane r of d[i] is word i of row r.
+ * Loads NR words of each row at a time (the last span ends at word nd, overlapping the one
+ * before), so nothing past the words asked for is read; nd >= NR.
+ */
+SIMD_INLINE void block_words(const uint8_t *blk, const struct panel_rows *pr, int nd, vi *d)
+{
+    for (int i0 = 0; i0 < nd; i0 += NR) {
+        const int at = i0 + NR <= nd ? i0 : nd - NR;
+        vi v[NR];
+        for (int r = 0; r < NR; r++) {
+            v[r] = vi_loadu(blk + pr->roff[r] + 4 * (size_t)at);
+        }
+        vi_transpose(v);
+        for (int c = 0; c < NR; c++) {
+            d[at + c] = v[c];
+        }
+    }
+}
+
+/* The fp16 value in the low (hi = false) or high half of each lane, as float. */
+SIMD_INLINE vf half_of(vi v, bool hi)
+{
+    return vf_half_lo(hi ? vi_srl(v, 16) : v);
+}
+
+/* Byte j (0..3) of each lane, zero-extended. */
+SIMD_INLINE vi byte_of(vi v, int j)
+{
+    return vi_and(vi_srl(v, 8 * j), vi_set1(0xff));
+}
+
+/* The low (hi = false) or high nibbles of the four bytes of each lane. */
+SIMD_INLINE vi nibbles(vi v, bool hi)
+{
+    return vi_and(hi ? vi_srl(v, 4) : v, vi_set1(0x0f0f0f0f));
+}
+
+/* Bits [shift, shift + width) of each byte of v (mask = 2^width - 1) moved to bits 4.. */
+SIMD_INLINE vi high_bits(vi v, int shift, int mask)
+{
+    return vi_sll(vi_and(vi_srl(v, shift), vi_set1(mask * 0x01010101)), 4);
+}
+
+/* Writes a tile row: y[0..nr) = v, or y[0..nr) += v when accumulate. */
+SIMD_INLINE void store_row(float *y, vf v, int nr, bool accumulate)
+{
+    if (accumulate) {
+        v = vf_add(v, vf_loadu_n(y, nr));
+    }
+    vf_storeu_n(y, v, nr);
+}
+
+/* ---- K-quants ---------------------------------------------------------------------------- */
+
+#define KQ_CHUNK 2 /* super-blocks unpacked per panel at a time */
+#define KQ_GROUP 4 /* panels sharing one prepared activation tile */
+
+/* One super-block of NR rows, unpacked. */
+struct kpanel {
+    vi q[QK_K / 4];     /* lane r of q[i]: elements 4i..4i+3 of row r, unsigned */
+    vf dsc[QK_K / 16];  /* d * scale of each sub-block (8 of 32 or 16 of 16 elements) */
+    vf nmin[QK_K / 32]; /* -dmin * min of each sub-block of 32 (Q4_K, Q5_K) */
+};
+
+/* What ktile needs per activation row of a tile and super-block beside its Q8_K32 block. */
+struct kacts {
+    float dsum[TT_K][KQ_CHUNK][QK_K / 32];  /* d[j] * (sum of block j): Q4_K, Q5_K */
+    int32_t off[TT_K][KQ_CHUNK][QK_K / 16]; /* -32 * bsums[g]: Q6_K */
+};
+
+/*
+ * Q4_K and Q5_K scales and mins from the block's first four words w (fp16 d and dmin, then
+ * 6-bit values packed in 12 bytes s, reference.md C.4):
+ *   sc[j] = s[j] & 63, mn[j] = s[j+4] & 63 for j < 4,
+ *   sc[j+4] = (s[j+8] & 15) | (s[j] >> 6) << 4, mn[j+4] = (s[j+8] >> 4) | (s[j+4] >> 6) << 4.
+ */
+SIMD_INLINE void pack_scales_k4(struct kpanel *p, const vi *w)
+{
+    const vf d = half_of(w[0], false), ndmin = vf_sub(vf_zero(), half_of(w[0], true));
+    const vi m63 = vi_set1(63), m15 = vi_set1(15);
+    for (int j = 0; j < 4; j++) {
+        const vi b0 = byte_of(w[1], j), b1 = byte_of(w[2], j), b2 = byte_of(w[3], j);
+        const vi sc_hi = vi_or(vi_and(b2, m15), vi_sll(vi_srl(b0, 6), 4));
+        const vi mn_hi = vi_or(vi_srl(b2, 4), vi_sll(vi_srl(b1, 6), 4));
+        p->dsc[j] = vf_mul(d, vf_cvt(vi_and(b0, m63)));
+        p->dsc[j + 4] = vf_mul(d, vf_cvt(sc_hi));
+        p->nmin[j] = vf_mul(ndmin, vf_cvt(vi_and(b1, m63)));
+        p->nmin[j + 4] = vf_mul(ndmin, vf_cvt(mn_hi));
+    }
+}
+
+/* Q4_K: element 64c + l is the low nibble of qs[32c + l], element 64c + 32 + l its high one. */
+static void pack_q4_K(void *panel, const uint8_t *blk, const struct panel_rows *pr)
+{
+    struct kpanel *p = panel;
+    vi w[sizeof(struct block_q4_K) / 4];
+    block_words(blk, pr, sizeof(struct block_q4_K) / 4, w);
+    pack_scales_k4(p, w);
+    const vi *qs = w + offsetof(struct block_q4_K, qs) / 4;
+    for (int c = 0; c < 4; c++) {
+        for (int j = 0; j < 8; j++) {
+            p->q[16 * c + j] = nibbles(qs[8 * c + j], false);
+            p->q[16 * c + 8 + j] = nibbles(qs[8 * c + j], true);
+        }
+    }
+}
+
+/* Q5_K: as Q4_K with a fifth bit from qh[l]: bit 2c for the low nibble, 2c + 1 for the high. */
+static void pack_q5_K(void *panel, const uint8_t *blk, const struct panel_rows *pr)
+{
+    struct kpanel *p = panel;
+    vi w[sizeof(struct block_q5_K) / 4];
+    block_words(blk, pr, sizeof(struct block_q5_K) / 4, w);
+    pack_scales_k4(p, w);
+    const vi *qh = w + offsetof(struct block_q5_K, qh) / 4;
+    const vi *qs = w + offsetof(struct block_q5_K, qs) / 4;
+    for (int c = 0; c < 4; c++) {
+        for (int j = 0; j < 8; j++) {
+            p->q[16 * c + j] = vi_or(nibbles(qs[8 * c + j], false), high_bits(qh[j], 2 * c, 1));
+            p->q[16 * c + 8 + j] =
+                vi_or(nibbles(qs[8 * c + j], true), high_bits(qh[j], 2 * c + 1, 1));
+        }
+    }
+}
+
+/*
+ * Q6_K: in each half n, element 128n + 32i + l (i < 4, l < 32) takes a nibble of
+ * ql[64n + 32(i & 1) + l] (the high one for i >= 2) and bits 2i, 2i+1 of qh[32n + l]; its value
+ * is d * sc[g] * (q - 32) with 16 signed scales for sub-blocks g of 16.
+ */
+static void pack_q6_K(void *panel, const uint8_t *blk, const struct panel_rows *pr)
+{
+    struct kpanel *p = panel;
+    vi w[offsetof(struct block_q6_K, d) / 4]; /* all but d, which ends the 210-byte block */
+    block_words(blk, pr, offsetof(struct block_q6_K, d) / 4, w);
+    const vi *ql = w + offsetof(struct block_q6_K, ql) / 4;
+    const vi *qh = w + offsetof(struct block_q6_K, qh) / 4;
+    const vi *sc = w + offsetof(struct block_q6_K, scales) / 4;
+    for (int n = 0; n < 2; n++) {
+        for (int j = 0; j < 8; j++) {
+            const vi l0 = ql[16 * n + j], l1 = ql[16 * n + 8 + j], h = qh[8 * n + j];
+            p->q[32 * n + j] = vi_or(nibbles(l0, false), high_bits(h, 0, 3));
+            p->q[32 * n + 8 + j] = vi_or(nibbles(l1, false), high_bits(h, 2, 3));
+            p->q[32 * n + 16 + j] = vi_or(nibbles(l0, true), high_bits(h, 4, 3));
+            p->q[32 * n + 24 + j] = vi_or(nibbles(l1, true), high_bits(h, 6, 3));
+        }
+    }
+    /* d: the high half of the word two bytes before it */
+    const vf d = half_of(gather_at(blk, pr, offsetof(struct block_q6_K, d) - 2), true);
+    for (int i = 0; i < 4; i++) {
+        for (int j = 0; j < 4; j++) {
+            p->dsc[4 * i + j] = vf_mul(d, vf_cvt(vi_sra(vi_sll(sc[i], 24 - 8 * j), 24)));
+        }
+    }
+}
+
+/* Fills kacts from super-blocks [0, nb) of the Q8_K32 rows a[t]: off for Q6_K, else dsum. */
+SIMD_INLINE void kprep(struct kacts *ka, const uint8_t *const *a, int nb, bool with_off)
+{
+    for (int t = 0; t < TT_K; t++) {
+        for (int b = 0; b < nb; b++) {
+            const struct block_q8_K32 *src = (const void *)(a[t] + b * sizeof *src);
+            const __m256i bs = _mm256_loadu_si256((const void *)src->bsums);
+            if (with_off) {
+                for (int h = 0; h < 2; h++) {
+                    const __m256i s16 = _mm256_cvtepi16_epi32(h ? _mm256_extracti128_si256(bs, 1)
+                                                                : _mm256_castsi256_si128(bs));
+                    _mm256_storeu_si256(
+                        (void *)(ka->off[t][b] + 8 * h),
+                        _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(s16, 5)));
+                }
+            } else {
+                const __m256i pairs = _mm256_madd_epi16(bs, _mm256_set1_epi16(1));
+                _mm256_storeu_ps(ka->dsum[t][b],
+                                 _mm256_mul_ps(_mm256_loadu_ps(src->d), _mm256_cvtepi32_ps(pairs)));
+            }
+        }
+    }
+}
+
+static void kprep_sums(void *acts, const uint8_t *const *a, int nb)
+{
+    kprep(acts, a, nb, false);
+}
+
+static void kprep_offsets(void *acts, const uint8_t *const *a, int nb)
+{
+    kprep(acts, a, nb, true);
+}
+
+/*
+ * A tile of TT activation rows a[t] (Q8_K32, from the panel's first super-block) times nb
+ * packed super-blocks with nsub sub-blocks each. Per activation block j of 32 and row:
+ *   Q4_K, Q5_K (nsub 8):  y += d[j] * dsc[j] * dot_j - dmin * mn[j] * d[j] * sum_j
+ *   Q6_K (nsub 16):       y += d[j] * (dsc[2j] * dot'_2j + dsc[2j+1] * dot'_2j+1)
+ * where dot'_g = dot_g - 32 * bsums[g] starts from kacts.off. Results go to y rows t < nt,
+ * lanes < nr.
+ */
+SIMD_INLINE void ktile(const struct kpanel *p, int nb, const struct kacts *ka,
+                       const uint8_t *const *a, int nsub, float *y, int64_t ldy, int nt, int nr,
+                       bool accumulate)
+{
+    vf facc[TT_K];
+#pragma GCC unroll 16
+    for (int t = 0; t < TT_K; t++) {
+        facc[t] = vf_zero();
+    }
+    for (int b = 0; b < nb; b++, p++) {
+        const size_t ab = (size_t)b * sizeof(struct block_q8_K32);
+        for (int j = 0; j < QK_K / 32; j++) {
+            const size_t at = ab + offsetof(struct block_q8_K32, qs) + 32 * (size_t)j;
+            const size_t ad = ab + offsetof(struct block_q8_K32, d) + 4 * (size_t)j;
+            vi acc[TT_K], acc2[TT_K];
+#pragma GCC unroll 16
+            for (int t = 0; t < TT_K; t++) {
+                acc[t] = nsub == 8 ? vi_zero() : vi_set1(ka->off[t][b][2 * j]);
+            }
+#pragma GCC unroll 4
+            for (int i = 0; i < 8; i += 2) {
+                const vi w0 = p->q[8 * j + i], w1 = p->q[8 * j + i + 1];
+                if (nsub == 16 && i == 4) {
+#pragma GCC unroll 16
+                    for (int t = 0; t < TT_K; t++) {
+                        acc2[t] = acc[t];
+                        acc[t] = vi_set1(ka->off[t][b][2 * j + 1]);
+                    }
+                }
+#pragma GCC unroll 16
+                for (int t = 0; t < TT_K; t++) {
+                    acc[t] = vi_dot2_bcast(acc[t], w0, w1, a[t] + at + 4 * i);
+                }
+            }
+#pragma GCC unroll 16
+            for (int t = 0; t < TT_K; t++) {
+                const vf da = vf_set1(*(const float *)(const void *)(a[t] + ad));
+                if (nsub == 8) {
+                    facc[t] = vf_fmadd(vf_mul(vf_cvt(acc[t]), da), p->dsc[j], facc[t]);
+                    facc[t] = vf_fmadd(p->nmin[j], vf_set1(ka->dsum[t][b][j]), facc[t]);
+                } else {
+                    const vf both = vf_fmadd(vf_cvt(acc[t]), p->dsc[2 * j + 1],
+                                             vf_mul(vf_cvt(acc2[t]), p->dsc[2 * j]));
+                    facc[t] = vf_fmadd(both, da, facc[t]);
+                }
+            }
+        }
+    }
+    for (int t = 0; t < nt; t++) {
+        store_row(y + t * ldy, facc[t], nr, accumulate);
+    }
+}
+
+static void ktile_q45(const void *panel, int nb, const void *acts, const uint8_t *const *a,
+                      float *y, int64_t ldy, int nt, int nr, bool accumulate)
+{
+    ktile(panel, nb, acts, a, 8, y, ldy, nt, nr, accumulate);
+}
+
+static void ktile_q6(const void *panel, int nb, const void *acts, const uint8_t *const *a, float *y,
+                     int64_t ldy, int nt, int nr, bool accumulate)
+{
+    ktile(panel, nb, acts, a, 16, y, ldy, nt, nr, accumulate);
+}
+
+/* ---- 32-element blocks ------------------------------------------------------------------- */
+
+#define Q32_CHUNK 16 /* blocks unpacked per panel at a time */
+#define Q32_GROUP 4  /* panels sharing one prepared activation tile */
+
+/* One 32-element block of NR rows, unpacked. */
+struct qpanel {
+    vi q[QK8_0 / 4]; /* lane r of q[i]: weights 4i..4i+3 of row r, signed (offset removed) */
+    vi corr;         /* -128 * the sum of the row's 32 weights */
+    vf d;            /* the block scale */
+    vf m;            /* the block minimum (Q4_1, Q5_1), else 0 */
+};
+
+/* A tile of activation rows over Q32_CHUNK blocks, prepared for qtile. */
+struct qacts {
+    uint8_t u[TT_Q][Q32_CHUNK][QK8_0]; /* activations + 128 */
+    float d[TT_Q][Q32_CHUNK];          /* block scales */
+    float dsum[TT_Q][Q32_CHUNK];       /* scale * sum of the activations (Q4_1, Q5_1) */
+};
+
+/* corr from the packed weights: -128 * their sum, taken as dot products with ones. */
+SIMD_INLINE void qpanel_corr(struct qpanel *p)
+{
+    const vi ones = vi_set1(0x01010101);
+    vi sum = vi_zero();
+    for (int i = 0; i < QK8_0 / 4; i += 2) {
+        sum = vi_dot2(sum, ones, p->q[i], ones, p->q[i + 1]);
+    }
+    p->corr = vi_sub(vi_zero(), vi_sll(sum, 7));
+}
+
+/* Four bits of h from bit shift on, one to bit 0 of each of the four bytes of the lane. */
+SIMD_INLINE vi spread4(vi h, int shift)
+{
+    const vi x = vi_and(vi_srl(h, shift), vi_set1(15));
+    return vi_and(vi_mullo(x, vi_set1(0x00204081)), vi_set1(0x01010101));
+}
+
+/*
+ * Q4_0, Q4_1, Q5_0 and Q5_1: element j < 16 is the low nibble of qs[j], element j + 16 the high
+ * nibble, with bit j of the 32-bit qh (when qh > 0) as fifth bit; minus bias. d (and m) are
+ * the fp16 values at the block's start.
+ */
+SIMD_INLINE void pack_nibbles(struct qpanel *p, const uint8_t *blk, const struct panel_rows *pr,
+                              size_t qs, size_t qh, int bias, bool with_m)
+{
+    const vi h = qh > 0 ? gather_at(blk, pr, qh) : vi_zero();
+    const vi b = vi_set1(bias * 0x01010101);
+    for (int j = 0; j < 4; j++) {
+        const vi v = gather_at(blk, pr, qs + 4 * (size_t)j);
+        vi lo = nibbles(v, false), hi = nibbles(v, true);
+        if (qh > 0) {
+            lo = vi_or(lo, vi_sll(spread4(h, 4 * j), 4));
+            hi = vi_or(hi, vi_sll(spread4(h, 16 + 4 * j), 4));
+        }
+        p->q[j] = vi_sub8(lo, b);
+        p->q[j + 4] = vi_sub8(hi, b);
+    }
+    qpanel_corr(p);
+    const vi dm = gather_at(blk, pr, 0);
+    p->d = half_of(dm, false);
+    p->m = with_m ? half_of(dm, true) : vf_zero();
+}
+
+#if SIMD_DOT_ANY_U8
+static void pack_q8_0(void *panel, const uint8_t *blk, const struct panel_rows *pr)
+{
+    struct qpanel *p = panel;
+    for (int j = 0; j < 8; j++) {
+        p->q[j] = gather_at(blk, pr, offsetof(struct block_q8_0, qs) + 4 * (size_t)j);
+    }
+    qpanel_corr(p);
+    p->d = half_of(gather_at(blk, pr, 0), false);
+    p->m = vf_zero();
+}
+#endif
+
+static void pack_q4_0(void *panel, const uint8_t *blk, const struct panel_rows *pr)
+{
+    pack_nibbles(panel, blk, pr, offsetof(struct block_q4_0, qs), 0, 8, false);
+}
+
+static void pack_q5_0(void *panel, const uint8_t *blk, const struct panel_rows *pr)
+{
+    pack_nibbles(panel, blk, pr, offsetof(struct block_q5_0, qs), offsetof(struct block_q5_0, qh),
+                 16, false);
+}
+
+static void pack_q4_1(void *panel, const uint8_t *blk, const struct panel_rows *pr)
+{
+    pack_nibbles(panel, blk, pr, offsetof(struct block_q4_1, qs), 0, 0, true);
+}
+
+static void pack_q5_1(void *panel, const uint8_t *blk, const struct panel_rows *pr)
+{
+    pack_nibbles(panel, blk, pr, offsetof(struct block_q5_1, qs), offsetof(struct block_q5_1, qh),
+                 0, true);
+}
+
+/* Fills qacts from blocks [0, nb) of the Q8_0 rows a[t]; dsum only when with_sum. */
+SIMD_INLINE void qprep(struct qacts *qa, const uint8_t *const *a, int nb, bool with_sum)
+{
+    const __m256i bias = _mm256_set1_epi8((char)0x80);
+    for (int t = 0; t < TT_Q; t++) {
+        const struct block_q8_0 *blk = (const void *)a[t];
+        for (int b = 0; b < nb; b++) {
+            const __m256i u = _mm256_xor_si256(_mm256_loadu_si256((const void *)blk[b].qs), bias);
+            _mm256_storeu_si256((void *)qa->u[t][b], u);
+            qa->d[t][b] = dllm_fp16_to_f32(blk[b].d);
+            if (with_sum) {
+                /* sums of 8 bytes of a + 128 in four 64-bit lanes */
+                const __m256i s = _mm256_sad_epu8(u, _mm256_setzero_si256());
+                const __m128i s2 =
+                    _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+                const int64_t sum = _mm_cvtsi128_si64(s2) + _mm_extract_epi64(s2, 1) - 32 * 128;
+                qa->dsum[t][b] = qa->d[t][b] * (float)sum;
+            }
+        }
+    }
+}
+
+static void qprep_plain(void *acts, const uint8_t *const *a, int nb)
+{
+    qprep(acts, a, nb, false);
+}
+
+static void qprep_sum(void *acts, const uint8_t *const *a, int nb)
+{
+    qprep(acts, a, nb, true);
+}
+
+/* A tile of TT rows of qa times nb packed blocks: y += d * da * dot (+ m * da * sum a). */
+SIMD_INLINE void qtile(const struct qpanel *p, int nb, const struct qacts *qa, bool with_sum,
+                       float *y, int64_t ldy, int nt, int nr, bool accumulate)
+{
+    vf facc[TT_Q];
+#pragma GCC unroll 16
+    for (int t = 0; t < TT_Q; t++) {
+        facc[t] = vf_zero();
+    }
+    for (int b = 0; b < nb; b++, p++) {
+        vi acc[TT_Q];
+#pragma GCC unroll 16
+        for (int t = 0; t < TT_Q; t++) {
+            acc[t] = p->corr;
+        }
+#pragma GCC unroll 4
+        for (int j = 0; j < QK8_0 / 4; j += 2) {
+            const vi w0 = p->q[j], w1 = p->q[j + 1];
+#pragma GCC unroll 16
+            for (int t = 0; t < TT_Q; t++) {
+                const uint8_t *u = qa->u[t][b] + 4 * j;
+                acc[t] = vi_dot2(acc[t], vi_bcast32(u), w0, vi_bcast32(u + 4), w1);
+            }
+        }
+#pragma GCC unroll 16
+        for (int t = 0; t < TT_Q; t++) {
+            facc[t] = vf_fmadd(vf_mul(p->d, vf_set1(qa->d[t][b])), vf_cvt(acc[t]), facc[t]);
+            if (with_sum) {
+                facc[t] = vf_fmadd(p->m, vf_set1(qa->dsum[t][b]), facc[t]);
+            }
+        }
+    }
+    for (int t = 0; t < nt; t++) {
+        store_row(y + t * ldy, facc[t], nr, accumulate);
+    }
+}
+
+static void qtile_plain(const void *panel, int nb, const void *acts, const uint8_t *const *a,
+                        float *y, int64_t ldy, int nt, int nr, bool accumulate)
+{
+    qtile(panel, nb, acts, false, y, ldy, nt, nr, accumulate);
+}
+
+static void qtile_sum(const void *panel, int nb, const void *acts, const uint8_t *const *a,
+                      float *y, int64_t ldy, int nt, int nr, bool accumulate)
+{
+    qtile(panel, nb, acts, true, y, ldy, nt, nr, accumulate);
+}
+
+/* ---- float types ------------------------------------------------------------------------- */
+
+#define FB      8  /* elements per float block */
+#define F_CHUNK 16 /* blocks unpacked per panel at a time */
+#define F_GROUP 4  /* panels sharing one prepared activation tile */
+
+/* One block of FB elements of NR rows: lane r of w[k] is element k of row r. */
+struct fpanel {
+    vf w[FB];
+};
+
+/* A tile of activation rows over F_CHUNK blocks, as float. */
+struct facts {
+    float x[TT_F][F_CHUNK * FB];
+};
+
+static void pack_f32(void *panel, const uint8_t *blk, const struct panel_rows *pr)
+{
+    struct fpanel *p = panel;
+    for (int k = 0; k < FB; k++) {
+        p->w[k] = vf_from_bits(gather_at(blk, pr, 4 * (size_t)k));
+    }
+}
+
+static void pack_f16(void *panel, const uint8_t *blk, const struct panel_rows *pr)
+{
+    struct fpanel *p = panel;
+    for (int k = 0; k < FB; k += 2) {
+        const vi v = gather_at(blk, pr, 2 * (size_t)k);
+        p->w[k] = half_of(v, false);
+        p->w[k + 1] = half_of(v, true);
+    }
+}
+
+static void pack_bf16(void *panel, const uint8_t *blk, const struct panel_rows *pr)
+{
+    struct fpanel *p = panel;
+    for (int k = 0; k < FB; k += 2) {
+        const vi v = gather_at(blk, pr, 2 * (size_t)k);
+        p->w[k] = vf_from_bits(vi_sll(v, 16));
+        p->w[k + 1] = vf_from_bits(vi_and(v, vi_set1((int32_t)0xffff0000u)));
+    }
+}
+
+/* Fills facts from blocks [0, nb) of the activation rows a[t] of the given type. */
+SIMD_INLINE void fprep(struct facts *fa, const uint8_t *const *a, int nb, enum dllm_act_format act)
+{
+    for (int t = 0; t < TT_F; t++) {
+        for (int k = 0; k < nb * FB; k += 8) {
+            __m256 v;
+            switch (act) {
+            case DLLM_ACT_F16:
+                v = _mm256_cvtph_ps(_mm_loadu_si128((const void *)(a[t] + 2 * k)));
+                break;
+            case DLLM_ACT_BF16: {
+                const __m256i h =
+                    _mm256_cvtepu16_epi32(_mm_loadu_si128((const void *)(a[t] + 2 * k)));
+                v = _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
+                break;
+            }
+            default: v = _mm256_loadu_ps((const float *)(const void *)a[t] + k); break;
+            }
+            _mm256_storeu_ps(fa->x[t] + k, v);
+        }
+    }
+}
+
+static void fprep_f32(void *acts, const uint8_t *const *a, int nb)
+{
+    fprep(acts, a, nb, DLLM_ACT_F32);
+}
+
+static void fprep_f16(void *acts, const uint8_t *const *a, int nb)
+{
+    fprep(acts, a, nb, DLLM_ACT_F16);
+}
+
+static void fprep_bf16(void *acts, const uint8_t *const *a, int nb)
+{
+    fprep(acts, a, nb, DLLM_ACT_BF16);
+}
+
+/* A tile of TT rows of fa times nb packed float blocks. */
+static void ftile(const void *panel, int nb, const void *acts, const uint8_t *const *a, float *y,
+                  int64_t ldy, int nt, int nr, bool accumulate)
+{
+    const struct fpanel *p = panel;
+    const struct facts *fa = acts;
+    vf facc[TT_F];
+#pragma GCC unroll 16
+    for (int t = 0; t < TT_F; t++) {
+        facc[t] = vf_zero();
+    }
+    for (int b = 0; b < nb; b++, p++) {
+        for (int k = 0; k < FB; k++) {
+            const vf wk = p->w[k];
+#pragma GCC unroll 16
+            for (int t = 0; t < TT_F; t++) {
+                facc[t] = vf_fmadd(wk, vf_set1(fa->x[t][b * FB + k]), facc[t]);
+            }
+        }
+    }
+    for (int t = 0; t < nt; t++) {
+        store_row(y + t * ldy, facc[t], nr, accumulate);
+    }
+}
+
+/* ---- the driver -------------------------------------------------------------------------- */
+
+/* How one weight type is multiplied. */
+struct kind {
+    int64_t block_elems; /* weight elements per block */
+    size_t wblock;       /* bytes per weight block */
+    size_t ablock;       /* bytes per activation block of block_elems elements */
+    size_t panel_bytes;  /* one packed block of NR rows */
+    int chunk;           /* blocks packed per panel at a time */
+    int group;           /* panels sharing one prepared activation tile */
+    int tt;              /* activation rows per tile */
+    void (*pack)(void *panel, const uint8_t *blk, const struct panel_rows *pr);
+    void (*prep)(void *acts, const uint8_t *const *a, int nb);
+    void (*tile)(const void *panel, int nb, const void *acts, const uint8_t *const *a, float *y,
+                 int64_t ldy, int nt, int nr, bool accumulate);
+};
+
+#define KQ(type, pack, prep, tile)                                                                 \
+    {                                                                                              \
+        QK_K, sizeof(struct block_##type), sizeof(struct block_q8_K32), sizeof(struct kpanel),     \
+            KQ_CHUNK, KQ_GROUP, TT_K, pack, prep, tile                                             \
+    }
+#define Q32(type, pack, prep, tile)                                                                \
+    {                                                                                              \
+        QK8_0, sizeof(struct block_##type), sizeof(struct block_q8_0), sizeof(struct qpanel),      \
+            Q32_CHUNK, Q32_GROUP, TT_Q, pack, prep, tile                                           \
+    }
+#define FLT(esize, pack, prep)                                                                     \
+    {                                                                                              \
+        FB, FB *(esize), FB *(esize), sizeof(struct fpanel), F_CHUNK, F_GROUP, TT_F, pack, prep,   \
+            ftile                                                                                  \
+    }
+
+static const struct kind kind_q4_K = KQ(q4_K, pack_q4_K, kprep_sums, ktile_q45);
+static const struct kind kind_q5_K = KQ(q5_K, pack_q5_K, kprep_sums, ktile_q45);
+static const struct kind kind_q6_K = KQ(q6_K, pack_q6_K, kprep_offsets, ktile_q6);
+#if SIMD_DOT_ANY_U8
+static const struct kind kind_q8_0 = Q32(q8_0, pack_q8_0, qprep_plain, qtile_plain);
+#endif
+static const struct kind kind_q4_0 = Q32(q4_0, pack_q4_0, qprep_plain, qtile_plain);
+static const struct kind kind_q5_0 = Q32(q5_0, pack_q5_0, qprep_plain, qtile_plain);
+static const struct kind kind_q4_1 = Q32(q4_1, pack_q4_1, qprep_sum, qtile_sum);
+static const struct kind kind_q5_1 = Q32(q5_1, pack_q5_1, qprep_sum, qtile_sum);
+static const struct kind kind_f32 = FLT(4, pack_f32, fprep_f32);
+static const struct kind kind_f16 = FLT(2, pack_f16, fprep_f16);
+static const struct kind kind_bf16 = FLT(2, pack_bf16, fprep_bf16);
+
+/* Asks for bytes [at, at + len) of the weight rows [n0, n1) to be brought into the cache. */
+static void prefetch_rows(const uint8_t *w, size_t wstride, int64_t n0, int64_t n1, size_t at,
+                          size_t len)
+{
+    for (int64_t n = n0; n < n1; n++) {
+        const uint8_t *row = w + (size_t)n * wstride + at;
+        for (size_t off = 0; off < len; off += 64) {
+            _mm_prefetch((const char *)(row + off), _MM_HINT_T1);
+        }
+    }
+}
+
+/* Stack space for a group of packed panels and one prepared activation tile, of any kind. */
+union panels {
+    struct kpanel k[KQ_GROUP][KQ_CHUNK];
+    struct qpanel q[Q32_GROUP][Q32_CHUNK];
+    struct fpanel f[F_GROUP][F_CHUNK];
+};
+union acts {
+    struct kacts k;
+    struct qacts q;
+    struct facts f;
+};
+#define TT_MAX 16
+static_assert(TT_K <= TT_MAX && TT_Q <= TT_MAX && TT_F <= TT_MAX, "tiles fit TT_MAX");
+
+/*
+ * Rows [n0, n1) of W times the L activation rows in scratch. Groups of up to k->group panels
+ * of NR rows are packed k->chunk blocks at a time; each tile of k->tt activation rows is then
+ * prepared once and multiplied with every panel of the group. Missing rows of the last tile
+ * repeat its last row and are not stored.
+ */
+static void rows_kind(const struct kind *k, const uint8_t *w, int64_t K, int64_t n0, int64_t n1,
+                      const uint8_t *scratch, int64_t L, float *y, int64_t ldy)
+{
+    const int64_t nbk = K / k->block_elems;
+    const size_t wstride = (size_t)nbk * k->wblock, astride = (size_t)nbk * k->ablock;
+    union panels panels __attribute__((aligned(64)));
+    union acts acts __attribute__((aligned(64)));
+    for (int64_t g0 = n0; g0 < n1; g0 += k->group * NR) {
+        const int np =
+            (int)((n1 - g0 + NR - 1) / NR < k->group ? (n1 - g0 + NR - 1) / NR : k->group);
+        for (int64_t b0 = 0; b0 < nbk; b0 += k->chunk) {
+            const int nb = (int)(nbk - b0 < k->chunk ? nbk - b0 : k->chunk);
+            for (int i = 0; i < np; i++) {
+                const int64_t p0 = g0 + i * NR;
+                struct panel_rows pr;
+                panel_rows_init(&pr, wstride, (int)(n1 - p0 < NR ? n1 - p0 : NR));
+                for (int b = 0; b < nb; b++) {
+                    k->pack((uint8_t *)&panels + (size_t)(i * k->chunk + b) * k->panel_bytes,
+                            w + (size_t)p0 * wstride + (size_t)(b0 + b) * k->wblock, &pr);
+                }
+            }
+            /* the chunk packed next: rows [q0, q1), bytes [at, at + len) of each */
+            const int64_t gend = n1 < g0 + np * NR ? n1 : g0 + np * NR;
+            const bool same = b0 + nb < nbk;
+            const int64_t q0 = same ? g0 : gend,
+                          q1 =
+                              same ? gend : (n1 < gend + k->group * NR ? n1 : gend + k->group * NR);
+            const int64_t qb = same ? b0 + nb : 0;
+            const size_t at = (size_t)qb * k->wblock,
+                         len = (size_t)(nbk - qb < k->chunk ? nbk - qb : k->chunk) * k->wblock;
+            const int64_t ntiles = (L + k->tt - 1) / k->tt;
+            for (int64_t l0 = 0, ti = 0; l0 < L; l0 += k->tt, ti++) {
+                /* spread over the tiles, so the prefetches do not queue up */
+                prefetch_rows(w, wstride, q0 + (q1 - q0) * ti / ntiles,
+                              q0 + (q1 - q0) * (ti + 1) / ntiles, at, len);
+                const int nt = (int)(L - l0 < k->tt ? L - l0 : k->tt);
+                const uint8_t *a[TT_MAX];
+                for (int t = 0; t < k->tt; t++) {
+                    a[t] = scratch + (size_t)(l0 + (t < nt ? t : nt - 1)) * astride +
+                           (size_t)b0 * k->ablock;
+                }
+                if (k->prep != NULL) {
+                    k->prep(&acts, a, nb);
+                }
+                for (int i = 0; i < np; i++) {
+                    const int64_t p0 = g0 + i * NR;
+                    k->tile((uint8_t *)&panels + (size_t)(i * k->chunk) * k->panel_bytes, nb, &acts,
+                            a, y + l0 * ldy + p0, ldy, nt, (int)(n1 - p0 < NR ? n1 - p0 : NR),
+                            b0 > 0);
+                }
+            }
+        }
+    }
+}
+
+/* The kind of a weight type, or NULL where the reference kernel serves. */
+static const struct kind *kind_of(uint32_t wtype, int64_t K)
+{
+    switch (wtype) {
+    case DLLM_TYPE_Q4_K: return &kind_q4_K;
+    case DLLM_TYPE_Q5_K: return &kind_q5_K;
+    case DLLM_TYPE_Q6_K: return &kind_q6_K;
+#if SIMD_DOT_ANY_U8
+    case DLLM_TYPE_Q8_0: return &kind_q8_0;
+#endif
+    case DLLM_TYPE_Q4_0: return &kind_q4_0;
+    case DLLM_TYPE_Q5_0: return &kind_q5_0;
+    case DLLM_TYPE_Q4_1: return &kind_q4_1;
+    case DLLM_TYPE_Q5_1: return &kind_q5_1;
+    case DLLM_TYPE_F32: return K % FB == 0 ? &kind_f32 : NULL;
+    case DLLM_TYPE_F16: return K % FB == 0 ? &kind_f16 : NULL;
+    case DLLM_TYPE_BF16: return K % FB == 0 ? &kind_bf16 : NULL;
+    default: return NULL;
+    }
+}
+
+void SIMD_NAME(dllm_matmul_rows)(uint32_t wtype, const void *w, int64_t K, int64_t n0, int64_t n1,
+                                 const void *scratch, int64_t L, float *y, int64_t ldy)
+{
+    const struct kind *k = kind_of(wtype, K);
+    if (k == NULL) {
+        dllm_matmul_rows_ref(wtype, w, K, n0, n1, scratch, L, y, ldy);
+    } else if (n0 < n1 && L > 0) {
+        rows_kind(k, w, K, n0, n1, scratch, L, y, ldy);
+    }
+}
+
+/* ---- activation conversion --------------------------------------------------------------- */
+#ifndef SIMD_ROWS_ONLY
+
+/*
+ * Q8_K32 exactly as the reference: per 32 elements max is the first element of largest
+ * magnitude, q = min(127, round_half_even(-127/max * x)), d = 1 / (-127/max) (0 for zeros);
+ * bsums the 16-element sums.
+ */
+static void quantize_q8_K32(const float *x, struct block_q8_K32 *y, int64_t nb)
+{
+    for (int64_t b = 0; b < nb; b++, y++) {
+        for (int j = 0; j < QK_K / 32; j++, x += 32) {
+            vf amaxv = vf_zero();
+            for (int v = 0; v < 32 / NR; v++) {
+                amaxv = vf_max(amaxv, vf_abs(vf_loadu(x + v * NR)));
+            }
+            const float amax = vf_reduce_max(amaxv);
+            float iscale = 0.0f;
+            for (int v = 0; v < 32 / NR && amax != 0.0f; v++) {
+                const unsigned hit = vf_eq_mask(vf_abs(vf_loadu(x + v * NR)), vf_set1(amax));
+                if (hit != 0) {
+                    iscale = -127.0f / x[v * NR + __builtin_ctz(hit)];
+                    break;
+                }
+            }
+            const vf vs = vf_set1(iscale);
+            for (int g = 0; g < 2; g++) {
+                vi sum = vi_zero();
+                for (int v = g * 16 / NR; v < (g + 1) * 16 / NR; v++) {
+                    const vi q =
+                        vi_min(vi_cvt_round(vf_mul(vf_loadu(x + v * NR), vs)), vi_set1(127));
+                    vi_store_i8(y->qs + 32 * j + v * NR, q);
+                    sum = vi_add(sum, q);
+                }
+                y->bsums[2 * j + g] = (int16_t)vi_hsum(sum);
+            }
+            y->d[j] = amax != 0.0f ? 1.0f / iscale : 0.0f;
+        }
+    }
+}
+
+/*
+ * Q8_0 exactly as the reference: d = amax / 127 stored as fp16, q = round_half_away(x / d)
+ * with the unrounded d. The rounding: t = trunc(v), plus the sign of v when |v - t| >= 1/2.
+ */
+static void quantize_q8_0(const float *x, struct block_q8_0 *y, int64_t nb)
+{
+    for (int64_t b = 0; b < nb; b++, x += QK8_0, y++) {
+        vf amaxv = vf_zero();
+        for (int v = 0; v < QK8_0 / NR; v++) {
+            amaxv = vf_max(amaxv, vf_abs(vf_loadu(x + v * NR)));
+        }
+        const float d = vf_reduce_max(amaxv) / 127.0f;
+        const vf id = vf_set1(d != 0.0f ? 1.0f / d : 0.0f);
+        y->d = dllm_f32_to_fp16(d);
+        for (int v = 0; v < QK8_0 / NR; v++) {
+            const vf s = vf_mul(vf_loadu(x + v * NR), id);
+            const vf t = vf_trunc(s);
+            const vf up = vf_select_ge(vf_abs(vf_sub(s, t)), 0.5f, vf_sign_one(s));
+            vi_store_i8(y->qs + v * NR, vi_cvt_round(vf_add(t, up)));
+        }
+    }
+}
+
+void SIMD_NAME(dllm_matmul_quantize)(uint32_t wtype, const float *x, int64_t K, int64_t L,
+                                     void *scratch)
+{
+    const enum dllm_act_format act = dllm_matmul_act_format(wtype);
+    if (act == DLLM_ACT_BF16 || K % NR != 0) {
+        dllm_matmul_quantize_ref(wtype, x, K, L, scratch);
+        return;
+    }
+    const size_t stride = dllm_matmul_act_row_bytes(wtype, K);
+    for (int64_t l = 0; l < L; l++, x += K) {
+        uint8_t *dst = (uint8_t *)scratch + (size_t)l * stride;
+        switch (act) {
+        case DLLM_ACT_Q8_K32: quantize_q8_K32(x, (void *)dst, K / QK_K); break;
+        case DLLM_ACT_Q8_0: quantize_q8_0(x, (void *)dst, K / QK8_0); break;
+        case DLLM_ACT_F16:
+            for (int64_t k = 0; k < K; k += NR) {
+                vf_store_f16(dst + 2 * k, vf_loadu(x + k));
+            }
+            break;
+        default: memcpy(dst, x, (size_t)K * sizeof *x); break;
+        }
+    }
+}
+
+#endif

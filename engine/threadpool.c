@@ -1,0 +1,184 @@
+/*
+ * The worker pool. A run publishes the job under the mutex with a new generation number and
+ * wakes the workers; every thread then claims items with an atomic fetch-add until none are
+ * left. Each worker reports once per generation, so run returns only when no worker can still
+ * touch the job. Workers spin briefly on the generation before sleeping, since the forward
+ * pass starts runs back to back.
+ */
+#include "config.h"
+
+#include "error.h"
+#include "threadpool.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+/* Polls of the generation a worker makes before it sleeps on the condition variable. */
+#define SPIN_POLLS 2000
+
+struct worker {
+    struct dllm_threadpool *pool;
+    pthread_t thread;
+    int index;
+};
+
+struct dllm_threadpool {
+    int n_threads;
+    struct worker *workers; /* [n_threads - 1] */
+    int started;            /* workers whose threads are running */
+
+    pthread_mutex_t lock;
+    pthread_cond_t wake;  /* a new generation or stop, for the workers */
+    pthread_cond_t done;  /* busy reached 0, for the caller */
+    _Atomic uint64_t gen; /* written under lock */
+    bool stop;            /* under lock */
+    int busy;             /* workers still in the current generation, under lock */
+
+    /* The current job, written under lock before gen changes. */
+    dllm_work_fn fn;
+    void *ctx;
+    int64_t n_items;
+    _Atomic int64_t next; /* the next unclaimed item */
+};
+
+/* Claims and runs items of the current job until none are left. */
+static void run_items(struct dllm_threadpool *pool, int thread)
+{
+    for (;;) {
+        int64_t item = atomic_fetch_add_explicit(&pool->next, 1, memory_order_relaxed);
+        if (item >= pool->n_items) {
+            return;
+        }
+        pool->fn(pool->ctx, item, thread);
+    }
+}
+
+/* A worker: waits for each new generation, runs its share of the job and reports back. */
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    struct dllm_threadpool *pool = w->pool;
+    uint64_t seen = 0;
+    for (;;) {
+        for (int i = 0; i < SPIN_POLLS; i++) {
+            if (atomic_load_explicit(&pool->gen, memory_order_relaxed) != seen) {
+                break;
+            }
+            __builtin_ia32_pause();
+        }
+        pthread_mutex_lock(&pool->lock);
+        while (!pool->stop && atomic_load_explicit(&pool->gen, memory_order_relaxed) == seen) {
+            pthread_cond_wait(&pool->wake, &pool->lock);
+        }
+        if (pool->stop) {
+            pthread_mutex_unlock(&pool->lock);
+            return NULL;
+        }
+        seen = atomic_load_explicit(&pool->gen, memory_order_relaxed);
+        pthread_mutex_unlock(&pool->lock);
+
+        run_items(pool, w->index);
+
+        pthread_mutex_lock(&pool->lock);
+        if (--pool->busy == 0) {
+            pthread_cond_signal(&pool->done);
+        }
+        pthread_mutex_unlock(&pool->lock);
+    }
+}
+
+enum dllm_status dllm_threadpool_new(int n_threads, struct dllm_threadpool **out,
+                                     struct dllm_error *err)
+{
+    if (n_threads < 1 || n_threads > 1024) {
+        return dllm_error_set(err, DLLM_ERR_ARG, "thread count %d is out of range 1..1024",
+                              n_threads);
+    }
+    struct dllm_threadpool *pool = calloc(1, sizeof *pool);
+    if (pool == NULL) {
+        return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory for a thread pool");
+    }
+    pool->n_threads = n_threads;
+    pthread_mutex_init(&pool->lock, NULL);
+    pthread_cond_init(&pool->wake, NULL);
+    pthread_cond_init(&pool->done, NULL);
+    enum dllm_status st;
+    pool->workers = calloc((size_t)n_threads, sizeof *pool->workers);
+    if (pool->workers == NULL) {
+        st = dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory for a thread pool");
+        goto fail;
+    }
+    for (int i = 0; i < n_threads - 1; i++) {
+        struct worker *w = &pool->workers[i];
+        w->pool = pool;
+        w->index = i + 1;
+        if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+            st = dllm_error_set(err, DLLM_ERR_NOMEM, "could not start worker thread %d of %d",
+                                i + 1, n_threads - 1);
+            goto fail;
+        }
+        pool->started++;
+    }
+    *out = pool;
+    return DLLM_OK;
+
+fail:
+    dllm_threadpool_free(pool);
+    return st;
+}
+
+void dllm_threadpool_free(struct dllm_threadpool *pool)
+{
+    if (pool == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&pool->lock);
+    pool->stop = true;
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->lock);
+    for (int i = 0; i < pool->started; i++) {
+        pthread_join(pool->workers[i].thread, NULL);
+    }
+    pthread_cond_destroy(&pool->done);
+    pthread_cond_destroy(&pool->wake);
+    pthread_mutex_destroy(&pool->lock);
+    free(pool->workers);
+    free(pool);
+}
+
+int dllm_threadpool_size(const struct dllm_threadpool *pool)
+{
+    return pool->n_threads;
+}
+
+void dllm_threadpool_run(struct dllm_threadpool *pool, int64_t n_items, dllm_work_fn fn, void *ctx)
+{
+    if (n_items <= 0) {
+        return;
+    }
+    if (pool->n_threads == 1 || n_items == 1) {
+        for (int64_t i = 0; i < n_items; i++) {
+            fn(ctx, i, 0);
+        }
+        return;
+    }
+    pthread_mutex_lock(&pool->lock);
+    pool->fn = fn;
+    pool->ctx = ctx;
+    pool->n_items = n_items;
+    atomic_store_explicit(&pool->next, 0, memory_order_relaxed);
+    pool->busy = pool->n_threads - 1;
+    atomic_fetch_add_explicit(&pool->gen, 1, memory_order_release);
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->lock);
+
+    run_items(pool, 0);
+
+    pthread_mutex_lock(&pool->lock);
+    while (pool->busy > 0) {
+        pthread_cond_wait(&pool->done, &pool->lock);
+    }
+    pthread_mutex_unlock(&pool->lock);
+}

@@ -1,0 +1,466 @@
+/*
+ * Kernel variants: CPU feature detection against the compiler's own (__builtin_cpu_supports),
+ * the choice of a variant and DLLM_KERNELS, and every variant this CPU runs against the scalar
+ * reference on random data of the real layer shapes: activation conversion byte for byte, and
+ * products within a named tolerance. Variants this CPU lacks print a SKIP line per case.
+ */
+#include "kernels/cpu.h"
+#include "kernels/matmul.h"
+#include "quant.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- deterministic random data ---------------------------------------------------------- */
+
+static uint64_t rng_next(uint64_t *s)
+{
+    /* splitmix64 */
+    uint64_t z = (*s += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [0, 1). */
+static double rng_uniform(uint64_t *s)
+{
+    return (double)(rng_next(s) >> 11) * 0x1p-53;
+}
+
+/* Standard normal (Box-Muller). */
+static double rng_gauss(uint64_t *s)
+{
+    double u = 1.0 - rng_uniform(s), v = rng_uniform(s);
+    return sqrt(-2.0 * log(u)) * cos(2.0 * M_PI * v);
+}
+
+/* An fp16 block scale in [0.5, 1.5) * 2^-6, with a random sign when signed_ok. */
+static dllm_fp16 rng_scale(uint64_t *s, bool signed_ok)
+{
+    float v = (float)((0.5 + rng_uniform(s)) * 0x1p-6);
+    return dllm_f32_to_fp16(signed_ok && (rng_next(s) & 1) ? -v : v);
+}
+
+/*
+ * N rows of K random weights of type wtype: random bytes for quantised values, scales and
+ * mins (every bit pattern is valid there), fp16 block scales that are sane numbers, and
+ * normal values for the float types.
+ */
+static void *random_weights(uint32_t wtype, int64_t N, int64_t K, uint64_t *s)
+{
+    const struct dllm_type_traits *tr = dllm_type_traits(wtype);
+    const int64_t nblocks = N * K / tr->block_elems;
+    uint8_t *w = malloc((size_t)nblocks * tr->block_bytes);
+    ck_assert_ptr_nonnull(w);
+    for (size_t i = 0; i < (size_t)nblocks * tr->block_bytes; i++) {
+        w[i] = (uint8_t)rng_next(s);
+    }
+    for (int64_t b = 0; b < nblocks; b++) {
+        void *blk = w + (size_t)b * tr->block_bytes;
+        switch (wtype) {
+        case DLLM_TYPE_Q4_K:
+            ((struct block_q4_K *)blk)->d = rng_scale(s, false);
+            ((struct block_q4_K *)blk)->dmin = rng_scale(s, false);
+            break;
+        case DLLM_TYPE_Q5_K:
+            ((struct block_q5_K *)blk)->d = rng_scale(s, false);
+            ((struct block_q5_K *)blk)->dmin = rng_scale(s, false);
+            break;
+        case DLLM_TYPE_Q6_K: ((struct block_q6_K *)blk)->d = rng_scale(s, true); break;
+        case DLLM_TYPE_Q8_0: ((struct block_q8_0 *)blk)->d = rng_scale(s, true); break;
+        case DLLM_TYPE_Q4_0: ((struct block_q4_0 *)blk)->d = rng_scale(s, true); break;
+        case DLLM_TYPE_Q5_0: ((struct block_q5_0 *)blk)->d = rng_scale(s, true); break;
+        case DLLM_TYPE_Q4_1:
+            ((struct block_q4_1 *)blk)->d = rng_scale(s, false);
+            ((struct block_q4_1 *)blk)->m = rng_scale(s, true);
+            break;
+        case DLLM_TYPE_Q5_1:
+            ((struct block_q5_1 *)blk)->d = rng_scale(s, false);
+            ((struct block_q5_1 *)blk)->m = rng_scale(s, true);
+            break;
+        case DLLM_TYPE_F16: ((dllm_fp16 *)w)[b] = dllm_f32_to_fp16((float)rng_gauss(s)); break;
+        case DLLM_TYPE_BF16: ((dllm_bf16 *)w)[b] = dllm_f32_to_bf16((float)rng_gauss(s)); break;
+        case DLLM_TYPE_F32: ((float *)w)[b] = (float)rng_gauss(s); break;
+        default: ck_abort_msg("no weight generator for type %u", wtype);
+        }
+    }
+    return w;
+}
+
+/*
+ * L rows of K activations: normal values, row l scaled by 4^(l%5 - 2), with an outlier of 30
+ * sigma now and then (the case a per-block scale exists for) and a few all-zero 32-blocks.
+ */
+static float *random_acts(int64_t L, int64_t K, uint64_t *s)
+{
+    float *x = malloc((size_t)(L * K) * sizeof *x);
+    ck_assert_ptr_nonnull(x);
+    for (int64_t l = 0; l < L; l++) {
+        const double scale = ldexp(1.0, 2 * ((int)(l % 5) - 2));
+        for (int64_t k = 0; k < K; k++) {
+            double v = rng_gauss(s);
+            if (rng_next(s) % 1000 == 0) {
+                v *= 30.0;
+            }
+            x[l * K + k] = (float)(scale * v);
+        }
+        if (K >= 96 && l % 2 == 1) {
+            memset(x + l * K + 64, 0, 32 * sizeof *x);
+        }
+    }
+    return x;
+}
+
+/* ---- variants --------------------------------------------------------------------------- */
+
+/* The SIMD variants, in dllm_kernels_all's order after "ref". */
+static const char *const simd_names[] = {"avx2", "avxvnni", "avx512"};
+#define N_SIMD 3
+
+static const struct dllm_kernels *variant(const char *name)
+{
+    size_t n;
+    const struct dllm_kernels *all = dllm_kernels_all(&n);
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(all[i].name, name) == 0) {
+            return &all[i];
+        }
+    }
+    ck_abort_msg("no kernel variant %s", name);
+    return NULL;
+}
+
+/* The variant for a test, or NULL after printing a SKIP line when this CPU lacks it. */
+static const struct dllm_kernels *variant_or_skip(const char *name, const char *what)
+{
+    const struct dllm_kernels *k = variant(name);
+    if (!dllm_kernels_usable(k)) {
+        printf("SKIP: %s %s: this CPU lacks instructions the variant needs\n", name, what);
+        return NULL;
+    }
+    return k;
+}
+
+/* The features as the compiler's runtime detection sees them. */
+static unsigned builtin_features(void)
+{
+    __builtin_cpu_init();
+    unsigned f = 0;
+    f |= __builtin_cpu_supports("avx2") ? DLLM_CPU_AVX2 : 0;
+    f |= __builtin_cpu_supports("fma") ? DLLM_CPU_FMA : 0;
+    f |= __builtin_cpu_supports("avxvnni") ? DLLM_CPU_AVXVNNI : 0;
+    f |= __builtin_cpu_supports("avx512f") ? DLLM_CPU_AVX512F : 0;
+    f |= __builtin_cpu_supports("avx512bw") ? DLLM_CPU_AVX512BW : 0;
+    f |= __builtin_cpu_supports("avx512vl") ? DLLM_CPU_AVX512VL : 0;
+    f |= __builtin_cpu_supports("avx512dq") ? DLLM_CPU_AVX512DQ : 0;
+    f |= __builtin_cpu_supports("avx512vnni") ? DLLM_CPU_AVX512VNNI : 0;
+    return f;
+}
+
+/* dllm_cpu_features agrees with the compiler (F16C, which it does not report, aside). */
+START_TEST(test_features)
+{
+    const unsigned mine = dllm_cpu_features() & ~(unsigned)DLLM_CPU_F16C;
+    printf("cpu features: 0x%x (builtin 0x%x)\n", mine, builtin_features());
+    ck_assert_uint_eq(mine, builtin_features());
+    size_t n;
+    const struct dllm_kernels *all = dllm_kernels_all(&n);
+    ck_assert_uint_eq(n, 1 + N_SIMD);
+    ck_assert_str_eq(all[0].name, "ref");
+    ck_assert(dllm_kernels_usable(&all[0]));
+    for (size_t i = 0; i < N_SIMD; i++) {
+        ck_assert_str_eq(all[1 + i].name, simd_names[i]);
+        printf("%s: %s\n", all[1 + i].name, dllm_kernels_usable(&all[1 + i]) ? "usable" : "SKIP");
+    }
+}
+END_TEST
+
+/* With no choice the fastest usable variant is picked; named ones as the CPU allows. */
+START_TEST(test_select)
+{
+    size_t n;
+    const struct dllm_kernels *all = dllm_kernels_all(&n), *k = NULL;
+    struct dllm_error err = {0};
+    ck_assert_int_eq(dllm_kernels_select(NULL, &k, &err), DLLM_OK);
+    const struct dllm_kernels *best = &all[0];
+    for (size_t i = 0; i < n; i++) {
+        best = dllm_kernels_usable(&all[i]) ? &all[i] : best;
+    }
+    ck_assert_ptr_eq(k, best);
+    ck_assert_int_eq(dllm_kernels_select("", &k, &err), DLLM_OK);
+    ck_assert_ptr_eq(k, best);
+    for (size_t i = 0; i < n; i++) {
+        k = NULL;
+        enum dllm_status st = dllm_kernels_select(all[i].name, &k, &err);
+        if (dllm_kernels_usable(&all[i])) {
+            ck_assert_int_eq(st, DLLM_OK);
+            ck_assert_ptr_eq(k, &all[i]);
+        } else {
+            ck_assert_int_eq(st, DLLM_ERR_UNSUPPORTED);
+            ck_assert_ptr_null(k);
+            ck_assert_msg(strstr(err.text, all[i].name) && strstr(err.text, "lacks"), "%s",
+                          err.text);
+        }
+    }
+    ck_assert_int_eq(dllm_kernels_select("avx1024", &k, &err), DLLM_ERR_ARG);
+    ck_assert_msg(strstr(err.text, "unknown kernel variant 'avx1024'") != NULL, "%s", err.text);
+}
+END_TEST
+
+/* DLLM_KERNELS forces a variant; a bad value is an error that names the variable. */
+START_TEST(test_select_env)
+{
+    const struct dllm_kernels *k = NULL, *best = NULL;
+    struct dllm_error err = {0};
+    ck_assert_int_eq(dllm_kernels_select(NULL, &best, &err), DLLM_OK);
+    unsetenv("DLLM_KERNELS");
+    ck_assert_int_eq(dllm_kernels_select_env(&k, &err), DLLM_OK);
+    ck_assert_ptr_eq(k, best);
+    setenv("DLLM_KERNELS", "ref", 1);
+    ck_assert_int_eq(dllm_kernels_select_env(&k, &err), DLLM_OK);
+    ck_assert_str_eq(k->name, "ref");
+    setenv("DLLM_KERNELS", best->name, 1);
+    ck_assert_int_eq(dllm_kernels_select_env(&k, &err), DLLM_OK);
+    ck_assert_ptr_eq(k, best);
+    setenv("DLLM_KERNELS", "fast", 1);
+    ck_assert_int_eq(dllm_kernels_select_env(&k, &err), DLLM_ERR_ARG);
+    ck_assert_msg(strncmp(err.text, "DLLM_KERNELS: unknown kernel variant 'fast'", 43) == 0, "%s",
+                  err.text);
+    unsetenv("DLLM_KERNELS");
+}
+END_TEST
+
+/* ---- activation conversion -------------------------------------------------------------- */
+
+/* One weight type per activation format, and the shapes converted. */
+static const struct quantize_case {
+    uint32_t wtype;
+    int64_t K, L;
+} quantize_cases[] = {
+    {DLLM_TYPE_Q4_K, 4096, 5}, {DLLM_TYPE_Q6_K, 18944, 2}, {DLLM_TYPE_Q5_K, 3584, 3},
+    {DLLM_TYPE_Q8_0, 4096, 5}, {DLLM_TYPE_Q4_1, 12288, 2}, {DLLM_TYPE_F16, 3584, 3},
+    {DLLM_TYPE_BF16, 4096, 2}, {DLLM_TYPE_F32, 4096, 2},
+};
+#define N_QUANTIZE_CASES (sizeof quantize_cases / sizeof quantize_cases[0])
+
+/*
+ * Rows that also hit the rounding corners: ties (x * 127 / max landing on k + 1/2 for Q8_0's
+ * round-half-away and Q8_K32's round-half-even), a largest magnitude that is negative and one
+ * that occurs twice with both signs, and an all-zero block.
+ */
+static void add_corners(float *x, int64_t K)
+{
+    for (int j = 0; j < 32; j++) {
+        x[j] = (float)(j - 16) * 0.5f; /* max -8 at j = 0, ties at every odd j */
+    }
+    x[32] = 127.0f;
+    x[33] = -127.0f;
+    for (int j = 34; j < 64; j++) {
+        x[j] = (float)j + 0.5f;
+    }
+    if (K >= 128) {
+        memset(x + 96, 0, 32 * sizeof *x);
+    }
+}
+
+/* Each usable variant converts activations byte for byte as the reference does. */
+START_TEST(test_quantize)
+{
+    const struct quantize_case *qc = &quantize_cases[_i % N_QUANTIZE_CASES];
+    const char *name = simd_names[_i / N_QUANTIZE_CASES];
+    char what[96];
+    snprintf(what, sizeof what, "quantize for %s K=%lld L=%lld", dllm_type_traits(qc->wtype)->name,
+             (long long)qc->K, (long long)qc->L);
+    const struct dllm_kernels *k = variant_or_skip(name, what);
+    if (k == NULL) {
+        return;
+    }
+    uint64_t seed = 500 + (uint64_t)_i;
+    float *x = random_acts(qc->L, qc->K, &seed);
+    add_corners(x, qc->K);
+    const size_t bytes = dllm_matmul_scratch_bytes(qc->wtype, qc->K, qc->L);
+    uint8_t *want = malloc(bytes), *got = malloc(bytes);
+    ck_assert(want != NULL && got != NULL);
+    memset(got, 0xa5, bytes);
+    dllm_matmul_quantize_ref(qc->wtype, x, qc->K, qc->L, want);
+    k->quantize(qc->wtype, x, qc->K, qc->L, got);
+    size_t first = bytes;
+    for (size_t i = 0; i < bytes && first == bytes; i++) {
+        first = want[i] != got[i] ? i : bytes;
+    }
+    ck_assert_msg(first == bytes, "%s %s: first difference at byte %zu of %zu (%02x, want %02x)",
+                  name, what, first, bytes, first < bytes ? got[first] : 0,
+                  first < bytes ? want[first] : 0);
+    printf("%s %s: identical\n", name, what);
+    free(got);
+    free(want);
+    free(x);
+}
+END_TEST
+
+/* ---- products --------------------------------------------------------------------------- */
+
+/*
+ * Tolerance on the relative L2 difference of one activation row's outputs from the
+ * reference's. Quantised types: the integer dot products inside a block are exact in both, so
+ * only the float roundings of the block terms and their summation order differ. Float types:
+ * the reference sums in double, the variants in float, in many interleaved partial sums. Either
+ * way each of the up to K/8 additions rounds by 2^-24 relative, and random rounding errors add
+ * up to about 2^-24 * sqrt(K/8) = 3e-6 at K = 18944 against sums whose terms do not cancel;
+ * these do cancel partly, hence 1e-5. Measured differences (printed) are 1e-7 to 7e-7.
+ */
+#define TOL_ROWS 1e-5
+
+static const struct product_case {
+    uint32_t wtype;
+    int64_t K, L;
+} product_cases[] = {
+    {DLLM_TYPE_Q4_K, 4096, 1},  {DLLM_TYPE_Q4_K, 4096, 9},  {DLLM_TYPE_Q4_K, 12288, 8},
+    {DLLM_TYPE_Q4_K, 3584, 17}, {DLLM_TYPE_Q4_K, 18944, 3}, {DLLM_TYPE_Q6_K, 4096, 5},
+    {DLLM_TYPE_Q6_K, 12288, 2}, {DLLM_TYPE_Q6_K, 3584, 13}, {DLLM_TYPE_Q6_K, 18944, 7},
+    {DLLM_TYPE_Q5_K, 4096, 6},  {DLLM_TYPE_Q5_K, 18944, 3}, {DLLM_TYPE_Q8_0, 4096, 9},
+    {DLLM_TYPE_Q8_0, 12288, 4}, {DLLM_TYPE_Q8_0, 3584, 1},  {DLLM_TYPE_Q4_0, 4096, 5},
+    {DLLM_TYPE_Q4_1, 3584, 7},  {DLLM_TYPE_Q5_0, 4096, 3},  {DLLM_TYPE_Q5_1, 12288, 4},
+    {DLLM_TYPE_F16, 4096, 9},   {DLLM_TYPE_F16, 18944, 2},  {DLLM_TYPE_BF16, 3584, 5},
+    {DLLM_TYPE_F32, 4096, 3},   {DLLM_TYPE_F32, 12288, 11},
+};
+#define N_PRODUCT_CASES (sizeof product_cases / sizeof product_cases[0])
+
+/* The largest relative L2 difference over rows l of y from ref, outputs [0, N) of each. */
+static double max_row_diff(const float *y, const float *ref, int64_t ldy, int64_t L, int64_t N)
+{
+    double worst = 0.0;
+    for (int64_t l = 0; l < L; l++) {
+        double num = 0.0, den = 0.0;
+        for (int64_t n = 0; n < N; n++) {
+            const double d = (double)y[l * ldy + n] - ref[l * ldy + n];
+            num += d * d;
+            den += (double)ref[l * ldy + n] * ref[l * ldy + n];
+        }
+        ck_assert(den > 0.0);
+        worst = fmax(worst, sqrt(num / den));
+    }
+    return worst;
+}
+
+/*
+ * y = x . W^T for N = 37 random rows (two full panels and a partial one at any panel width),
+ * computed as the ranges [0, 19) and [19, 37) so panels start unaligned, into a y with padding
+ * columns that must stay untouched; against the reference kernel on the same activations.
+ */
+START_TEST(test_rows)
+{
+    const struct product_case *pc = &product_cases[_i % N_PRODUCT_CASES];
+    const char *name = simd_names[_i / N_PRODUCT_CASES];
+    char what[96];
+    snprintf(what, sizeof what, "rows %s K=%lld L=%lld", dllm_type_traits(pc->wtype)->name,
+             (long long)pc->K, (long long)pc->L);
+    const struct dllm_kernels *k = variant_or_skip(name, what);
+    if (k == NULL) {
+        return;
+    }
+    const int64_t N = 37, ldy = N + 3, K = pc->K, L = pc->L;
+    uint64_t seed = 9000 + (uint64_t)_i;
+    void *w = random_weights(pc->wtype, N, K, &seed);
+    float *x = random_acts(L, K, &seed);
+    void *scratch = malloc(dllm_matmul_scratch_bytes(pc->wtype, K, L));
+    float *y = malloc((size_t)(L * ldy) * sizeof *y),
+          *ref = malloc((size_t)(L * ldy) * sizeof *ref);
+    ck_assert(scratch != NULL && y != NULL && ref != NULL);
+    for (int64_t i = 0; i < L * ldy; i++) {
+        y[i] = ref[i] = -1234.5f;
+    }
+    dllm_matmul_quantize_ref(pc->wtype, x, K, L, scratch);
+    dllm_matmul_rows_ref(pc->wtype, w, K, 0, N, scratch, L, ref, ldy);
+    k->rows(pc->wtype, w, K, 19, N, scratch, L, y, ldy);
+    k->rows(pc->wtype, w, K, 0, 19, scratch, L, y, ldy);
+    for (int64_t l = 0; l < L; l++) {
+        for (int64_t n = N; n < ldy; n++) {
+            ck_assert_float_eq(y[l * ldy + n], -1234.5f);
+        }
+    }
+    const double diff = max_row_diff(y, ref, ldy, L, N);
+    printf("%s %s: rel L2 difference from ref %.3g (tol %.3g)\n", name, what, diff, TOL_ROWS);
+    ck_assert_double_le(diff, TOL_ROWS);
+    free(ref);
+    free(y);
+    free(scratch);
+    free(x);
+    free(w);
+}
+END_TEST
+
+/* Empty row ranges and L = 0 write nothing; a zero activation row gives exact zeros. */
+START_TEST(test_rows_edges)
+{
+    const uint32_t types[] = {DLLM_TYPE_Q4_K, DLLM_TYPE_Q6_K, DLLM_TYPE_Q8_0, DLLM_TYPE_Q4_1,
+                              DLLM_TYPE_F16};
+    const uint32_t wtype = types[_i % 5];
+    const char *name = simd_names[_i / 5];
+    char what[64];
+    snprintf(what, sizeof what, "rows edges %s", dllm_type_traits(wtype)->name);
+    const struct dllm_kernels *k = variant_or_skip(name, what);
+    if (k == NULL) {
+        return;
+    }
+    const int64_t N = 20, K = 512, L = 2;
+    uint64_t seed = 77;
+    void *w = random_weights(wtype, N, K, &seed);
+    float x[2 * 512] = {0};
+    for (int64_t i = 0; i < K; i++) {
+        x[K + i] = (float)rng_gauss(&seed);
+    }
+    void *scratch = malloc(dllm_matmul_scratch_bytes(wtype, K, L));
+    ck_assert_ptr_nonnull(scratch);
+    float y[2 * 20];
+    for (int i = 0; i < 40; i++) {
+        y[i] = 7.0f;
+    }
+    k->quantize(wtype, x, K, L, scratch);
+    k->rows(wtype, w, K, 5, 5, scratch, L, y, N);
+    k->rows(wtype, w, K, 0, N, scratch, 0, y, N);
+    for (int i = 0; i < 40; i++) {
+        ck_assert_float_eq(y[i], 7.0f);
+    }
+    k->rows(wtype, w, K, 0, N, scratch, L, y, N);
+    for (int n = 0; n < N; n++) {
+        ck_assert_float_eq(y[n], 0.0f);
+        ck_assert(y[N + n] != 7.0f && isfinite(y[N + n]));
+    }
+    free(scratch);
+    free(w);
+}
+END_TEST
+
+static Suite *kernels_suite(void)
+{
+    Suite *s = suite_create("kernels");
+    TCase *tc = tcase_create("select");
+    tcase_add_test(tc, test_features);
+    tcase_add_test(tc, test_select);
+    tcase_add_test(tc, test_select_env);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("quantize");
+    tcase_add_loop_test(tc, test_quantize, 0, (int)(N_SIMD * N_QUANTIZE_CASES));
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("rows");
+    tcase_add_loop_test(tc, test_rows, 0, (int)(N_SIMD * N_PRODUCT_CASES));
+    tcase_add_loop_test(tc, test_rows_edges, 0, N_SIMD * 5);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(kernels_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
