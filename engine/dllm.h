@@ -633,16 +633,16 @@ struct dllm_commit {
 #define DLLM_HUB_DEFAULT_MODEL "mradermacher/LLaDA-8B-Instruct-GGUF:Q4_K_M"
 
 #define DLLM_HUB_REPO_MAX 194  /* "org/name": 96 + 1 + 96 characters, and the NUL */
-#define DLLM_HUB_TAG_MAX 1025  /* a quant tag or a path inside the repo, and the NUL */
+#define DLLM_HUB_TAG_MAX  1025 /* a quant tag or a path inside the repo, and the NUL */
 #define DLLM_HUB_PATH_MAX 4096 /* a local path, and the NUL */
 
 /* A parsed model reference. */
 struct dllm_hub_ref {
-    bool local;                    /* a local path rather than a hub model */
-    char path[DLLM_HUB_PATH_MAX];  /* local: the path, with a leading ~ expanded */
-    char repo[DLLM_HUB_REPO_MAX];  /* hub: "org/name" */
-    char tag[DLLM_HUB_TAG_MAX];    /* hub: "" (default quant), a quant, or a file path */
-    bool tag_is_file;              /* hub: tag names a file (it ends in .gguf) */
+    bool local;                   /* a local path rather than a hub model */
+    char path[DLLM_HUB_PATH_MAX]; /* local: the path, with a leading ~ expanded */
+    char repo[DLLM_HUB_REPO_MAX]; /* hub: "org/name" */
+    char tag[DLLM_HUB_TAG_MAX];   /* hub: "" (default quant), a quant, or a file path */
+    bool tag_is_file;             /* hub: tag names a file (it ends in .gguf) */
 };
 
 /*
@@ -668,16 +668,16 @@ enum dllm_hub_phase {
  */
 struct dllm_hub_progress {
     enum dllm_hub_phase phase;
-    const char *repo;  /* "org/name" */
-    const char *file;  /* the path inside the repo */
-    int file_index;    /* 0 .. n_files-1 among the files this call fetches */
+    const char *repo; /* "org/name" */
+    const char *file; /* the path inside the repo */
+    int file_index;   /* 0 .. n_files-1 among the files this call fetches */
     int n_files;
-    int64_t bytes;     /* bytes of the file done (downloaded, or hashed when checking) */
-    int64_t total;     /* the file's size */
-    double rate;       /* download rate in bytes per second over the last seconds; 0 unknown */
-    int attempt;       /* 1 for the first request of the file */
-    double retry_in;   /* PHASE_RETRY: seconds until the next attempt */
-    const char *why;   /* PHASE_RETRY: the failure ("HTTP 503", "connection reset", ...) */
+    int64_t bytes;   /* bytes of the file done (downloaded, or hashed when checking) */
+    int64_t total;   /* the file's size */
+    double rate;     /* download rate in bytes per second over the last seconds; 0 unknown */
+    int attempt;     /* 1 for the first request of the file */
+    double retry_in; /* PHASE_RETRY: seconds until the next attempt */
+    const char *why; /* PHASE_RETRY: the failure ("HTTP 503", "connection reset", ...) */
 };
 
 /* Options of the hub functions; dllm_hub_params_init fills the defaults. */
@@ -743,10 +743,10 @@ DLLM_API const char *dllm_hub_model_warning(const struct dllm_hub_model *model);
 
 /* Whether a cached file is known to match the hub's hash. */
 enum dllm_hub_state {
-    DLLM_HUB_STATE_VERIFIED,   /* hashed and matching, unchanged since (the verified memo) */
-    DLLM_HUB_STATE_UNCHECKED,  /* not hashed yet; it will be when first used */
-    DLLM_HUB_STATE_NO_HASH,    /* no hash is known for it (no listing was kept) */
-    DLLM_HUB_STATE_BROKEN,     /* the snapshot link's blob is missing */
+    DLLM_HUB_STATE_VERIFIED,  /* hashed and matching, unchanged since (the verified memo) */
+    DLLM_HUB_STATE_UNCHECKED, /* not hashed yet; it will be when first used */
+    DLLM_HUB_STATE_NO_HASH,   /* no hash is known for it (no listing was kept) */
+    DLLM_HUB_STATE_BROKEN,    /* the snapshot link's blob is missing */
 };
 
 /* One GGUF file in the cache. */
@@ -778,8 +778,7 @@ DLLM_API void dllm_hub_list_free(struct dllm_hub_list *list);
  * DLLM_ERR_MISSING when the cache has nothing that matches.
  */
 DLLM_API enum dllm_status dllm_hub_remove(const char *ref, const struct dllm_hub_params *params,
-                                          int64_t *n_files, int64_t *bytes,
-                                          struct dllm_error *err);
+                                          int64_t *n_files, int64_t *bytes, struct dllm_error *err);
 
 #ifdef __cplusplus
 }

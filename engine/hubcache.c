@@ -1107,6 +1107,39 @@ static enum dllm_status used_blobs(const struct dllm_hubcache *c, struct dllm_hu
     return st;
 }
 
+/* A lock wait that gives up at once: the blob is being downloaded. */
+static bool no_wait(void *user, int64_t done)
+{
+    return false;
+}
+
+/* Deletes the blobs no snapshot uses, except those a download in progress holds. */
+static void remove_orphans(const struct dllm_hubcache *c, const struct dllm_hub_listing *used,
+                           int64_t *bytes)
+{
+    char *blobs = dllm_hubcache_fmt("%s/blobs", c->dir);
+    DIR *d = blobs ? opendir(blobs) : NULL;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        const char *name = e->d_name;
+        bool in_use = !dllm_hubcache_is_hex(name, 64) && !dllm_hubcache_is_hex(name, 40);
+        for (size_t i = 0; i < used->n && !in_use; i++)
+            in_use = strcmp(dllm_hub_file_etag(&used->files[i]), name) == 0;
+        int lock;
+        if (in_use || dllm_hubcache_lock(c, name, no_wait, NULL, &lock, NULL) != DLLM_OK)
+            continue;
+        char *path = dllm_hubcache_fmt("%s/%s", blobs, name);
+        struct stat sb;
+        if (path && lstat(path, &sb) == 0 && unlink(path) == 0)
+            *bytes += sb.st_size;
+        free(path);
+        dllm_hubcache_unlock(lock);
+    }
+    if (d)
+        closedir(d);
+    free(blobs);
+}
+
 /*
  * Removes the files a tag names from every snapshot of the repo, then the blobs no remaining
  * link uses; the repo's folder goes when no snapshot file remains.
@@ -1156,18 +1189,8 @@ static enum dllm_status remove_tagged(const struct dllm_hubcache *c, const struc
         free(blobs);
         remove_tree(c->dir, 0);
         remove_tree(c->locks, 0);
-        goto fail;
-    }
-    for (size_t k = 0; k < n_idx; k++) {
-        const char *etag = dllm_hub_file_etag(&all.files[idx[k]]);
-        bool in_use = !*etag;
-        for (size_t i = 0; i < used.n && !in_use; i++)
-            in_use = strcmp(dllm_hub_file_etag(&used.files[i]), etag) == 0;
-        char *blob = in_use ? NULL : dllm_hubcache_blob(c, etag);
-        struct stat sb;
-        if (blob && lstat(blob, &sb) == 0 && unlink(blob) == 0)
-            *bytes += sb.st_size;
-        free(blob);
+    } else {
+        remove_orphans(c, &used, bytes);
     }
 fail:
     free(idx);

@@ -1,0 +1,45 @@
+/* Fetching from the Hugging Face hub for one repo: listings and verified, resumable downloads. */
+#ifndef DLLM_HUBFETCH_H
+#define DLLM_HUBFETCH_H
+
+#include "dllm.h"
+#include "hubcache.h"
+
+#include <stdint.h>
+
+/* A session with the hub (or only the cache, offline) for one repo. */
+struct dllm_hubfetch;
+
+/* Opens a session for repo; ref is the model reference as given, for messages. */
+enum dllm_status dllm_hubfetch_open(const char *ref, const char *repo,
+                                    const struct dllm_hub_params *params,
+                                    struct dllm_hubfetch **out, struct dllm_error *err);
+/* Saves the verified memo and ends the session; accepts NULL. */
+void dllm_hubfetch_close(struct dllm_hubfetch *hub);
+
+/*
+ * The commit of the revision and the files at it: from the hub (the listing then kept in the
+ * cache), or from the cache alone when offline or when the hub cannot be reached and the cache
+ * has a snapshot (the session then turns offline and warns).
+ */
+enum dllm_status dllm_hubfetch_listing(struct dllm_hubfetch *hub,
+                                       char commit[DLLM_HUB_COMMIT_LEN + 1],
+                                       struct dllm_hub_listing *l, struct dllm_error *err);
+
+/*
+ * Makes snapshots/<commit>/<file> a verified copy of the file, the index-th of n_files: from
+ * the cache, or downloaded; *path gets the snapshot path (malloc'd).
+ */
+enum dllm_status dllm_hubfetch_file(struct dllm_hubfetch *hub, const struct dllm_hub_file *file,
+                                    int index, int n_files, const char *commit, char **path,
+                                    struct dllm_error *err);
+
+/* Records refs/<revision> = commit when online and the revision is not the commit itself. */
+enum dllm_status dllm_hubfetch_finish(struct dllm_hubfetch *hub, const char *commit,
+                                      struct dllm_error *err);
+
+/* Bytes received so far, and the warning line (malloc'd, NULL if none) for the caller. */
+int64_t dllm_hubfetch_downloaded(const struct dllm_hubfetch *hub);
+char *dllm_hubfetch_take_warning(struct dllm_hubfetch *hub);
+
+#endif
