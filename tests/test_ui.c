@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include "app.h"
 #include "canvas.h"
 #include "commands.h"
 #include "editor.h"
@@ -14,10 +15,13 @@
 #include "frame.h"
 #include "history.h"
 #include "keys.h"
+#include "layout.h"
+#include "script.h"
 #include "scrollback.h"
 #include "settings.h"
 #include "timing.h"
 #include "transcript.h"
+#include "ui_mock_engine.h"
 #include "utf8.h"
 #include "wrap.h"
 
@@ -147,6 +151,29 @@ static const struct {
     {"a\tb", 20, 1, {{0, 3, 9}}},
     {"a\tb", 5, 2, {{0, 2, 5}, {2, 3, 1}}},
 };
+
+/* ui_wrap_chars: rows break where they fill; spaces are ordinary characters. */
+START_TEST(test_wrap_chars)
+{
+    struct ui_row rows[4];
+    const char *t = "a bcd";
+    ck_assert_uint_eq(ui_wrap(t, 5, 3, rows, 4), 2);
+    ck_assert_uint_eq(rows[0].end, 2); /* words: "a " then "bcd" */
+    ck_assert_uint_eq(ui_wrap_chars(t, 5, 3, rows, 4), 2);
+    ck_assert_uint_eq(rows[0].end, 3); /* characters: "a b" then "cd" */
+    ck_assert_int_eq(rows[0].width, 3);
+    ck_assert_uint_eq(rows[1].start, 3);
+    /* A space at the end of a full row starts the next one instead of vanishing. */
+    const char *u = "abc d";
+    ck_assert_uint_eq(ui_wrap_chars(u, 5, 3, rows, 4), 2);
+    ck_assert_uint_eq(rows[1].start, 3);
+    ck_assert_int_eq(rows[1].width, 2);
+    /* Wide characters still never split. */
+    const char *v = "ab" CJK_SHI;
+    ck_assert_uint_eq(ui_wrap_chars(v, strlen(v), 3, rows, 4), 2);
+    ck_assert_uint_eq(rows[1].start, 2);
+}
+END_TEST
 
 START_TEST(test_wrap)
 {
@@ -1235,6 +1262,534 @@ START_TEST(test_frame_thread)
 }
 END_TEST
 
+/* ---- key scripts and the layout ----------------------------------------------------------- */
+
+START_TEST(test_script_parse)
+{
+    const char src[] = "# a comment\n"
+                       "\n"
+                       "text hi there \n"
+                       "paste a\\nb\\\\c\\q\r\n"
+                       "key C-c 2\n"
+                       "key M-Enter\n"
+                       "resize 100x30\n"
+                       "wait-idle\n"
+                       "wait-step 3\n"
+                       "dump out.txt\n"
+                       "dump-styles s.txt";
+    struct ui_script s;
+    char err[160] = "";
+    ck_assert_msg(ui_script_parse(src, strlen(src), &s, err, sizeof err), "%s", err);
+    ck_assert_uint_eq(s.n, 9);
+    ck_assert_int_eq(s.cmds[0].op, UI_SCRIPT_TEXT);
+    ck_assert_int_eq(s.cmds[0].line, 3);
+    ck_assert_str_eq(s.cmds[0].text, "hi there ");
+    ck_assert_int_eq(s.cmds[1].op, UI_SCRIPT_PASTE);
+    ck_assert_str_eq(s.cmds[1].text, "a\nb\\c\\q");
+    ck_assert_uint_eq(s.cmds[1].len, 7);
+    ck_assert_int_eq(s.cmds[2].op, UI_SCRIPT_KEY);
+    ck_assert_uint_eq(s.cmds[2].key, 3);
+    ck_assert_int_eq(s.cmds[2].count, 2);
+    ck_assert_uint_eq(s.cmds[3].key, UI_KEY_ENTER | UI_KEY_ALT);
+    ck_assert_int_eq(s.cmds[3].count, 1);
+    ck_assert_int_eq(s.cmds[4].op, UI_SCRIPT_RESIZE);
+    ck_assert_int_eq(s.cmds[4].cols, 100);
+    ck_assert_int_eq(s.cmds[4].rows, 30);
+    ck_assert_int_eq(s.cmds[5].op, UI_SCRIPT_WAIT_IDLE);
+    ck_assert_int_eq(s.cmds[6].op, UI_SCRIPT_WAIT_STEP);
+    ck_assert_int_eq(s.cmds[6].count, 3);
+    ck_assert_int_eq(s.cmds[7].op, UI_SCRIPT_DUMP);
+    ck_assert_str_eq(s.cmds[7].text, "out.txt");
+    ck_assert_int_eq(s.cmds[8].op, UI_SCRIPT_DUMP_STYLES);
+    ck_assert_int_eq(s.cmds[8].line, 11);
+    ui_script_fini(&s);
+}
+END_TEST
+
+static const struct {
+    const char *src;
+    const char *err;
+} bad_scripts[] = {
+    {"key Entr", "line 1: unknown key 'Entr'"},
+    {"text ok\nresize 100", "line 2: use 'resize COLSxROWS', e.g. 'resize 100x30'"},
+    {"resize 0x30", "line 1: use 'resize COLSxROWS', e.g. 'resize 100x30'"},
+    {"key", "line 1: use 'key NAME [COUNT]', not 'key '"},
+    {"key a 0", "line 1: use 'key NAME [COUNT]', not 'key a 0'"},
+    {"key a 2 3", "line 1: use 'key NAME [COUNT]', not 'key a 2 3'"},
+    {"wait-step 0", "line 1: use 'wait-step N' with N from 1"},
+    {"wait-idle now", "line 1: wait-idle takes no argument"},
+    {"dump", "line 1: unknown command 'dump' (known: text, paste, key, resize, wait-idle, "
+             "wait-step, dump, dump-styles)"},
+    {"\n\nfrob x", "line 3: unknown command 'frob' (known: text, paste, key, resize, wait-idle, "
+                   "wait-step, dump, dump-styles)"},
+};
+
+START_TEST(test_script_errors)
+{
+    struct ui_script s = {0};
+    char err[200] = "";
+    ck_assert(
+        !ui_script_parse(bad_scripts[_i].src, strlen(bad_scripts[_i].src), &s, err, sizeof err));
+    ck_assert_str_eq(err, bad_scripts[_i].err);
+    ck_assert_uint_eq(s.n, 0);
+}
+END_TEST
+
+static const struct {
+    int rows, cols, input, canvas;
+    bool too_small;
+    struct ui_rect conversation, canvas_r, timing, input_r, settings, status;
+} layouts[] = {
+    /* 24 x 80: no room for the timing pane; the input 1 row under its title. */
+    {24,
+     80,
+     1,
+     0,
+     false,
+     {0, 0, 20, 80},
+     {20, 0, 0, 0},
+     {0, 0, 0, 0},
+     {20, 0, 2, 80},
+     {22, 0, 1, 80},
+     {23, 0, 1, 80}},
+    /* 30 x 100: the timing pane takes the right 34 columns; a 5-row canvas plus its title. */
+    {30,
+     100,
+     3,
+     5,
+     false,
+     {0, 0, 18, 66},
+     {18, 0, 6, 66},
+     {0, 66, 24, 34},
+     {24, 0, 4, 100},
+     {28, 0, 1, 100},
+     {29, 0, 1, 100}},
+    /* A long input stops at 6 rows (7 with the title), leaving 21 above it; a tall canvas
+     * stops at two thirds of those, 14. */
+    {30,
+     100,
+     10,
+     100,
+     false,
+     {0, 0, 7, 66},
+     {7, 0, 14, 66},
+     {0, 66, 21, 34},
+     {21, 0, 7, 100},
+     {28, 0, 1, 100},
+     {29, 0, 1, 100}},
+    {.rows = 11, .cols = 80, .input = 1, .too_small = true},
+    {.rows = 12, .cols = 39, .input = 1, .too_small = true},
+    {12,
+     40,
+     1,
+     0,
+     false,
+     {0, 0, 8, 40},
+     {8, 0, 0, 0},
+     {0, 0, 0, 0},
+     {8, 0, 2, 40},
+     {10, 0, 1, 40},
+     {11, 0, 1, 40}},
+};
+
+/* Fails unless two rectangles are equal. */
+static void expect_rect(const char *what, struct ui_rect got, struct ui_rect want)
+{
+    ck_assert_msg(got.y == want.y && got.x == want.x && got.h == want.h && got.w == want.w,
+                  "%s: {%d, %d, %d, %d}, expected {%d, %d, %d, %d}", what, got.y, got.x, got.h,
+                  got.w, want.y, want.x, want.h, want.w);
+}
+
+START_TEST(test_layout)
+{
+    struct ui_layout l;
+    ui_layout_compute(&l, layouts[_i].rows, layouts[_i].cols, layouts[_i].input,
+                      layouts[_i].canvas);
+    ck_assert_int_eq(l.too_small, layouts[_i].too_small);
+    if (l.too_small)
+        return;
+    expect_rect("conversation", l.conversation, layouts[_i].conversation);
+    expect_rect("canvas", l.canvas, layouts[_i].canvas_r);
+    expect_rect("timing", l.timing, layouts[_i].timing);
+    expect_rect("input", l.input, layouts[_i].input_r);
+    expect_rect("settings", l.settings, layouts[_i].settings);
+    expect_rect("status", l.status, layouts[_i].status);
+}
+END_TEST
+
+/* ---- the app: keys, commands and engine events, over the manual mock engine ---------------- */
+
+struct app_fixture {
+    struct ui_frame_slot slot;
+    struct ui_engine *engine;
+    struct ui_app app;
+    double now; /* ms; each key advances it by 10 */
+};
+
+static void app_setup(struct app_fixture *f)
+{
+    ck_assert(ui_frame_slot_init(&f->slot));
+    f->engine = mock_engine_manual(&f->slot);
+    struct ui_engine_info info = {.model = "m.gguf",
+                                  .arch = "llada",
+                                  .quant = "Q4_K_M",
+                                  .device = "cpu",
+                                  .threads = 2,
+                                  .n_ctx = 4096};
+    struct dllm_sampler_params s = base_settings();
+    ck_assert(ui_app_init(&f->app, f->engine, &f->slot, &info, &s, NULL));
+    f->now = 1e6;
+}
+
+static void app_teardown(struct app_fixture *f)
+{
+    ui_app_fini(&f->app);
+    ui_engine_close(f->engine);
+    ui_frame_slot_fini(&f->slot);
+}
+
+/* Presses a key 10 ms after the previous one. */
+static void press(struct app_fixture *f, uint32_t key)
+{
+    f->now += 10;
+    ui_app_key(&f->app, key, f->now);
+}
+
+/* Types text and presses Enter. */
+static void enter(struct app_fixture *f, const char *text)
+{
+    for (size_t i = 0; i < strlen(text);) {
+        uint32_t cp;
+        i += ui_utf8_decode(text + i, strlen(text) - i, &cp);
+        press(f, cp);
+    }
+    press(f, UI_KEY_ENTER);
+}
+
+/* The engine reports START (2 prompt ids, 3 masks), n steps, and optionally the end. */
+static void engine_runs(struct app_fixture *f, int steps, const char *done_text, bool cancelled,
+                        int dropped)
+{
+    struct dllm_event ev = start_event();
+    ui_frame_slot_event(&f->slot, &ev);
+    int32_t canvas[5] = {1, 2, 99, 99, 99};
+    for (int i = 0; i < steps; i++) {
+        canvas[2 + i] = 20 + i;
+        struct dllm_commit k = {2 + i, 20 + i, 0.9};
+        ev = (struct dllm_event){.kind = DLLM_EVENT_STEP,
+                                 .canvas = canvas,
+                                 .canvas_len = 5,
+                                 .n_prompt = 2,
+                                 .step = i,
+                                 .committed = &k,
+                                 .n_committed = 1,
+                                 .masks_left = 2 - i,
+                                 .forward_ms = 100,
+                                 .sample_ms = 10};
+        ui_frame_slot_event(&f->slot, &ev);
+    }
+    if (done_text) {
+        ev = (struct dllm_event){.kind = DLLM_EVENT_DONE,
+                                 .canvas = canvas,
+                                 .canvas_len = 5,
+                                 .text = done_text,
+                                 .n_tokens = steps,
+                                 .steps_run = steps,
+                                 .cancelled = cancelled,
+                                 .total_ms = 500,
+                                 .dropped_messages = dropped};
+        ui_frame_slot_event(&f->slot, &ev);
+    }
+    ui_app_poll(&f->app);
+}
+
+START_TEST(test_app_chat)
+{
+    struct app_fixture f;
+    app_setup(&f);
+    struct ui_app *app = &f.app;
+    const struct mock_requests *req = mock_engine_requests(f.engine);
+    char state[64];
+
+    enter(&f, "hi");
+    ck_assert_int_eq(req->starts, 1);
+    ck_assert_uint_eq(req->n_messages, 1);
+    ck_assert_str_eq(req->last_role, "user");
+    ck_assert_str_eq(req->last_content, "hi");
+    ck_assert(app->generating);
+    ck_assert_uint_eq(app->editor.len, 0);
+    ck_assert_str_eq(app->history.items[0], "hi");
+
+    engine_runs(&f, 2, NULL, false, 0);
+    ck_assert_uint_eq(app->frame.n, 5);
+    ck_assert_uint_eq(app->timing.n, 2);
+    ui_app_state_text(app, state, sizeof state);
+    ck_assert_str_eq(state, "step 2 of 3");
+
+    /* Typing while it runs is fine; sending is refused and the text stays. */
+    enter(&f, "next");
+    ck_assert_int_eq(req->starts, 1);
+    ck_assert_str_eq(app->editor.buf, "next");
+    ck_assert(app->note_error);
+
+    /* The end: the answer joins the conversation with its settings and timings. */
+    struct dllm_event ev = {
+        .kind = DLLM_EVENT_DONE, .text = "Hello.", .n_tokens = 2, .steps_run = 2, .total_ms = 500};
+    ui_frame_slot_event(&f.slot, &ev);
+    ui_app_poll(app);
+    ck_assert(!app->generating);
+    ck_assert_uint_eq(app->frame.n, 0);
+    ck_assert_uint_eq(app->transcript.n, 2);
+    const struct ui_turn *a = &app->transcript.turns[1];
+    ck_assert_str_eq(a->text, "Hello.");
+    ck_assert(!a->stopped);
+    ck_assert_int_eq(a->totals.steps, 2);
+    ck_assert_double_eq_tol(a->totals.forward_ms, 200, 1e-9);
+    ck_assert_double_eq_tol(a->totals.total_ms, 500, 1e-9);
+    ck_assert_int_eq(a->settings.steps, 64);
+    ui_app_state_text(app, state, sizeof state);
+    ck_assert_str_eq(state, "idle");
+
+    /* The second turn carries the whole conversation. */
+    press(&f, UI_KEY_ENTER);
+    ck_assert_int_eq(req->starts, 2);
+    ck_assert_uint_eq(req->n_messages, 3);
+    ck_assert_str_eq(req->last_content, "next");
+    app_teardown(&f);
+}
+END_TEST
+
+START_TEST(test_app_cancel)
+{
+    struct app_fixture f;
+    app_setup(&f);
+    struct ui_app *app = &f.app;
+    const struct mock_requests *req = mock_engine_requests(f.engine);
+    char state[64];
+    enter(&f, "tell me");
+    engine_runs(&f, 1, NULL, false, 0);
+    /* Esc cancels once; the partial answer arrives marked as stopped. */
+    press(&f, UI_KEY_ESC);
+    press(&f, UI_KEY_ESC);
+    ck_assert_int_eq(req->cancels, 1);
+    ui_app_state_text(app, state, sizeof state);
+    ck_assert_str_eq(state, "cancelling");
+    struct dllm_event ev = {.kind = DLLM_EVENT_DONE,
+                            .text = "Par",
+                            .n_tokens = 1,
+                            .steps_run = 1,
+                            .cancelled = true,
+                            .total_ms = 120};
+    ui_frame_slot_event(&f.slot, &ev);
+    ui_app_poll(app);
+    ck_assert(!app->quit);
+    ck_assert_uint_eq(app->transcript.n, 2);
+    ck_assert(app->transcript.turns[1].stopped);
+    ck_assert_str_eq(app->transcript.turns[1].text, "Par");
+    ui_app_state_text(app, state, sizeof state);
+    ck_assert_str_eq(state, "cancelled");
+
+    /* Ctrl+C: the first cancels (or clears the input); a second within a second quits. */
+    enter(&f, "again");
+    f.now += 5000;
+    press(&f, UI_KEY_CTRL('c'));
+    ck_assert_int_eq(req->cancels, 2);
+    ck_assert(!app->quit);
+    f.now += 1500; /* too late to count as the second */
+    press(&f, UI_KEY_CTRL('c'));
+    ck_assert(!app->quit);
+    press(&f, UI_KEY_CTRL('c'));
+    ck_assert(app->quit);
+    app_teardown(&f);
+}
+END_TEST
+
+START_TEST(test_app_commands)
+{
+    struct app_fixture f;
+    app_setup(&f);
+    struct ui_app *app = &f.app;
+    const struct mock_requests *req = mock_engine_requests(f.engine);
+    enter(&f, "/system Be brief.");
+    ck_assert_str_eq(app->transcript.system, "Be brief.");
+    enter(&f, "q1");
+    engine_runs(&f, 3, "a1", false, 0);
+    ck_assert_uint_eq(req->n_messages, 2);
+    ck_assert_str_eq(app->transcript.turns[1].text, "a1");
+
+    /* /regen asks again with the same question. */
+    enter(&f, "/regen");
+    ck_assert_int_eq(req->starts, 2);
+    ck_assert_str_eq(req->last_content, "q1");
+    ck_assert_uint_eq(app->transcript.n, 1);
+    engine_runs(&f, 3, "a2", false, 0);
+    ck_assert_str_eq(app->transcript.turns[1].text, "a2");
+
+    /* /save writes the Markdown transcript. */
+    char *dir = test_tmpdir(), line[600];
+    snprintf(line, sizeof line, "/save %s/chat.md", dir);
+    enter(&f, line);
+    ck_assert_msg(!app->note_error, "%s", app->note);
+    snprintf(line, sizeof line, "%s/chat.md", dir);
+    FILE *in = fopen(line, "r");
+    ck_assert(in != NULL);
+    char md[4096];
+    md[fread(md, 1, sizeof md - 1, in)] = '\0';
+    fclose(in);
+    ck_assert(strstr(md, "Model: m.gguf (llada, Q4_K_M)\n"));
+    ck_assert(strstr(md, "## System\n\nBe brief.\n\n## You\n\nq1\n\n## dllm\n\na2\n\n"));
+    ck_assert(strstr(md, "> Timings: 3 steps, 3 tokens in 0.50 s"));
+    free(dir);
+
+    /* /undo takes the exchange back and returns the question to the input. */
+    enter(&f, "/undo");
+    ck_assert_uint_eq(app->transcript.n, 0);
+    ck_assert_str_eq(app->editor.buf, "q1");
+    ui_editor_clear(&app->editor);
+    enter(&f, "/regen");
+    ck_assert_str_eq(app->note, "there is no message to answer again");
+    enter(&f, "/undo");
+    ck_assert(app->note_error);
+    ck_assert_str_eq(app->note, "there is nothing to undo");
+    ck_assert_uint_eq(app->editor.len, 0);
+
+    /* A bad command leaves its text for correcting. */
+    enter(&f, "/sav");
+    ck_assert(app->note_error);
+    ck_assert_str_eq(app->note, "unknown command /sav: /help lists them");
+    ck_assert_str_eq(app->editor.buf, "/sav");
+    ui_editor_clear(&app->editor);
+
+    /* A start the engine refuses puts the message back. */
+    mock_engine_fail_next(f.engine, "steps 30 is not a multiple of the 4 blocks");
+    enter(&f, "q2");
+    ck_assert_uint_eq(app->transcript.n, 0);
+    ck_assert_str_eq(app->editor.buf, "q2");
+    ck_assert_str_eq(app->note, "steps 30 is not a multiple of the 4 blocks");
+    ui_editor_clear(&app->editor);
+
+    /* /clear keeps the system prompt; /quit leaves. */
+    enter(&f, "x");
+    engine_runs(&f, 3, "y", false, 0);
+    enter(&f, "/clear");
+    ck_assert_uint_eq(app->transcript.n, 0);
+    ck_assert_str_eq(app->transcript.system, "Be brief.");
+    enter(&f, "/quit");
+    ck_assert(app->quit);
+    app_teardown(&f);
+}
+END_TEST
+
+START_TEST(test_app_sliders)
+{
+    struct app_fixture f;
+    app_setup(&f);
+    struct ui_app *app = &f.app;
+    const struct mock_requests *req = mock_engine_requests(f.engine);
+    app->timing_shown = false;
+    /* Tab: input -> conversation -> settings (timing is skipped while it is not shown). */
+    press(&f, UI_KEY_TAB);
+    press(&f, UI_KEY_TAB);
+    ck_assert_int_eq(app->focus, UI_FOCUS_SETTINGS);
+    press(&f, UI_KEY_RIGHT); /* max tokens */
+    press(&f, UI_KEY_RIGHT); /* block */
+    press(&f, UI_KEY_DOWN);  /* 32 -> 16: 8 blocks */
+    ck_assert_int_eq(app->settings.block_length, 16);
+    ck_assert_str_eq(app->note, "block 16");
+    press(&f, UI_KEY_TAB);
+    ck_assert_int_eq(app->focus, UI_FOCUS_INPUT);
+    /* Typing from the settings pane goes to the input too. */
+    press(&f, UI_KEY_BTAB);
+    press(&f, 'h');
+    ck_assert_int_eq(app->focus, UI_FOCUS_INPUT);
+    press(&f, UI_KEY_ENTER);
+    ck_assert_int_eq(req->settings.block_length, 16);
+    ck_assert_int_eq(req->settings.steps, 64);
+    /* While it runs, a change applies to the next generation. */
+    press(&f, UI_KEY_BTAB);
+    press(&f, UI_KEY_UP);
+    ck_assert_str_eq(app->note, "block 32; applies to the next generation");
+    engine_runs(&f, 3, "done", false, 0);
+    ck_assert_int_eq(app->transcript.turns[1].settings.block_length, 16);
+    ck_assert_int_eq(app->settings.block_length, 32);
+    app_teardown(&f);
+}
+END_TEST
+
+START_TEST(test_app_input)
+{
+    struct app_fixture f;
+    app_setup(&f);
+    struct ui_app *app = &f.app;
+    const struct mock_requests *req = mock_engine_requests(f.engine);
+    /* A bracketed paste inserts newlines instead of sending. */
+    press(&f, UI_KEY_PASTE_BEGIN);
+    press(&f, 'a');
+    press(&f, UI_KEY_ENTER);
+    press(&f, UI_KEY_TAB);
+    press(&f, 'b');
+    press(&f, UI_KEY_PASTE_END);
+    ck_assert_str_eq(app->editor.buf, "a\n\tb");
+    ck_assert_int_eq(req->starts, 0);
+    /* Alt+Enter and Ctrl+J insert a newline too. */
+    press(&f, UI_KEY_ENTER | UI_KEY_ALT);
+    press(&f, UI_KEY_CTRL('j'));
+    ck_assert_str_eq(app->editor.buf, "a\n\tb\n\n");
+    /* '?' types itself in a non-empty input, and shows the help in an empty one. */
+    press(&f, '?');
+    ck_assert(!app->help);
+    for (int i = 0; i < 7; i++) /* "a\n\tb\n\n?" */
+        press(&f, UI_KEY_BACKSPACE);
+    ck_assert_uint_eq(app->editor.len, 0);
+    press(&f, '?');
+    ck_assert(app->help);
+    ck_assert(strstr(app->help_text, "Commands\n/clear"));
+    press(&f, UI_KEY_PGDN); /* scrolls the help, keeps it open */
+    ck_assert(app->help);
+    press(&f, 'q');
+    ck_assert(!app->help);
+    press(&f, UI_KEY_F1);
+    ck_assert(app->help);
+    press(&f, UI_KEY_F1);
+    ck_assert(!app->help);
+    /* Ctrl+D quits on an empty input only. */
+    press(&f, 'z');
+    press(&f, UI_KEY_CTRL('d'));
+    ck_assert(!app->quit);
+    press(&f, UI_KEY_BACKSPACE);
+    press(&f, UI_KEY_CTRL('d'));
+    ck_assert(app->quit);
+    app_teardown(&f);
+}
+END_TEST
+
+START_TEST(test_app_dropped)
+{
+    struct app_fixture f;
+    app_setup(&f);
+    struct ui_app *app = &f.app;
+    const struct mock_requests *req = mock_engine_requests(f.engine);
+    enter(&f, "q1");
+    engine_runs(&f, 3, "a1", false, 0);
+    enter(&f, "q2");
+    /* The engine left the first exchange out of the prompt. */
+    struct dllm_event ev = {.kind = DLLM_EVENT_NOTICE,
+                            .message = "2 oldest messages left out to fit the context",
+                            .dropped_messages = 2};
+    ui_frame_slot_event(&f.slot, &ev);
+    engine_runs(&f, 3, "a2", false, 2);
+    ck_assert_uint_eq(app->transcript.n, 5);
+    ck_assert(app->transcript.turns[0].dropped);
+    ck_assert(app->transcript.turns[1].dropped);
+    ck_assert_int_eq(app->transcript.turns[2].role, UI_ROLE_NOTICE);
+    enter(&f, "q3");
+    ck_assert_uint_eq(req->n_messages, 3); /* q2, a2, q3 */
+    ck_assert(ui_app_layout_conversation(app, 40, 10));
+    ck_assert_uint_eq(app->n_blocks, 3 * 4 + 2 + 3);
+    app_teardown(&f);
+}
+END_TEST
+
 static Suite *ui_suite(void)
 {
     Suite *s = suite_create("ui");
@@ -1246,6 +1801,7 @@ static Suite *ui_suite(void)
 
     tc = tcase_create("wrap");
     tcase_add_loop_test(tc, test_wrap, 0, N_OF(wraps));
+    tcase_add_test(tc, test_wrap_chars);
     tcase_add_test(tc, test_wrap_locate);
     tcase_add_test(tc, test_cells);
     suite_add_tcase(s, tc);
@@ -1297,6 +1853,21 @@ static Suite *ui_suite(void)
     tc = tcase_create("frame");
     tcase_add_test(tc, test_frame_events);
     tcase_add_test(tc, test_frame_thread);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("script");
+    tcase_add_test(tc, test_script_parse);
+    tcase_add_loop_test(tc, test_script_errors, 0, N_OF(bad_scripts));
+    tcase_add_loop_test(tc, test_layout, 0, N_OF(layouts));
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("app");
+    tcase_add_test(tc, test_app_chat);
+    tcase_add_test(tc, test_app_cancel);
+    tcase_add_test(tc, test_app_commands);
+    tcase_add_test(tc, test_app_sliders);
+    tcase_add_test(tc, test_app_input);
+    tcase_add_test(tc, test_app_dropped);
     suite_add_tcase(s, tc);
     return s;
 }

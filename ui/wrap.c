@@ -21,7 +21,9 @@ static void emit(struct ui_row *rows, size_t max, size_t *n, size_t start, size_
     (*n)++;
 }
 
-size_t ui_wrap(const char *text, size_t len, int cols, struct ui_row *rows, size_t max)
+/* Wraps as ui_wrap does, or when words is false as ui_wrap_chars does. */
+static size_t wrap(const char *text, size_t len, int cols, bool words, struct ui_row *rows,
+                   size_t max)
 {
     if (cols < 2)
         cols = 2;
@@ -32,7 +34,7 @@ size_t ui_wrap(const char *text, size_t len, int cols, struct ui_row *rows, size
         struct ui_glyph g;
         ui_glyph_next(text + i, len - i, col, &g);
         int w = glyph_cols(&g, col, cols);
-        if (g.newline || (col + w > cols && g.space)) {
+        if (g.newline || (col + w > cols && g.space && words)) {
             emit(rows, max, &n, start, i, col);
             i += g.len;
         } else if (col + w > cols && brk > start) {
@@ -43,7 +45,7 @@ size_t ui_wrap(const char *text, size_t len, int cols, struct ui_row *rows, size
         } else {
             i += g.len;
             col += w;
-            if (g.space) {
+            if (g.space && words) {
                 brk = i;
                 brk_col = col;
             }
@@ -54,6 +56,16 @@ size_t ui_wrap(const char *text, size_t len, int cols, struct ui_row *rows, size
     }
     emit(rows, max, &n, start, len, col);
     return n;
+}
+
+size_t ui_wrap(const char *text, size_t len, int cols, struct ui_row *rows, size_t max)
+{
+    return wrap(text, len, cols, true, rows, max);
+}
+
+size_t ui_wrap_chars(const char *text, size_t len, int cols, struct ui_row *rows, size_t max)
+{
+    return wrap(text, len, cols, false, rows, max);
 }
 
 void ui_wrap_locate(const char *text, const struct ui_row *rows, size_t n, int cols, size_t pos,

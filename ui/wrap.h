@@ -52,6 +52,12 @@ struct ui_row {
 size_t ui_wrap(const char *text, size_t len, int cols, struct ui_row *rows, size_t max);
 
 /*
+ * Wraps like ui_wrap but breaks rows where they fill, between any two glyphs (a space is drawn
+ * like any character): for the live canvas, where a committed space must not reflow the rows.
+ */
+size_t ui_wrap_chars(const char *text, size_t len, int cols, struct ui_row *rows, size_t max);
+
+/*
  * Where byte offset pos of the text falls in its wrapped rows[0 .. n-1] (as ui_wrap made them
  * for cols): the row and the column. A position at the end of a row that broke there is on
  * that row, at its width.

@@ -1,0 +1,385 @@
+/*
+ * dllm-tui: the interactive diffusion chat. One UI thread owns curses and polls standard input
+ * beside the frame slot's eventfd; the engine generates on its own worker thread and hands
+ * each step over through the slot. Frames are drawn at most about 30 times a second while the
+ * timing pane still gets every step. With --script the keys come from a file and the screen
+ * is virtual (no terminal needed); --dump-screen writes it out as text at the end.
+ */
+#include "config.h"
+
+#include "app.h"
+#include "cli.h"
+#include "engine.h"
+#include "frame.h"
+#include "gen_options.h"
+#include "history.h"
+#include "screen.h"
+#include "script.h"
+#include "utf8.h"
+
+#include <errno.h>
+#include <langinfo.h>
+#include <locale.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FRAME_MS       33.0    /* at most about 30 redraws a second */
+#define SCRIPT_WAIT_MS 60000.0 /* a script's wait-idle or wait-step gives up after this */
+
+static const char usage[] =
+    "usage: dllm-tui -m MODEL [options]\n"
+    "\n"
+    "The interactive chat: watch a diffusion model fill in its answer, step by step.\n"
+    "Keys and commands: F1 (or ? on an empty input) inside; man dllm-tui.\n"
+    "\n"
+    "options:\n" GEN_OPTIONS_HELP
+    "  --color WHEN         auto (default: colours unless NO_COLOR is set), always, never\n"
+    "  --script FILE        run headless: read keys from FILE (see man dllm-tui), no terminal\n"
+    "                       needed; the screen is LINES x COLUMNS (default 24 x 80)\n"
+    "  --dump-screen FILE   write the screen as text to FILE when leaving\n"
+    "  -h, --help           this help\n";
+
+static const struct cli_command command = {"chat", "the interactive chat", usage, NULL};
+
+/* What the command line asked for beyond the generation flags. */
+struct tui_options {
+    struct gen_options gen;
+    enum ui_color_mode color;
+    const char *script;
+    const char *dump;
+};
+
+static void parse_options(int argc, char **argv, struct tui_options *o)
+{
+    enum { OPT_COLOR = 512, OPT_SCRIPT, OPT_DUMP };
+    struct option opts[64];
+    size_t n = 0;
+    while (gen_long_options[n].name) {
+        opts[n] = gen_long_options[n];
+        n++;
+    }
+    opts[n++] = (struct option){"color", required_argument, NULL, OPT_COLOR};
+    opts[n++] = (struct option){"script", required_argument, NULL, OPT_SCRIPT};
+    opts[n++] = (struct option){"dump-screen", required_argument, NULL, OPT_DUMP};
+    opts[n] = (struct option){0};
+    int c;
+    while ((c = cli_getopt(&command, argc, argv, "m:p:t:", opts)) != -1) {
+        if (gen_options_handle(&command, &o->gen, c, optarg))
+            continue;
+        if (c == OPT_COLOR) {
+            if (strcmp(optarg, "auto") == 0)
+                o->color = UI_COLOR_AUTO;
+            else if (strcmp(optarg, "always") == 0)
+                o->color = UI_COLOR_ALWAYS;
+            else if (strcmp(optarg, "never") == 0)
+                o->color = UI_COLOR_NEVER;
+            else
+                cli_usage_error(&command, "--color is auto, always or never, not '%s'", optarg);
+        } else if (c == OPT_SCRIPT) {
+            o->script = optarg;
+        } else if (c == OPT_DUMP) {
+            o->dump = optarg;
+        }
+    }
+    if (optind != argc)
+        cli_usage_error(&command, "unexpected argument '%s'", argv[optind]);
+    if (!o->gen.model)
+        cli_usage_error(&command, "-m/--model is missing: give the GGUF file of a LLaDA or Dream "
+                                  "model");
+    if (o->gen.prompt && strcmp(o->gen.prompt, "-") == 0)
+        cli_usage_error(&command, "-p - (standard input) is for dllm run; here -p takes the "
+                                  "first message itself");
+}
+
+/* ---- signals ------------------------------------------------------------------------------ */
+
+static volatile sig_atomic_t got_signal;
+static int signal_wake_fd = -1;
+
+/* TERM, HUP, QUIT: leave through the normal path, which restores the terminal. INT (from
+ * outside; Ctrl+C itself is a key) counts as a press of Ctrl+C. */
+static void on_signal(int sig)
+{
+    got_signal = sig;
+    uint64_t one = 1;
+    ssize_t rc = write(signal_wake_fd, &one, sizeof one);
+    (void)rc;
+}
+
+static void catch_signals(void)
+{
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    const int sigs[] = {SIGTERM, SIGHUP, SIGQUIT, SIGINT};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaction(sigs[i], &sa, NULL);
+}
+
+/* The open screen, closed by exit() on any path that leaves while it is up. */
+static struct ui_screen *open_screen;
+
+static void close_screen(void)
+{
+    if (open_screen)
+        ui_screen_close(open_screen);
+    open_screen = NULL;
+}
+
+/* ---- scripts ------------------------------------------------------------------------------ */
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Reads a whole file (a script) into a malloc'd buffer; NULL with errno set on failure. */
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    char *buf = NULL;
+    size_t cap = 0, n = 0;
+    for (;;) {
+        if (n == cap) {
+            cap = cap ? 2 * cap : 4096;
+            char *grown = realloc(buf, cap);
+            if (!grown) {
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = grown;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    bool bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        errno = EIO;
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
+/* A script being played: the next command, and since when it has been waiting. */
+struct player {
+    struct ui_script script;
+    size_t next;
+    double wait_since; /* < 0: not waiting */
+};
+
+/* Types each character of text as a key (newline and tab as their keys). */
+static void type_text(struct ui_app *app, const char *text, size_t len, double now)
+{
+    for (size_t i = 0; i < len;) {
+        uint32_t cp;
+        i += ui_utf8_decode(text + i, len - i, &cp);
+        ui_app_key(app, cp == '\n' ? UI_KEY_CTRL('j') : cp == '\t' ? UI_KEY_TAB : cp, now);
+    }
+}
+
+/*
+ * Plays script commands until one has to wait or the script ends. Returns false (err set)
+ * when a wait timed out or a dump could not be written.
+ */
+static bool play(struct player *p, struct ui_app *app, struct ui_screen *scr, char *err,
+                 size_t size)
+{
+    while (p->next < p->script.n && !app->quit) {
+        const struct ui_script_cmd *cmd = &p->script.cmds[p->next];
+        double now = now_ms();
+        bool wait = false;
+        switch (cmd->op) {
+        case UI_SCRIPT_TEXT: type_text(app, cmd->text, cmd->len, now); break;
+        case UI_SCRIPT_PASTE:
+            ui_app_key(app, UI_KEY_PASTE_BEGIN, now);
+            type_text(app, cmd->text, cmd->len, now);
+            ui_app_key(app, UI_KEY_PASTE_END, now);
+            break;
+        case UI_SCRIPT_KEY:
+            for (int i = 0; i < cmd->count; i++)
+                ui_app_key(app, cmd->key, now);
+            break;
+        case UI_SCRIPT_RESIZE:
+            ui_screen_resize(scr, cmd->rows, cmd->cols);
+            ui_app_key(app, UI_KEY_RESIZE, now);
+            break;
+        case UI_SCRIPT_WAIT_IDLE: wait = app->generating; break;
+        case UI_SCRIPT_WAIT_STEP: wait = app->generating && app->frame.step + 1 < cmd->count; break;
+        case UI_SCRIPT_DUMP:
+        case UI_SCRIPT_DUMP_STYLES:
+            ui_screen_draw(scr, app);
+            if (!ui_screen_dump(scr, cmd->text, cmd->op == UI_SCRIPT_DUMP_STYLES)) {
+                snprintf(err, size, "script line %d: cannot write %s: %s", cmd->line, cmd->text,
+                         strerror(errno));
+                return false;
+            }
+            break;
+        }
+        if (wait) {
+            if (p->wait_since < 0)
+                p->wait_since = now;
+            if (now - p->wait_since > SCRIPT_WAIT_MS) {
+                snprintf(err, size, "script line %d: still waiting after %.0f s", cmd->line,
+                         SCRIPT_WAIT_MS / 1000);
+                return false;
+            }
+            return true;
+        }
+        p->wait_since = -1;
+        p->next++;
+    }
+    return true;
+}
+
+/* ---- the main loop ------------------------------------------------------------------------ */
+
+/*
+ * Runs the chat until it quits, a signal ends it or the script does. Draws when something
+ * changed and a frame's time has passed since the last drawing. Returns false (err set) when
+ * a script failed.
+ */
+static bool run(struct ui_app *app, struct ui_screen *scr, struct player *player, char *err,
+                size_t size)
+{
+    double last_draw = -1e12;
+    bool dirty = true;
+    while (!app->quit && got_signal != SIGTERM && got_signal != SIGHUP && got_signal != SIGQUIT) {
+        if (got_signal == SIGINT) {
+            got_signal = 0;
+            ui_app_key(app, UI_KEY_CTRL('c'), now_ms());
+            dirty = true;
+        }
+        if (player) {
+            size_t before = player->next;
+            if (!play(player, app, scr, err, size))
+                return false;
+            dirty |= player->next != before;
+            if (player->next == player->script.n || app->quit)
+                break;
+        }
+        double now = now_ms();
+        if (dirty && now - last_draw >= FRAME_MS) {
+            ui_screen_draw(scr, app);
+            last_draw = now;
+            dirty = false;
+        }
+        int timeout = dirty ? (int)(FRAME_MS - (now - last_draw)) + 1 : -1;
+        if (player && (timeout < 0 || timeout > 20))
+            timeout = 20; /* a script waiting on the engine looks again soon */
+        struct pollfd fds[2] = {{app->slot->wake_fd, POLLIN, 0}, {STDIN_FILENO, POLLIN, 0}};
+        int rc = poll(fds, player ? 1 : 2, timeout);
+        if (rc < 0 && errno != EINTR) {
+            snprintf(err, size, "poll: %s", strerror(errno));
+            return false;
+        }
+        if (rc > 0 && (fds[0].revents & POLLIN))
+            dirty |= ui_app_poll(app);
+        /* Keys; after EINTR too, as a resize (SIGWINCH) arrives as a key. */
+        uint32_t key;
+        while (!player && (rc < 0 || (fds[1].revents & POLLIN)) && ui_screen_read_key(scr, &key)) {
+            ui_app_key(app, key, now_ms());
+            dirty = true;
+        }
+    }
+    return true;
+}
+
+/* Makes sure text is measured as UTF-8, the terminal's encoding in practice. */
+static void use_utf8(void)
+{
+    setlocale(LC_ALL, "");
+    if (strcmp(nl_langinfo(CODESET), "UTF-8") != 0 && !setlocale(LC_CTYPE, "C.UTF-8"))
+        cli_fail("dllm-tui needs a UTF-8 locale: set LANG=C.UTF-8 (or another UTF-8 locale)");
+}
+
+int main(int argc, char **argv)
+{
+    use_utf8();
+    struct tui_options o = {.gen = {.threads = (int)sysconf(_SC_NPROCESSORS_ONLN)}};
+    parse_options(argc, argv, &o);
+    struct player player = {.wait_since = -1}, *play_it = NULL;
+    char err_text[DLLM_ERROR_TEXT_MAX + 128];
+    if (o.script) {
+        size_t len;
+        char *src = read_file(o.script, &len);
+        if (!src)
+            cli_fail("cannot read the script %s: %s", o.script, strerror(errno));
+        bool ok = ui_script_parse(src, len, &player.script, err_text, sizeof err_text);
+        free(src);
+        if (!ok)
+            cli_usage_error(&command, "%s: %s", o.script, err_text);
+        play_it = &player;
+    } else if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+        cli_fail("dllm-tui needs a terminal on standard input and output: use dllm run for "
+                 "scripts, or --script FILE for a headless run");
+    }
+
+    struct ui_frame_slot slot;
+    if (!ui_frame_slot_init(&slot))
+        cli_fail("cannot create the frame slot: %s", strerror(errno));
+    struct ui_engine_params params = {
+        .model = o.gen.model, .threads = o.gen.threads, .no_chat = o.gen.no_chat};
+    struct ui_engine *engine;
+    struct dllm_error err = {0};
+    if (ui_engine_open(&params, &slot, &engine, &err) != DLLM_OK)
+        cli_fail("%s", err.text);
+    struct dllm_sampler_params settings;
+    gen_options_sampler(&command, &o.gen, ui_engine_model(engine), &settings);
+    struct ui_engine_info info;
+    ui_engine_info(engine, &info);
+
+    char *history = ui_history_path();
+    struct ui_app app;
+    if (!ui_app_init(&app, engine, &slot, &info, &settings, history))
+        cli_fail("out of memory");
+    free(history);
+    if (o.gen.system && !ui_transcript_set_system(&app.transcript, o.gen.system))
+        cli_fail("out of memory");
+
+    struct ui_screen screen;
+    if (!ui_screen_open(&screen, o.color, o.script != NULL, 0, 0, err_text, sizeof err_text))
+        cli_fail("%s", err_text);
+    open_screen = &screen;
+    atexit(close_screen);
+    signal_wake_fd = slot.wake_fd;
+    catch_signals();
+
+    if (o.gen.prompt) {
+        ui_editor_set(&app.editor, o.gen.prompt);
+        ui_app_key(&app, UI_KEY_ENTER, now_ms());
+    }
+    bool ok = run(&app, &screen, play_it, err_text, sizeof err_text);
+    if (ok && o.dump) {
+        ui_screen_draw(&screen, &app);
+        if (!ui_screen_dump(&screen, o.dump, false)) {
+            snprintf(err_text, sizeof err_text, "cannot write %s: %s", o.dump, strerror(errno));
+            ok = false;
+        }
+    }
+    close_screen();
+    ui_engine_close(engine);
+    ui_app_fini(&app);
+    ui_frame_slot_fini(&slot);
+    ui_script_fini(&player.script);
+    if (got_signal == SIGTERM || got_signal == SIGHUP || got_signal == SIGQUIT) {
+        signal(got_signal, SIG_DFL);
+        raise(got_signal);
+    }
+    if (!ok)
+        cli_fail("%s", err_text);
+    return CLI_EXIT_OK;
+}

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Headless screen tests of dllm-tui: key scripts in (--script), the virtual screen out as text
+# (--dump-screen, and the script's dump / dump-styles). The program runs over the stand-in
+# engine of tests/ui_mock_engine.c, which plays a fixed answer on a deterministic schedule with
+# the real Dream tokenizer of the fixture model. What each check expects follows from that
+# schedule: 32 tokens in 8 steps without blocks commit 4 positions a step.
+. "$(dirname "$0")/lib.sh"
+need_fixtures
+TUI=${DLLM_TUI_MOCK:-$PWD/tests/dllm-tui-mock}
+MODEL=$FIX/models/dream-tiny-realvocab-q4km.gguf
+export LANG=C.UTF-8 TZ=UTC TERM=xterm-256color LINES=30 COLUMNS=100
+export XDG_STATE_HOME=$TMP/state DLLM_MOCK_STEP_MS=1
+unset NO_COLOR DLLM_MOCK_HOLD_AT DLLM_MOCK_CONTEXT
+FLAGS=(-m "$MODEL" --max-tokens 32 --steps 8)
+
+# tui NAME SCRIPT-TEXT [ARGS...]: runs a script, the final screen in $TMP/NAME.txt.
+tui() {
+    local name=$1 script=$2
+    shift 2
+    printf '%s\n' "$script" >"$TMP/$name.script"
+    (cd "$TMP" && timeout 60 "$TUI" "${FLAGS[@]}" --script "$name.script" \
+        --dump-screen "$name.txt" "$@") >"$TMP/out" 2>"$TMP/err"
+    local rc=$?
+    if [ "$rc" -eq 0 ]; then ok "$name runs (exit 0)"; else
+        not_ok "$name: exit $rc"; sed 's/^/  stderr: /' "$TMP/err" | head -5
+    fi
+}
+# has NAME FILE PATTERN / lacks NAME FILE PATTERN: grep -E in a dump.
+has() { if grep -Eq -- "$3" "$TMP/$2"; then ok "$1"; else not_ok "$1: $2 lacks /$3/"; sed 's/^/  | /' "$TMP/$2"; fi; }
+lacks() { if grep -Eq -- "$3" "$TMP/$2"; then not_ok "$1: $2 has /$3/"; sed 's/^/  | /' "$TMP/$2"; else ok "$1"; fi; }
+# count FILE PATTERN: occurrences of a string in a file.
+count() { grep -o -- "$2" "$TMP/$1" | wc -l; }
+equal() { if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1: got '$2', expected '$3'"; fi; }
+
+# ---- a two-turn chat -----------------------------------------------------------------------
+tui chat 'text hello
+key Enter
+wait-idle
+text and again
+key Enter
+wait-idle'
+has "first question shown" chat.txt '^  hello +│'
+has "first answer shown" chat.txt '^  You said: hello\. Diffusion fills every mask in parallel:'
+has "second answer shown" chat.txt '^  You said: and again\.'
+equal "two answer headers" "$(grep -c '^dllm · 8 steps' "$TMP/chat.txt")" 2
+has "wide text drawn whole" chat.txt '日本語 ✓'
+has "status bar idle" chat.txt ' · idle '
+has "timing pane totals" chat.txt '│8 steps · '
+has "history kept under XDG_STATE_HOME" state/dllm/history '^and again$'
+
+# ---- the canvas mid-generation, then cancel keeping the partial answer ----------------------
+DLLM_MOCK_HOLD_AT=3 tui cancel 'text tell me
+key Enter
+wait-step 3
+dump mid.txt
+dump-styles mid.styles
+key Esc
+wait-idle'
+has "canvas title at step 3" mid.txt '─ answer · step 3 of 8 · 20 masks left '
+canvas_masks=$(sed -n '/─ answer ·/,/─ message ·/p' "$TMP/mid.txt" | grep -o '░' | wc -l)
+equal "20 masked positions drawn as ░" "$canvas_masks" 20
+has "masks styled as masks" mid.styles 'm'
+has "the latest step's tokens highlighted" mid.styles 'N'
+has "earlier tokens settled" mid.styles 's'
+has "status bar step 3 of 8" mid.txt ' · step 3 of 8 '
+has "partial answer kept, marked stopped" cancel.txt '^dllm · 3 steps · .* · stopped +│'
+has "status bar cancelled" cancel.txt ' · cancelled '
+lacks "canvas gone after the end" cancel.txt '─ answer ·'
+
+# ---- a slider change applies to the next generation ------------------------------------------
+tui slider 'key Tab
+key Tab
+key Down
+text hi
+key Enter
+wait-idle'
+has "steps slider lowered to 7" slider.txt 'steps 7  max 32'
+has "the answer used 7 steps" slider.txt '^dllm · 7 steps'
+
+# ---- resize: rewrap, the timing pane goes, a minimum-size notice ----------------------------
+tui resize 'text hello
+key Enter
+wait-idle
+resize 60x20
+dump narrow.txt
+resize 30x10'
+equal "narrow screen is 20 rows" "$(wc -l <"$TMP/narrow.txt")" 20
+widest=$(wc -L <"$TMP/narrow.txt")
+[ "$widest" -le 60 ] && ok "rows fit 60 columns" || not_ok "a row is $widest columns wide"
+lacks "no timing pane under 96 columns" narrow.txt '│step'
+has "answer rewrapped" narrow.txt '^  You said: hello\. Diffusion fills every mask in parallel:$'
+has "its wide characters on the next row" narrow.txt '^  日本語 ✓$'
+has "minimum-size notice" resize.txt '^The terminal is 30x10;$'
+has "minimum-size notice, second row" resize.txt '^dllm-tui needs at least 40x12\.$'
+
+# ---- help ------------------------------------------------------------------------------------
+tui help 'key F1
+dump help-open.txt
+key Esc'
+has "help lists the keys" help-open.txt '^ Everywhere$'
+has "help lists Alt+Enter" help-open.txt 'Alt\+Enter, Ctrl\+J +insert a newline'
+has "help title" help-open.txt '─ help · '
+lacks "help closed by Esc" help.txt '─ help · '
+
+# ---- /save -------------------------------------------------------------------------------------
+tui save 'text hello
+key Enter
+wait-idle
+text /save chat.md
+key Enter'
+has "saved note" save.txt 'saved the conversation to chat\.md'
+has "transcript: the question" chat.md '^## You$'
+has "transcript: the answer" chat.md '^You said: hello\.'
+has "transcript: the settings" chat.md '^> Settings: steps 8, max tokens 32, block length off'
+
+# ---- a bracketed paste is input, not a send ---------------------------------------------------
+tui paste 'paste line one\nline two'
+has "pasted first line" paste.txt '^> line one$'
+has "pasted second line" paste.txt '^  line two$'
+lacks "nothing sent" paste.txt '^you$'
+
+# ---- turns that no longer fit the context ----------------------------------------------------
+DLLM_MOCK_CONTEXT=100 tui dropped 'text first question
+key Enter
+wait-idle
+text second question
+key Enter
+wait-idle'
+has "notice of the dropped turn" dropped.txt "^1 earlier message no longer fits the model's context"
+has "dropped turn marked" dropped.txt '^you · not in context +│'
+
+# ---- bad input ---------------------------------------------------------------------------------
+printf 'key Entr\n' >"$TMP/bad.script"
+run "unknown key in a script" 2 "$TUI" "${FLAGS[@]}" --script "$TMP/bad.script"
+expect_err "script error names the line" "line 1: unknown key 'Entr'"
+run "missing model" 2 "$TUI" --script "$TMP/bad.script"
+expect_err "missing model message" '-m/--model is missing'
+run "bad --color" 2 "$TUI" "${FLAGS[@]}" --color sometimes
+expect_err "bad --color message" '--color is auto, always or never'
+run "no terminal without --script" 1 "$TUI" "${FLAGS[@]}" </dev/null
+expect_err "no terminal message" 'needs a terminal'
+finish

@@ -1,0 +1,529 @@
+/* The chat's state and behaviour. */
+#include "config.h"
+
+#include "app.h"
+#include "commands.h"
+#include "format.h"
+#include "utf8.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The legend of the canvas, after the keys and commands on the help screen. */
+static const char legend[] =
+    "The live canvas\n"
+    "  \u2591  a masked position, not decided yet\n"
+    "  highlighted text: committed in the latest step; plain: committed earlier\n"
+    "  \u00b7  an end-of-text token\n";
+
+/* Writes the note on the status line; an error is shown as one. */
+static void note(struct ui_app *app, bool error, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void note(struct ui_app *app, bool error, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(app->note, sizeof app->note, fmt, ap);
+    va_end(ap);
+    app->note_error = error;
+}
+
+bool ui_app_init(struct ui_app *app, struct ui_engine *engine, struct ui_frame_slot *slot,
+                 const struct ui_engine_info *info, const struct dllm_sampler_params *settings,
+                 const char *history_path)
+{
+    *app = (struct ui_app){
+        .engine = engine,
+        .slot = slot,
+        .info = *info,
+        .settings = *settings,
+        .last_end = -1,
+        .focus = UI_FOCUS_INPUT,
+        .last_interrupt_ms = -1e12,
+        .conv_changed = true,
+    };
+    ui_transcript_init(&app->transcript);
+    ui_history_init(&app->history, UI_HISTORY_MAX);
+    ui_editor_init(&app->editor, &app->history);
+    ui_frame_init(&app->frame);
+    ui_timing_init(&app->timing);
+    ui_scrollback_init(&app->conv);
+    ui_scrollback_init(&app->help_view);
+
+    char commands[2048];
+    ui_keys_help(app->help_text, sizeof app->help_text);
+    ui_commands_help(commands, sizeof commands);
+    ui_addf(app->help_text, sizeof app->help_text, "Commands\n%s%s", commands, legend);
+    app->help_block =
+        (struct ui_sb_block){app->help_text, strlen(app->help_text), UI_STYLE_TEXT, 1};
+
+    if (history_path) {
+        app->history_path = strdup(history_path);
+        if (!app->history_path)
+            return false;
+        if (!ui_history_load(&app->history, history_path))
+            note(app, true, "cannot read the input history %s: %s", history_path, strerror(errno));
+        app->editor.hist_pos = app->history.n;
+    }
+    return true;
+}
+
+void ui_app_fini(struct ui_app *app)
+{
+    ui_transcript_fini(&app->transcript);
+    ui_editor_fini(&app->editor);
+    ui_history_fini(&app->history);
+    ui_frame_fini(&app->frame);
+    ui_timing_fini(&app->timing);
+    ui_scrollback_fini(&app->conv);
+    ui_scrollback_fini(&app->help_view);
+    free(app->blocks);
+    free(app->headers);
+    free(app->history_path);
+}
+
+/* Asks the engine to answer the conversation as it stands; false (noted) when it did not start. */
+static bool start_generation(struct ui_app *app)
+{
+    size_t n = ui_transcript_messages(&app->transcript, NULL, 0);
+    struct dllm_chat_message *msgs = malloc((n ? n : 1) * sizeof *msgs);
+    if (!msgs) {
+        note(app, true, "out of memory");
+        return false;
+    }
+    ui_transcript_messages(&app->transcript, msgs, n);
+    struct dllm_error err = {0};
+    enum dllm_status st = ui_engine_start(app->engine, msgs, n, &app->settings, &err);
+    free(msgs);
+    if (st != DLLM_OK) {
+        note(app, true, "%s", err.text[0] ? err.text : dllm_status_str(st));
+        return false;
+    }
+    app->generating = true;
+    app->cancelling = false;
+    app->running = app->settings;
+    ui_timing_clear(&app->timing);
+    app->timing_back = 0;
+    app->frame.n = 0;
+    app->frame.step = -1;
+    app->note[0] = '\0';
+    return true;
+}
+
+/* Asks the running generation to stop; its partial answer will be kept. */
+static void cancel(struct ui_app *app, const char *extra)
+{
+    ui_engine_cancel(app->engine);
+    app->cancelling = true;
+    note(app, false, "cancelling at the end of this step; the partial answer is kept%s", extra);
+}
+
+/* Shows the help screen from its top. */
+static void open_help(struct ui_app *app)
+{
+    app->help = true;
+    app->help_view.top = 0;
+    app->help_view.follow = false;
+}
+
+/* Empties the input, keeping what it held in the history. */
+static void consume_input(struct ui_app *app)
+{
+    free(ui_editor_take(&app->editor));
+    if (app->history_path && !ui_history_save(&app->history, app->history_path))
+        note(app, true, "cannot save the input history %s: %s", app->history_path, strerror(errno));
+}
+
+/* Whether the text has anything but white space. */
+static bool blank(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r')
+            return false;
+    return true;
+}
+
+/* Refuses (with a note) what cannot be done while a generation runs. */
+static bool busy(struct ui_app *app)
+{
+    if (app->generating)
+        note(app, true, "a generation is running: wait for it, or cancel it with Esc");
+    return app->generating;
+}
+
+/* /save FILE: "~/" stands for the home folder. */
+static void save(struct ui_app *app, const char *arg, size_t len)
+{
+    char path[4096];
+    const char *home = getenv("HOME");
+    if (len >= 2 && arg[0] == '~' && arg[1] == '/' && home)
+        snprintf(path, sizeof path, "%s%.*s", home, (int)(len - 1), arg + 1);
+    else
+        snprintf(path, sizeof path, "%.*s", (int)len, arg);
+    char model[512];
+    snprintf(model, sizeof model, "%s (%s, %s)", app->info.model, app->info.arch, app->info.quant);
+    if (ui_transcript_save(&app->transcript, model, path))
+        note(app, false, "saved the conversation to %s", path);
+    else
+        note(app, true, "cannot write %s: %s", path, strerror(errno));
+}
+
+/* Enter: sends the input as a message, or runs it as a command. */
+static void send(struct ui_app *app)
+{
+    const char *line = app->editor.buf ? app->editor.buf : "";
+    struct ui_cmd cmd;
+    ui_command_parse(line, &cmd);
+    switch (cmd.kind) {
+    case UI_CMD_MESSAGE: {
+        if (blank(cmd.arg, cmd.arg_len) || busy(app))
+            return;
+        char *text = strndup(cmd.arg, cmd.arg_len);
+        if (!text || !ui_transcript_add(&app->transcript, UI_ROLE_USER, text)) {
+            free(text);
+            note(app, true, "out of memory");
+            return;
+        }
+        free(text);
+        app->conv_changed = true;
+        ui_scrollback_end(&app->conv);
+        if (start_generation(app)) {
+            consume_input(app);
+        } else {
+            /* Nothing was sent: the message goes back to the input. */
+            char *back;
+            if (ui_transcript_undo(&app->transcript, &back))
+                free(back);
+        }
+        return;
+    }
+    case UI_CMD_CLEAR:
+        if (busy(app))
+            return;
+        ui_transcript_clear(&app->transcript);
+        ui_timing_clear(&app->timing);
+        app->conv_changed = true;
+        ui_scrollback_end(&app->conv);
+        note(app, false, "conversation cleared");
+        break;
+    case UI_CMD_REGEN:
+        if (busy(app))
+            return;
+        if (!ui_transcript_regen(&app->transcript)) {
+            note(app, true, "there is no message to answer again");
+            break;
+        }
+        app->conv_changed = true;
+        start_generation(app);
+        break;
+    case UI_CMD_UNDO: {
+        if (busy(app))
+            return;
+        char *text;
+        if (!ui_transcript_undo(&app->transcript, &text)) {
+            note(app, true, "there is nothing to undo");
+            break;
+        }
+        app->conv_changed = true;
+        consume_input(app);
+        ui_editor_set(&app->editor, text);
+        free(text);
+        note(app, false,
+             "removed the last message and its answer; the message is back in the "
+             "input");
+        return;
+    }
+    case UI_CMD_SAVE: save(app, cmd.arg, cmd.arg_len); break;
+    case UI_CMD_SYSTEM: {
+        char *text = strndup(cmd.arg, cmd.arg_len);
+        if (!text || !ui_transcript_set_system(&app->transcript, text)) {
+            free(text);
+            note(app, true, "out of memory");
+            return;
+        }
+        free(text);
+        app->conv_changed = true;
+        note(app, false,
+             cmd.arg_len ? "system prompt set; it applies from the next answer"
+                         : "system prompt removed");
+        break;
+    }
+    case UI_CMD_HELP: open_help(app); break;
+    case UI_CMD_QUIT: app->quit = true; break;
+    case UI_CMD_ERROR: note(app, true, "%s", cmd.error); return;
+    }
+    consume_input(app);
+}
+
+/* Ctrl+C: cancel a generation, else clear the input; a second press within a second quits. */
+static void interrupt(struct ui_app *app, double now_ms)
+{
+    if (now_ms - app->last_interrupt_ms < UI_INTERRUPT_QUIT_MS) {
+        app->quit = true;
+        return;
+    }
+    app->last_interrupt_ms = now_ms;
+    if (app->generating) {
+        cancel(app, " (Ctrl+C again within 1 s quits)");
+    } else if (app->editor.len > 0) {
+        ui_editor_clear(&app->editor);
+        note(app, false, "input cleared; Ctrl+C again within 1 s quits");
+    } else {
+        note(app, false, "Ctrl+C again within 1 s quits (or /quit, or Ctrl+D)");
+    }
+}
+
+/* Moves a slider of the settings pane. */
+static void adjust(struct ui_app *app, int dir)
+{
+    int64_t cap = app->info.n_ctx > 1 ? app->info.n_ctx - 1 : 1;
+    char text[200];
+    ui_settings_adjust(&app->settings, app->slider, dir, cap, app->generating, text, sizeof text);
+    note(app, false, "%s", text);
+}
+
+/* Scrolls the focused pane: the conversation, or the timing pane's rows. */
+static void scroll(struct ui_app *app, enum ui_action act)
+{
+    if (app->focus == UI_FOCUS_TIMING) {
+        size_t back = app->timing_back;
+        if (act == UI_ACT_SCROLL_UP && back < app->timing.n)
+            back++;
+        else if (act == UI_ACT_SCROLL_DOWN && back > 0)
+            back--;
+        else if (act == UI_ACT_SCROLL_TOP)
+            back = app->timing.n;
+        else if (act == UI_ACT_SCROLL_BOTTOM)
+            back = 0;
+        app->timing_back = back;
+        return;
+    }
+    if (act == UI_ACT_SCROLL_UP || act == UI_ACT_SCROLL_DOWN)
+        ui_scrollback_scroll(&app->conv, act == UI_ACT_SCROLL_UP ? -1 : 1);
+    else if (act == UI_ACT_SCROLL_TOP)
+        ui_scrollback_home(&app->conv);
+    else
+        ui_scrollback_end(&app->conv);
+}
+
+/* A key while the help screen shows: scroll it, close it, or Ctrl+C. */
+static void help_key(struct ui_app *app, uint32_t key, double now_ms)
+{
+    struct ui_scrollback *v = &app->help_view;
+    switch (key) {
+    case UI_KEY_UP: ui_scrollback_scroll(v, -1); break;
+    case UI_KEY_DOWN: ui_scrollback_scroll(v, 1); break;
+    case UI_KEY_PGUP: ui_scrollback_page(v, -1); break;
+    case UI_KEY_PGDN: ui_scrollback_page(v, 1); break;
+    case UI_KEY_HOME: ui_scrollback_home(v); break;
+    case UI_KEY_END: ui_scrollback_end(v); break;
+    case UI_KEY_CTRL('c'): interrupt(app, now_ms); break;
+    case UI_KEY_RESIZE: break;
+    default: app->help = false; break;
+    }
+}
+
+/* A key inside a bracketed paste: text into the input, whatever the focus. */
+static void paste_key(struct ui_app *app, uint32_t key)
+{
+    char enc[4];
+    size_t n = 0;
+    if (key == UI_KEY_ENTER || key == UI_KEY_CTRL('j'))
+        enc[n++] = '\n';
+    else if (key == UI_KEY_TAB)
+        enc[n++] = '\t';
+    else if (key >= 0x20 && key < 0x110000)
+        n = ui_utf8_encode(key, enc);
+    if (n && !ui_editor_paste(&app->editor, enc, n))
+        note(app, true, "out of memory");
+}
+
+void ui_app_key(struct ui_app *app, uint32_t key, double now_ms)
+{
+    if (app->paste) {
+        if (key == UI_KEY_PASTE_END)
+            app->paste = false;
+        else
+            paste_key(app, key);
+        return;
+    }
+    if (key == UI_KEY_PASTE_BEGIN) {
+        app->paste = true;
+        app->focus = UI_FOCUS_INPUT;
+        return;
+    }
+    if (app->help) {
+        help_key(app, key, now_ms);
+        return;
+    }
+    struct ui_editor *ed = &app->editor;
+    enum ui_action act = ui_keys_lookup(app->focus, key);
+    switch (act) {
+    case UI_ACT_HELP: open_help(app); break;
+    case UI_ACT_HELP_IF_EMPTY:
+        if (ed->len == 0)
+            open_help(app);
+        else
+            ui_editor_insert_char(ed, key);
+        break;
+    case UI_ACT_INTERRUPT: interrupt(app, now_ms); break;
+    case UI_ACT_CANCEL:
+        if (app->generating && !app->cancelling)
+            cancel(app, "");
+        break;
+    case UI_ACT_FOCUS_NEXT:
+    case UI_ACT_FOCUS_PREV: {
+        int step = act == UI_ACT_FOCUS_NEXT ? 1 : UI_FOCUS_COUNT - 1;
+        do
+            app->focus = (enum ui_focus)((app->focus + step) % UI_FOCUS_COUNT);
+        while (app->focus == UI_FOCUS_TIMING && !app->timing_shown);
+        break;
+    }
+    case UI_ACT_PAGE_UP: ui_scrollback_page(&app->conv, -1); break;
+    case UI_ACT_PAGE_DOWN: ui_scrollback_page(&app->conv, 1); break;
+    case UI_ACT_REDRAW: app->redraw_all = true; break;
+    case UI_ACT_SEND: send(app); break;
+    case UI_ACT_NEWLINE: ui_editor_insert_char(ed, '\n'); break;
+    case UI_ACT_LEFT: ui_editor_left(ed); break;
+    case UI_ACT_RIGHT: ui_editor_right(ed); break;
+    case UI_ACT_WORD_LEFT: ui_editor_word_left(ed); break;
+    case UI_ACT_WORD_RIGHT: ui_editor_word_right(ed); break;
+    case UI_ACT_HOME: ui_editor_home(ed); break;
+    case UI_ACT_END: ui_editor_end(ed); break;
+    case UI_ACT_BACKSPACE: ui_editor_backspace(ed); break;
+    case UI_ACT_DELETE: ui_editor_delete(ed); break;
+    case UI_ACT_EOF_OR_DELETE:
+        if (ed->len == 0)
+            app->quit = true;
+        else
+            ui_editor_delete(ed);
+        break;
+    case UI_ACT_KILL_END: ui_editor_kill_end(ed); break;
+    case UI_ACT_KILL_START: ui_editor_kill_start(ed); break;
+    case UI_ACT_KILL_WORD: ui_editor_kill_word(ed); break;
+    case UI_ACT_UP: ui_editor_up(ed); break;
+    case UI_ACT_DOWN: ui_editor_down(ed); break;
+    case UI_ACT_SCROLL_UP:
+    case UI_ACT_SCROLL_DOWN:
+    case UI_ACT_SCROLL_TOP:
+    case UI_ACT_SCROLL_BOTTOM: scroll(app, act); break;
+    case UI_ACT_SLIDER_PREV:
+        app->slider = (enum ui_slider)((app->slider + UI_SLIDER_COUNT - 1) % UI_SLIDER_COUNT);
+        break;
+    case UI_ACT_SLIDER_NEXT:
+        app->slider = (enum ui_slider)((app->slider + 1) % UI_SLIDER_COUNT);
+        break;
+    case UI_ACT_SLIDER_INC: adjust(app, 1); break;
+    case UI_ACT_SLIDER_DEC: adjust(app, -1); break;
+    case UI_ACT_NONE:
+        /* Typing from another pane goes to the input. */
+        if (key >= 0x20 && key < 0x110000 && key != 0x7F) {
+            app->focus = UI_FOCUS_INPUT;
+            ui_editor_insert_char(ed, key);
+        }
+        break;
+    }
+}
+
+/* The end of a generation: the answer (or its part) joins the conversation. */
+static void finish(struct ui_app *app, struct ui_gen_result *r)
+{
+    app->generating = app->cancelling = false;
+    app->last_end = (int)r->end;
+    app->frame.n = 0;
+    app->conv_changed = true;
+    if (r->dropped > 0 && !ui_transcript_drop_oldest(&app->transcript, (size_t)r->dropped))
+        note(app, true, "out of memory");
+    if (r->end == UI_GEN_FAILED) {
+        note(app, true, "the generation failed: %s", r->error);
+        return;
+    }
+    struct ui_timing_totals totals = r->totals;
+    ui_timing_sum(&app->timing, &totals);
+    if (!ui_transcript_answer(&app->transcript, r->text ? r->text : "", r->end == UI_GEN_CANCELLED,
+                              &app->running, &totals)) {
+        note(app, true, "out of memory");
+        return;
+    }
+    char line[256];
+    ui_timing_format_totals(&totals, line, sizeof line);
+    if (r->end == UI_GEN_CANCELLED)
+        note(app, false, "stopped after %d step%s: the partial answer is kept", totals.steps,
+             totals.steps == 1 ? "" : "s");
+    else
+        note(app, false, "%s%s", line,
+             r->stopped_early ? " (stopped early: the answer was final)" : "");
+}
+
+bool ui_app_poll(struct ui_app *app)
+{
+    struct ui_frame_news news = {0};
+    int got = ui_frame_slot_take(app->slot, &app->frame, &app->timing, &news);
+    if (got & UI_TAKE_NOTICE)
+        note(app, false, "%s", news.notice);
+    if (got & UI_TAKE_DONE) {
+        finish(app, &news.result);
+        free(news.result.text);
+    }
+    return got != 0;
+}
+
+bool ui_app_layout_conversation(struct ui_app *app, int cols, int rows)
+{
+    ui_scrollback_set_view(&app->conv, rows > 0 ? (size_t)rows : 0);
+    if (!app->conv_changed && cols == app->conv_cols)
+        return true;
+    const struct ui_transcript *t = &app->transcript;
+    struct ui_sb_block *blocks = malloc(3 * (t->n + 1) * sizeof *blocks);
+    char(*headers)[UI_HEADER_MAX] = malloc((t->n ? t->n : 1) * sizeof *headers);
+    if (!blocks || !headers)
+        goto fail;
+    size_t n = ui_transcript_blocks(t, headers, blocks);
+    if (!ui_scrollback_layout(&app->conv, blocks, n, cols))
+        goto fail;
+    free(app->blocks);
+    free(app->headers);
+    app->blocks = blocks;
+    app->headers = headers;
+    app->n_blocks = n;
+    app->conv_changed = false;
+    app->conv_cols = cols;
+    return true;
+fail:
+    free(blocks);
+    free(headers);
+    return false;
+}
+
+bool ui_app_layout_help(struct ui_app *app, int cols, int rows)
+{
+    ui_scrollback_set_view(&app->help_view, rows > 0 ? (size_t)rows : 0);
+    if (cols == app->help_cols)
+        return true;
+    if (!ui_scrollback_layout(&app->help_view, &app->help_block, 1, cols))
+        return false;
+    app->help_cols = cols;
+    return true;
+}
+
+void ui_app_state_text(const struct ui_app *app, char *buf, size_t size)
+{
+    const struct ui_frame *f = &app->frame;
+    if (app->cancelling)
+        snprintf(buf, size, "cancelling");
+    else if (app->generating && f->step < 0)
+        snprintf(buf, size, "starting");
+    else if (app->generating && f->n_steps > 0)
+        snprintf(buf, size, "step %d of %d", f->step + 1, f->n_steps);
+    else if (app->generating)
+        snprintf(buf, size, "step %d", f->step + 1);
+    else if (app->last_end == UI_GEN_CANCELLED)
+        snprintf(buf, size, "cancelled");
+    else if (app->last_end == UI_GEN_FAILED)
+        snprintf(buf, size, "error");
+    else
+        snprintf(buf, size, "idle");
+}
