@@ -788,6 +788,38 @@ START_TEST(range_refused)
 }
 END_TEST
 
+/* A stale partial file (other content, or longer than the file) is detected and replaced. */
+START_TEST(stale_partial)
+{
+    char sha[65], commit[41], rel[128], blobs[4400], partial[4400];
+    int64_t size;
+    expected(TINY, "main", Q4, sha, &size, commit);
+    repo_path(blobs, sizeof blobs, TINY, "blobs");
+    snprintf(rel, sizeof rel, "blobs/%s.incomplete", sha);
+    repo_path(partial, sizeof partial, TINY, rel);
+    const int64_t lengths[] = {1000, Q4_SIZE + 5};
+    for (int k = 0; k < 2; k++) {
+        char cmd[4600];
+        snprintf(cmd, sizeof cmd, "mkdir -p '%s'", blobs);
+        ck_assert_int_eq(system(cmd), 0);
+        FILE *f = fopen(partial, "wb");
+        for (int64_t i = 0; i < lengths[k]; i++)
+            fputc((int)(i * 7 % 251), f);
+        fclose(f);
+        struct dllm_hub_params p;
+        struct seen s;
+        params_for(&p, &s);
+        struct dllm_hub_model *m = resolve_ok(TINY, &p);
+        check_file(m, TINY, "main", Q4);
+        ck_assert_int_eq(s.events[DLLM_HUB_PHASE_RETRY], k == 0 ? 1 : 0);
+        dllm_hub_model_free(m);
+        check_cache_valid();
+        teardown();
+        setup();
+    }
+}
+END_TEST
+
 struct fault_case {
     const char *where, *kind, *code;
     int times;
@@ -1246,6 +1278,7 @@ static Suite *hub_suite(void)
     tcase_add_test(tc, resume_after_drop);
     tcase_add_test(tc, cancel_then_resume);
     tcase_add_test(tc, range_refused);
+    tcase_add_test(tc, stale_partial);
     tcase_add_loop_test(tc, faults, 0, sizeof fault_cases / sizeof fault_cases[0]);
     tcase_add_test(tc, disk_full);
     tcase_add_test(tc, concurrent_pulls);
