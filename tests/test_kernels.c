@@ -394,6 +394,73 @@ START_TEST(test_rows)
 }
 END_TEST
 
+/*
+ * The largest integer products: every quantised weight byte set to one pattern (all bits set:
+ * the K-quants' largest values, Q8_0 weights -1; 0x80 and 0x7f: Q8_0's -128 and 127), against
+ * activation rows of one sign whose quantised values are all +-127, so that no pairwise
+ * int16 sum inside a dot-product instruction may saturate. Against the reference.
+ */
+START_TEST(test_rows_extremes)
+{
+    static const uint32_t types[] = {DLLM_TYPE_Q4_K, DLLM_TYPE_Q5_K, DLLM_TYPE_Q6_K,
+                                     DLLM_TYPE_Q8_0, DLLM_TYPE_Q4_0, DLLM_TYPE_Q4_1,
+                                     DLLM_TYPE_Q5_0, DLLM_TYPE_Q5_1};
+    static const uint8_t patterns[] = {0xff, 0x80, 0x7f};
+    const uint32_t wtype = types[_i % 8];
+    const char *name = simd_names[_i / 8];
+    char what[64];
+    snprintf(what, sizeof what, "rows extremes %s", dllm_type_traits(wtype)->name);
+    const struct dllm_kernels *k = variant_or_skip(name, what);
+    if (k == NULL) {
+        return;
+    }
+    const int64_t N = 24, K = 512, L = 2;
+    uint64_t seed = 31;
+    uint8_t *w = random_weights(wtype, N, K, &seed); /* for valid scales */
+    const struct dllm_type_traits *tr = dllm_type_traits(wtype);
+    uint8_t *scales = malloc((size_t)(N * K / tr->block_elems) * tr->block_bytes);
+    ck_assert_ptr_nonnull(scales);
+    memcpy(scales, w, (size_t)(N * K / tr->block_elems) * tr->block_bytes);
+    float x[2 * 512];
+    for (int64_t i = 0; i < K; i++) {
+        x[i] = 1.0f;
+        x[K + i] = -0.5f;
+    }
+    void *scratch = malloc(dllm_matmul_scratch_bytes(wtype, K, L));
+    float y[2 * 24], ref[2 * 24];
+    ck_assert_ptr_nonnull(scratch);
+    dllm_matmul_quantize_ref(wtype, x, K, L, scratch);
+    double worst = 0.0;
+    for (size_t pi = 0; pi < sizeof patterns; pi++) {
+        /* every byte of each block the pattern, then the fp16 scales of the random blocks back */
+        memset(w, patterns[pi], (size_t)(N * K / tr->block_elems) * tr->block_bytes);
+        for (int64_t b = 0; b < N * K / tr->block_elems; b++) {
+            uint8_t *dst = w + (size_t)b * tr->block_bytes;
+            const uint8_t *src = scales + (size_t)b * tr->block_bytes;
+            switch (wtype) {
+            case DLLM_TYPE_Q6_K:
+                memcpy(dst + offsetof(struct block_q6_K, d), src + offsetof(struct block_q6_K, d),
+                       2);
+                break;
+            case DLLM_TYPE_Q4_K:
+            case DLLM_TYPE_Q5_K:
+            case DLLM_TYPE_Q4_1:
+            case DLLM_TYPE_Q5_1: memcpy(dst, src, 4); break;
+            default: memcpy(dst, src, 2); break;
+            }
+        }
+        dllm_matmul_rows_ref(wtype, w, K, 0, N, scratch, L, ref, N);
+        k->rows(wtype, w, K, 0, N, scratch, L, y, N);
+        worst = fmax(worst, max_row_diff(y, ref, N, L, N));
+    }
+    printf("%s %s: rel L2 difference from ref %.3g (tol %.3g)\n", name, what, worst, TOL_ROWS);
+    ck_assert_double_le(worst, TOL_ROWS);
+    free(scratch);
+    free(scales);
+    free(w);
+}
+END_TEST
+
 /* Empty row ranges and L = 0 write nothing; a zero activation row gives exact zeros. */
 START_TEST(test_rows_edges)
 {
@@ -451,6 +518,7 @@ static Suite *kernels_suite(void)
 
     tc = tcase_create("rows");
     tcase_add_loop_test(tc, test_rows, 0, (int)(N_SIMD * N_PRODUCT_CASES));
+    tcase_add_loop_test(tc, test_rows_extremes, 0, N_SIMD * 8);
     tcase_add_loop_test(tc, test_rows_edges, 0, N_SIMD * 5);
     suite_add_tcase(s, tc);
     return s;

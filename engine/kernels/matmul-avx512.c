@@ -40,6 +40,12 @@ SIMD_INLINE vi vi_loadu(const void *p)
     return _mm512_loadu_si512(p);
 }
 
+/* NR / 2 words from p, then zeros. */
+SIMD_INLINE vi vi_loadu_half(const void *p)
+{
+    return _mm512_zextsi256_si512(_mm256_loadu_si256(p));
+}
+
 /*
  * Transposes the 16 x 16 matrix of 32-bit words in v: afterwards lane r of v[c] holds what
  * lane c of v[r] held. Within 128-bit lanes first (words, then pairs), then across them.

@@ -68,18 +68,19 @@ SIMD_INLINE vi gather_at(const uint8_t *blk, const struct panel_rows *pr, size_t
 /*
  * Words [0, nd) of the block in each panel row, transposed: lane r of d[i] is word i of row r.
  * Loads NR words of each row at a time (the last span ends at word nd, overlapping the one
- * before), so nothing past the words asked for is read; nd >= NR.
+ * before), or NR / 2 when that is nd, so nothing past the words asked for is read.
  */
 SIMD_INLINE void block_words(const uint8_t *blk, const struct panel_rows *pr, int nd, vi *d)
 {
     for (int i0 = 0; i0 < nd; i0 += NR) {
-        const int at = i0 + NR <= nd ? i0 : nd - NR;
+        const int at = i0 + NR <= nd || nd < NR ? i0 : nd - NR;
         vi v[NR];
         for (int r = 0; r < NR; r++) {
-            v[r] = vi_loadu(blk + pr->roff[r] + 4 * (size_t)at);
+            const uint8_t *src = blk + pr->roff[r] + 4 * (size_t)at;
+            v[r] = nd < NR ? vi_loadu_half(src) : vi_loadu(src);
         }
         vi_transpose(v);
-        for (int c = 0; c < NR; c++) {
+        for (int c = 0; c < NR && at + c < nd; c++) {
             d[at + c] = v[c];
         }
     }
@@ -344,10 +345,18 @@ struct qpanel {
 
 /* A tile of activation rows over Q32_CHUNK blocks, prepared for qtile. */
 struct qacts {
-    uint8_t u[TT_Q][Q32_CHUNK][QK8_0]; /* activations + 128 */
-    float d[TT_Q][Q32_CHUNK];          /* block scales */
-    float dsum[TT_Q][Q32_CHUNK];       /* scale * sum of the activations (Q4_1, Q5_1) */
+    uint8_t u[TT_Q][Q32_CHUNK][QK8_0];  /* activations + 128, or its low nibbles (split) */
+    uint8_t hi[TT_Q][Q32_CHUNK][QK8_0]; /* the high nibbles of activations + 128 (split) */
+    float d[TT_Q][Q32_CHUNK];           /* block scales */
+    float dsum[TT_Q][Q32_CHUNK];        /* scale * sum of the activations (Q4_1, Q5_1) */
 };
+
+/*
+ * How qprep and qtile treat the activations: PLAIN; SUM adds the m * sum term of Q4_1 and
+ * Q5_1; SPLIT takes a + 128 as 16 * hi + lo, for Q8_0 weights where vi_dot2 would otherwise
+ * saturate (products up to 255 * 128), at twice the dot products.
+ */
+enum qmode { Q_PLAIN, Q_SUM, Q_SPLIT };
 
 /* corr from the packed weights: -128 * their sum, taken as dot products with ones. */
 SIMD_INLINE void qpanel_corr(struct qpanel *p)
@@ -393,18 +402,15 @@ SIMD_INLINE void pack_nibbles(struct qpanel *p, const uint8_t *blk, const struct
     p->m = with_m ? half_of(dm, true) : vf_zero();
 }
 
-#if SIMD_DOT_ANY_U8
 static void pack_q8_0(void *panel, const uint8_t *blk, const struct panel_rows *pr)
 {
     struct qpanel *p = panel;
-    for (int j = 0; j < 8; j++) {
-        p->q[j] = gather_at(blk, pr, offsetof(struct block_q8_0, qs) + 4 * (size_t)j);
-    }
+    static_assert(QK8_0 / 4 == NR || QK8_0 / 4 == NR / 2, "Q8_0 words fit block_words");
+    block_words(blk + offsetof(struct block_q8_0, qs), pr, QK8_0 / 4, p->q);
     qpanel_corr(p);
     p->d = half_of(gather_at(blk, pr, 0), false);
     p->m = vf_zero();
 }
-#endif
 
 static void pack_q4_0(void *panel, const uint8_t *blk, const struct panel_rows *pr)
 {
@@ -428,17 +434,23 @@ static void pack_q5_1(void *panel, const uint8_t *blk, const struct panel_rows *
                  0, true);
 }
 
-/* Fills qacts from blocks [0, nb) of the Q8_0 rows a[t]; dsum only when with_sum. */
-SIMD_INLINE void qprep(struct qacts *qa, const uint8_t *const *a, int nb, bool with_sum)
+/* Fills qacts from blocks [0, nb) of the Q8_0 rows a[t] for the given mode. */
+SIMD_INLINE void qprep(struct qacts *qa, const uint8_t *const *a, int nb, enum qmode mode)
 {
-    const __m256i bias = _mm256_set1_epi8((char)0x80);
+    const __m256i bias = _mm256_set1_epi8((char)0x80), low = _mm256_set1_epi8(15);
     for (int t = 0; t < TT_Q; t++) {
         const struct block_q8_0 *blk = (const void *)a[t];
         for (int b = 0; b < nb; b++) {
             const __m256i u = _mm256_xor_si256(_mm256_loadu_si256((const void *)blk[b].qs), bias);
-            _mm256_storeu_si256((void *)qa->u[t][b], u);
             qa->d[t][b] = dllm_fp16_to_f32(blk[b].d);
-            if (with_sum) {
+            if (mode == Q_SPLIT) {
+                _mm256_storeu_si256((void *)qa->u[t][b], _mm256_and_si256(u, low));
+                _mm256_storeu_si256((void *)qa->hi[t][b],
+                                    _mm256_and_si256(_mm256_srli_epi16(u, 4), low));
+                continue;
+            }
+            _mm256_storeu_si256((void *)qa->u[t][b], u);
+            if (mode == Q_SUM) {
                 /* sums of 8 bytes of a + 128 in four 64-bit lanes */
                 const __m256i s = _mm256_sad_epu8(u, _mm256_setzero_si256());
                 const __m128i s2 =
@@ -452,16 +464,23 @@ SIMD_INLINE void qprep(struct qacts *qa, const uint8_t *const *a, int nb, bool w
 
 static void qprep_plain(void *acts, const uint8_t *const *a, int nb)
 {
-    qprep(acts, a, nb, false);
+    qprep(acts, a, nb, Q_PLAIN);
 }
 
 static void qprep_sum(void *acts, const uint8_t *const *a, int nb)
 {
-    qprep(acts, a, nb, true);
+    qprep(acts, a, nb, Q_SUM);
 }
 
+#if !SIMD_DOT_ANY_U8
+static void qprep_split(void *acts, const uint8_t *const *a, int nb)
+{
+    qprep(acts, a, nb, Q_SPLIT);
+}
+#endif
+
 /* A tile of TT rows of qa times nb packed blocks: y += d * da * dot (+ m * da * sum a). */
-SIMD_INLINE void qtile(const struct qpanel *p, int nb, const struct qacts *qa, bool with_sum,
+SIMD_INLINE void qtile(const struct qpanel *p, int nb, const struct qacts *qa, enum qmode mode,
                        float *y, int64_t ldy, int nt, int nr, bool accumulate)
 {
     vf facc[TT_Q];
@@ -470,24 +489,31 @@ SIMD_INLINE void qtile(const struct qpanel *p, int nb, const struct qacts *qa, b
         facc[t] = vf_zero();
     }
     for (int b = 0; b < nb; b++, p++) {
-        vi acc[TT_Q];
+        vi acc[TT_Q], acc_hi[TT_Q];
 #pragma GCC unroll 16
         for (int t = 0; t < TT_Q; t++) {
             acc[t] = p->corr;
+            acc_hi[t] = vi_zero();
         }
 #pragma GCC unroll 4
         for (int j = 0; j < QK8_0 / 4; j += 2) {
             const vi w0 = p->q[j], w1 = p->q[j + 1];
 #pragma GCC unroll 16
             for (int t = 0; t < TT_Q; t++) {
-                const uint8_t *u = qa->u[t][b] + 4 * j;
+                const uint8_t *u = qa->u[t][b] + 4 * j, *h = qa->hi[t][b] + 4 * j;
                 acc[t] = vi_dot2(acc[t], vi_bcast32(u), w0, vi_bcast32(u + 4), w1);
+                if (mode == Q_SPLIT) {
+                    acc_hi[t] = vi_dot2(acc_hi[t], vi_bcast32(h), w0, vi_bcast32(h + 4), w1);
+                }
             }
         }
 #pragma GCC unroll 16
         for (int t = 0; t < TT_Q; t++) {
+            if (mode == Q_SPLIT) {
+                acc[t] = vi_add(acc[t], vi_sll(acc_hi[t], 4));
+            }
             facc[t] = vf_fmadd(vf_mul(p->d, vf_set1(qa->d[t][b])), vf_cvt(acc[t]), facc[t]);
-            if (with_sum) {
+            if (mode == Q_SUM) {
                 facc[t] = vf_fmadd(p->m, vf_set1(qa->dsum[t][b]), facc[t]);
             }
         }
@@ -500,19 +526,27 @@ SIMD_INLINE void qtile(const struct qpanel *p, int nb, const struct qacts *qa, b
 static void qtile_plain(const void *panel, int nb, const void *acts, const uint8_t *const *a,
                         float *y, int64_t ldy, int nt, int nr, bool accumulate)
 {
-    qtile(panel, nb, acts, false, y, ldy, nt, nr, accumulate);
+    qtile(panel, nb, acts, Q_PLAIN, y, ldy, nt, nr, accumulate);
 }
 
 static void qtile_sum(const void *panel, int nb, const void *acts, const uint8_t *const *a,
                       float *y, int64_t ldy, int nt, int nr, bool accumulate)
 {
-    qtile(panel, nb, acts, true, y, ldy, nt, nr, accumulate);
+    qtile(panel, nb, acts, Q_SUM, y, ldy, nt, nr, accumulate);
 }
+
+#if !SIMD_DOT_ANY_U8
+static void qtile_split(const void *panel, int nb, const void *acts, const uint8_t *const *a,
+                        float *y, int64_t ldy, int nt, int nr, bool accumulate)
+{
+    qtile(panel, nb, acts, Q_SPLIT, y, ldy, nt, nr, accumulate);
+}
+#endif
 
 /* ---- float types ------------------------------------------------------------------------- */
 
-#define FB      8  /* elements per float block */
-#define F_CHUNK 16 /* blocks unpacked per panel at a time */
+#define FB      32 /* elements per float block */
+#define F_CHUNK 4  /* blocks unpacked per panel at a time */
 #define F_GROUP 4  /* panels sharing one prepared activation tile */
 
 /* One block of FB elements of NR rows: lane r of w[k] is element k of row r. */
@@ -528,28 +562,33 @@ struct facts {
 static void pack_f32(void *panel, const uint8_t *blk, const struct panel_rows *pr)
 {
     struct fpanel *p = panel;
+    vi w[FB];
+    block_words(blk, pr, FB, w);
     for (int k = 0; k < FB; k++) {
-        p->w[k] = vf_from_bits(gather_at(blk, pr, 4 * (size_t)k));
+        p->w[k] = vf_from_bits(w[k]);
     }
 }
 
+/* F16 and BF16: word i holds elements 2i (low half) and 2i + 1. */
 static void pack_f16(void *panel, const uint8_t *blk, const struct panel_rows *pr)
 {
     struct fpanel *p = panel;
-    for (int k = 0; k < FB; k += 2) {
-        const vi v = gather_at(blk, pr, 2 * (size_t)k);
-        p->w[k] = half_of(v, false);
-        p->w[k + 1] = half_of(v, true);
+    vi w[FB / 2];
+    block_words(blk, pr, FB / 2, w);
+    for (int i = 0; i < FB / 2; i++) {
+        p->w[2 * i] = half_of(w[i], false);
+        p->w[2 * i + 1] = half_of(w[i], true);
     }
 }
 
 static void pack_bf16(void *panel, const uint8_t *blk, const struct panel_rows *pr)
 {
     struct fpanel *p = panel;
-    for (int k = 0; k < FB; k += 2) {
-        const vi v = gather_at(blk, pr, 2 * (size_t)k);
-        p->w[k] = vf_from_bits(vi_sll(v, 16));
-        p->w[k + 1] = vf_from_bits(vi_and(v, vi_set1((int32_t)0xffff0000u)));
+    vi w[FB / 2];
+    block_words(blk, pr, FB / 2, w);
+    for (int i = 0; i < FB / 2; i++) {
+        p->w[2 * i] = vf_from_bits(vi_sll(w[i], 16));
+        p->w[2 * i + 1] = vf_from_bits(vi_and(w[i], vi_set1((int32_t)0xffff0000u)));
     }
 }
 
@@ -654,6 +693,8 @@ static const struct kind kind_q5_K = KQ(q5_K, pack_q5_K, kprep_sums, ktile_q45);
 static const struct kind kind_q6_K = KQ(q6_K, pack_q6_K, kprep_offsets, ktile_q6);
 #if SIMD_DOT_ANY_U8
 static const struct kind kind_q8_0 = Q32(q8_0, pack_q8_0, qprep_plain, qtile_plain);
+#else
+static const struct kind kind_q8_0 = Q32(q8_0, pack_q8_0, qprep_split, qtile_split);
 #endif
 static const struct kind kind_q4_0 = Q32(q4_0, pack_q4_0, qprep_plain, qtile_plain);
 static const struct kind kind_q5_0 = Q32(q5_0, pack_q5_0, qprep_plain, qtile_plain);
@@ -757,9 +798,7 @@ static const struct kind *kind_of(uint32_t wtype, int64_t K)
     case DLLM_TYPE_Q4_K: return &kind_q4_K;
     case DLLM_TYPE_Q5_K: return &kind_q5_K;
     case DLLM_TYPE_Q6_K: return &kind_q6_K;
-#if SIMD_DOT_ANY_U8
     case DLLM_TYPE_Q8_0: return &kind_q8_0;
-#endif
     case DLLM_TYPE_Q4_0: return &kind_q4_0;
     case DLLM_TYPE_Q5_0: return &kind_q5_0;
     case DLLM_TYPE_Q4_1: return &kind_q4_1;

@@ -16,7 +16,7 @@
 #ifdef SIMD_VNNI
 #define SIMD_DOT_ANY_U8 1 /* vi_dot2 is exact for any u8 and s8 */
 #else
-#define SIMD_DOT_ANY_U8 0 /* vi_dot2 needs |u0 . s0| and |u1 . s1| pairs below 2^14 */
+#define SIMD_DOT_ANY_U8 0 /* vi_dot2 needs pair sums within int16 (see there) */
 #endif
 
 typedef __m256i vi;
@@ -40,6 +40,12 @@ SIMD_INLINE vi vi_load(const void *p)
 SIMD_INLINE vi vi_loadu(const void *p)
 {
     return _mm256_loadu_si256(p);
+}
+
+/* NR / 2 words from p, then zeros. */
+SIMD_INLINE vi vi_loadu_half(const void *p)
+{
+    return _mm256_zextsi128_si256(_mm_loadu_si128(p));
 }
 
 /*
