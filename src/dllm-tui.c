@@ -257,6 +257,7 @@ static bool run(struct ui_app *app, struct ui_screen *scr, struct player *player
 {
     double last_draw = -1e12;
     bool dirty = true;
+    bool typed = false; /* keys came last time: curses may hold the start of a sequence */
     while (!app->quit && got_signal != SIGTERM && got_signal != SIGHUP && got_signal != SIGQUIT) {
         if (got_signal == SIGINT) {
             got_signal = 0;
@@ -278,8 +279,8 @@ static bool run(struct ui_app *app, struct ui_screen *scr, struct player *player
             dirty = false;
         }
         int timeout = dirty ? (int)(FRAME_MS - (now - last_draw)) + 1 : -1;
-        if (player && (timeout < 0 || timeout > 20))
-            timeout = 20; /* a script waiting on the engine looks again soon */
+        if ((player || typed) && (timeout < 0 || timeout > 20))
+            timeout = 20; /* a script waiting on the engine, or a lone Esc, looks again soon */
         struct pollfd fds[2] = {{app->slot->wake_fd, POLLIN, 0}, {STDIN_FILENO, POLLIN, 0}};
         int rc = poll(fds, player ? 1 : 2, timeout);
         if (rc < 0 && errno != EINTR) {
@@ -288,9 +289,12 @@ static bool run(struct ui_app *app, struct ui_screen *scr, struct player *player
         }
         if (rc > 0 && (fds[0].revents & POLLIN))
             dirty |= ui_app_poll(app);
-        /* Keys; after EINTR too, as a resize (SIGWINCH) arrives as a key. */
+        /* Keys; after EINTR too, as a resize (SIGWINCH) arrives as a key; and once more after
+         * keys came, for an Esc that curses held back waiting to see if a sequence follows. */
         uint32_t key;
-        while (!player && (rc < 0 || (fds[1].revents & POLLIN)) && ui_screen_read_key(scr, &key)) {
+        bool look = !player && (rc < 0 || (fds[1].revents & POLLIN) || typed);
+        typed = look && (fds[1].revents & POLLIN);
+        while (look && ui_screen_read_key(scr, &key)) {
             ui_app_key(app, key, now_ms());
             dirty = true;
         }

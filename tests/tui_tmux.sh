@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# A smoke test of dllm-tui in a real terminal: tmux at a fixed size runs the program over the
+# stand-in engine (tests/ui_mock_engine.c); the test sends keys, polls the captured pane for
+# the expected text (no fixed sleeps), resizes the window, and checks that quitting restores
+# the terminal (the shell's text from before comes back, the exit status is 0).
+. "$(dirname "$0")/lib.sh"
+need_fixtures
+if ! command -v tmux >/dev/null; then
+    echo "SKIP: tmux is not installed (Debian package tmux)"
+    if [ "${CI:-}" = true ]; then echo "FAIL: CI=true, where a missing tmux is a failure"; exit 1; fi
+    exit 77
+fi
+TUI=${DLLM_TUI_MOCK:-$PWD/tests/dllm-tui-mock}
+MODEL=$FIX/models/dream-tiny-realvocab-q4km.gguf
+SOCK=dllm-tui-test-$$
+T=(tmux -L "$SOCK" -f /dev/null)
+trap '"${T[@]}" kill-server 2>/dev/null; rm -rf "$TMP"' EXIT
+
+# wait_for NAME PATTERN: polls the pane (up to 20 s) until grep -E finds PATTERN.
+wait_for() {
+    local i
+    for ((i = 0; i < 400; i++)); do
+        if "${T[@]}" capture-pane -p -t tui >"$TMP/pane" 2>/dev/null && grep -Eq -- "$2" "$TMP/pane"; then
+            ok "$1"
+            return 0
+        fi
+        sleep 0.05
+    done
+    not_ok "$1: the pane never showed /$2/"
+    sed 's/^/  | /' "$TMP/pane"
+    return 1
+}
+
+"${T[@]}" new-session -d -s tui -x 100 -y 30 \
+    "printf 'before dllm-tui\n'; env LANG=C.UTF-8 TERM=xterm-256color XDG_STATE_HOME='$TMP/state' \
+     DLLM_MOCK_STEP_MS=150 '$TUI' -m '$MODEL' --max-tokens 32 --steps 8; echo \"exit status \$?\"; sleep 60"
+wait_for "starts" '─ message · Enter sends'
+"${T[@]}" send-keys -t tui -l "hello tmux"
+"${T[@]}" send-keys -t tui Enter
+wait_for "the canvas shows masks mid-generation" '─ answer · step [1-7] of 8 · [0-9]+ masks left'
+"${T[@]}" send-keys -t tui Escape
+wait_for "Esc cancels, keeping the partial answer" 'cancelled +stopped after [0-9] steps'
+"${T[@]}" send-keys -t tui -l "second"
+"${T[@]}" send-keys -t tui Enter
+wait_for "a second answer completes" '^dllm · 8 steps'
+"${T[@]}" send-keys -t tui -l "line one"
+"${T[@]}" send-keys -t tui M-Enter
+"${T[@]}" send-keys -t tui -l "line two"
+wait_for "Alt+Enter makes a second line" '^  line two'
+"${T[@]}" set-buffer "pasted
+text"
+"${T[@]}" paste-buffer -p -t tui
+wait_for "a bracketed paste stays in the input" '^  text'
+"${T[@]}" resize-window -t tui -x 60 -y 20
+wait_for "resize relayouts to 60 columns" '^─ conversation ─{45}$'
+"${T[@]}" send-keys -t tui F1
+wait_for "F1 shows the help" '^─ help · '
+"${T[@]}" send-keys -t tui Escape
+wait_for "Esc closes the help" '^─ conversation '
+"${T[@]}" send-keys -t tui C-c C-c
+wait_for "a second Ctrl+C quits with status 0" '^exit status 0$'
+wait_for "the terminal is restored" '^before dllm-tui$'
+finish
