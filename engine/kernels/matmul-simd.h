@@ -133,6 +133,7 @@ struct kpanel {
 
 /* What ktile needs per activation row of a tile and super-block beside its Q8_K32 block. */
 struct kacts {
+    float d[TT_K][KQ_CHUNK][QK_K / 32];     /* d[j], the scale of block j */
     float dsum[TT_K][KQ_CHUNK][QK_K / 32];  /* d[j] * (sum of block j): Q4_K, Q5_K */
     int32_t off[TT_K][KQ_CHUNK][QK_K / 16]; /* -32 * bsums[g]: Q6_K */
 };
@@ -230,6 +231,7 @@ SIMD_INLINE void kprep(struct kacts *ka, const uint8_t *const *a, int nb, bool w
         for (int b = 0; b < nb; b++) {
             const struct block_q8_K32 *src = (const void *)(a[t] + b * sizeof *src);
             const __m256i bs = _mm256_loadu_si256((const void *)src->bsums);
+            _mm256_storeu_ps(ka->d[t][b], _mm256_loadu_ps(src->d));
             if (with_off) {
                 for (int h = 0; h < 2; h++) {
                     const __m256i s16 = _mm256_cvtepi16_epi32(h ? _mm256_extracti128_si256(bs, 1)
@@ -278,7 +280,6 @@ SIMD_INLINE void ktile(const struct kpanel *p, int nb, const struct kacts *ka,
         const size_t ab = (size_t)b * sizeof(struct block_q8_K32);
         for (int j = 0; j < QK_K / 32; j++) {
             const size_t at = ab + offsetof(struct block_q8_K32, qs) + 32 * (size_t)j;
-            const size_t ad = ab + offsetof(struct block_q8_K32, d) + 4 * (size_t)j;
             vi acc[TT_K], acc2[TT_K];
 #pragma GCC unroll 16
             for (int t = 0; t < TT_K; t++) {
@@ -301,7 +302,7 @@ SIMD_INLINE void ktile(const struct kpanel *p, int nb, const struct kacts *ka,
             }
 #pragma GCC unroll 16
             for (int t = 0; t < TT_K; t++) {
-                const vf da = vf_set1(*(const float *)(const void *)(a[t] + ad));
+                const vf da = vf_set1(ka->d[t][b][j]);
                 if (nsub == 8) {
                     facc[t] = vf_fmadd(vf_mul(vf_cvt(acc[t]), da), p->dsc[j], facc[t]);
                     facc[t] = vf_fmadd(p->nmin[j], vf_set1(ka->dsum[t][b][j]), facc[t]);
@@ -313,8 +314,11 @@ SIMD_INLINE void ktile(const struct kpanel *p, int nb, const struct kacts *ka,
             }
         }
     }
-    for (int t = 0; t < nt; t++) {
-        store_row(y + t * ldy, facc[t], nr, accumulate);
+#pragma GCC unroll 16
+    for (int t = 0; t < TT_K; t++) {
+        if (t < nt) {
+            store_row(y + t * ldy, facc[t], nr, accumulate);
+        }
     }
 }
 
@@ -518,8 +522,11 @@ SIMD_INLINE void qtile(const struct qpanel *p, int nb, const struct qacts *qa, e
             }
         }
     }
-    for (int t = 0; t < nt; t++) {
-        store_row(y + t * ldy, facc[t], nr, accumulate);
+#pragma GCC unroll 16
+    for (int t = 0; t < TT_Q; t++) {
+        if (t < nt) {
+            store_row(y + t * ldy, facc[t], nr, accumulate);
+        }
     }
 }
 
@@ -650,8 +657,11 @@ static void ftile(const void *panel, int nb, const void *acts, const uint8_t *co
             }
         }
     }
-    for (int t = 0; t < nt; t++) {
-        store_row(y + t * ldy, facc[t], nr, accumulate);
+#pragma GCC unroll 16
+    for (int t = 0; t < TT_F; t++) {
+        if (t < nt) {
+            store_row(y + t * ldy, facc[t], nr, accumulate);
+        }
     }
 }
 
