@@ -26,8 +26,18 @@ tui() {
     fi
 }
 # has NAME FILE PATTERN / lacks NAME FILE PATTERN: grep -E in a dump.
-has() { if grep -Eq -- "$3" "$TMP/$2"; then ok "$1"; else not_ok "$1: $2 lacks /$3/"; sed 's/^/  | /' "$TMP/$2"; fi; }
-lacks() { if grep -Eq -- "$3" "$TMP/$2"; then not_ok "$1: $2 has /$3/"; sed 's/^/  | /' "$TMP/$2"; else ok "$1"; fi; }
+has() {
+    if grep -Eq -- "$3" "$TMP/$2"; then ok "$1"; else
+        not_ok "$1: $2 lacks /$3/"
+        sed 's/^/  | /' "$TMP/$2"
+    fi
+}
+lacks() {
+    if grep -Eq -- "$3" "$TMP/$2"; then
+        not_ok "$1: $2 has /$3/"
+        sed 's/^/  | /' "$TMP/$2"
+    else ok "$1"; fi
+}
 # count FILE PATTERN: occurrences of a string in a file.
 count() { grep -o -- "$2" "$TMP/$1" | wc -l; }
 equal() { if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1: got '$2', expected '$3'"; fi; }

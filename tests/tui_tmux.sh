@@ -7,7 +7,10 @@
 need_fixtures
 if ! command -v tmux >/dev/null; then
     echo "SKIP: tmux is not installed (Debian package tmux)"
-    if [ "${CI:-}" = true ]; then echo "FAIL: CI=true, where a missing tmux is a failure"; exit 1; fi
+    if [ "${CI:-}" = true ]; then
+        echo "FAIL: CI=true, where a missing tmux is a failure"
+        exit 1
+    fi
     exit 77
 fi
 TUI=${DLLM_TUI_MOCK:-$PWD/tests/dllm-tui-mock}
@@ -20,7 +23,8 @@ trap '"${T[@]}" kill-server 2>/dev/null; rm -rf "$TMP"' EXIT
 wait_for() {
     local i
     for ((i = 0; i < 400; i++)); do
-        if "${T[@]}" capture-pane -p -t tui >"$TMP/pane" 2>/dev/null && grep -Eq -- "$2" "$TMP/pane"; then
+        "${T[@]}" capture-pane -p -t tui >"$TMP/pane" 2>/dev/null
+        if grep -Eq -- "$2" "$TMP/pane"; then
             ok "$1"
             return 0
         fi
@@ -32,8 +36,9 @@ wait_for() {
 }
 
 "${T[@]}" new-session -d -s tui -x 100 -y 30 \
-    "printf 'before dllm-tui\n'; env LANG=C.UTF-8 TERM=xterm-256color XDG_STATE_HOME='$TMP/state' \
-     DLLM_MOCK_STEP_MS=150 '$TUI' -m '$MODEL' --max-tokens 32 --steps 8; echo \"exit status \$?\"; sleep 60"
+    "printf 'before dllm-tui\n'; env LANG=C.UTF-8 TERM=xterm-256color \
+     XDG_STATE_HOME='$TMP/state' DLLM_MOCK_STEP_MS=150 '$TUI' -m '$MODEL' --max-tokens 32 \
+     --steps 8; echo \"exit status \$?\"; sleep 60"
 wait_for "starts" '─ message · Enter sends'
 "${T[@]}" send-keys -t tui -l "hello tmux"
 "${T[@]}" send-keys -t tui Enter

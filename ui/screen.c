@@ -459,7 +459,6 @@ static void draw_settings(struct ui_screen *s, struct ui_app *app, const struct 
     }
     if (!focused)
         put_segment(s, r->y, &x, end, "   (Tab to the sliders)", UI_STYLE_DIM);
-    put_segment(s, r->y, &x, end, "", UI_STYLE_TEXT);
     put_text(s, r->y, x, end - x, "", UI_STYLE_TEXT);
 }
 
