@@ -8,9 +8,9 @@
  *              [--shapes 4096x4096,...] [--reps N]
  *
  * One timed product is the activation conversion of x[L, K] plus y = x . W^T, both shared
- * between the threads: the conversion by activation rows, the product by items of 64 weight
- * rows. GOPS counts 2 N K L operations; each figure is the median of --reps runs after one
- * warm-up run. Weights are random but valid blocks.
+ * between the threads by dllm_kernels_quantize_par and dllm_kernels_rows_par. GOPS counts 2 N K L
+ * operations; each figure is the median of --reps runs after one warm-up run. Weights are random
+ * but valid blocks.
  */
 #include "config.h"
 
@@ -28,7 +28,6 @@
 
 #define MAX_LIST    16
 #define MAX_THREADS 64
-#define ITEM_ROWS   64 /* weight rows per work item */
 
 static double clock_s(clockid_t id)
 {
@@ -178,22 +177,7 @@ struct gemm_job {
     void *scratch;
     float *y;
     int64_t N, K, L;
-    size_t arow; /* bytes per converted activation row */
 };
-
-static void quantize_item(void *ctx, int64_t item, int thread)
-{
-    struct gemm_job *j = ctx;
-    j->k->quantize(j->wtype, j->x + item * j->K, j->K, 1,
-                   (uint8_t *)j->scratch + (size_t)item * j->arow);
-}
-
-static void rows_item(void *ctx, int64_t item, int thread)
-{
-    struct gemm_job *j = ctx;
-    const int64_t n0 = item * ITEM_ROWS, n1 = n0 + ITEM_ROWS < j->N ? n0 + ITEM_ROWS : j->N;
-    j->k->rows(j->wtype, j->w, j->K, n0, n1, j->scratch, j->L, j->y, j->N);
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -212,9 +196,9 @@ static void time_gemm(struct dllm_threadpool *pool, struct gemm_job *j, int reps
     double t[64], c[64], u[64];
     for (int r = -1; r < reps; r++) {
         const double u0 = clock_s(CLOCK_PROCESS_CPUTIME_ID), t0 = now_s();
-        dllm_threadpool_run(pool, j->L, quantize_item, j);
+        dllm_kernels_quantize_par(j->k, pool, j->wtype, j->x, j->K, j->L, j->scratch);
         const double t1 = now_s();
-        dllm_threadpool_run(pool, (j->N + ITEM_ROWS - 1) / ITEM_ROWS, rows_item, j);
+        dllm_kernels_rows_par(j->k, pool, j->wtype, j->w, j->K, j->N, j->scratch, j->L, j->y, j->N);
         const double t2 = now_s(), u1 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
         if (r >= 0) {
             t[r] = t2 - t0;
@@ -395,16 +379,15 @@ int main(int argc, char **argv)
                     struct dllm_threadpool *pool = NULL;
                     dllm_threadpool_new(atoi(threads[hi]), &pool, NULL);
                     for (int li = 0; li < n_rows; li++) {
-                        struct gemm_job job = {k,
-                                               wtype,
-                                               w,
-                                               x,
-                                               scratch,
-                                               y,
-                                               N,
-                                               K,
-                                               atoll(rows[li]),
-                                               dllm_matmul_act_row_bytes(wtype, K)};
+                        struct gemm_job job = {.k = k,
+                                               .wtype = wtype,
+                                               .w = w,
+                                               .x = x,
+                                               .scratch = scratch,
+                                               .y = y,
+                                               .N = N,
+                                               .K = K,
+                                               .L = atoll(rows[li])};
                         double total, conv, cpu, best;
                         time_gemm(pool, &job, reps, &total, &conv, &cpu, &best);
                         const double ops = 2.0 * (double)N * (double)K * (double)job.L;

@@ -7,6 +7,7 @@
 #include "kernels/cpu.h"
 #include "kernels/matmul.h"
 #include "quant.h"
+#include "threadpool.h"
 
 #include <check.h>
 #include <math.h>
@@ -503,6 +504,50 @@ START_TEST(test_rows_edges)
 }
 END_TEST
 
+/*
+ * dllm_kernels_quantize_par and dllm_kernels_rows_par on pools of 1 to 3 threads give exactly
+ * what one call of the variant gives (items are panel-aligned, so every output is computed the
+ * same way), for every usable variant including the reference; N is no multiple of an item.
+ */
+START_TEST(test_par)
+{
+    size_t n;
+    const struct dllm_kernels *all = dllm_kernels_all(&n);
+    const struct dllm_kernels *k = &all[_i % n];
+    const int threads = 1 + _i / (int)n;
+    char what[64];
+    snprintf(what, sizeof what, "par on %d threads", threads);
+    if (variant_or_skip(k->name, what) == NULL) {
+        return;
+    }
+    const uint32_t wtype = DLLM_TYPE_Q4_K;
+    const int64_t N = 200, K = 512, L = 5;
+    uint64_t seed = 4242;
+    void *w = random_weights(wtype, N, K, &seed);
+    float *x = random_acts(L, K, &seed);
+    const size_t sbytes = dllm_matmul_scratch_bytes(wtype, K, L);
+    uint8_t *s1 = malloc(sbytes), *s2 = malloc(sbytes);
+    float *y1 = malloc((size_t)(L * N) * sizeof *y1), *y2 = malloc((size_t)(L * N) * sizeof *y2);
+    ck_assert(s1 != NULL && s2 != NULL && y1 != NULL && y2 != NULL);
+    struct dllm_threadpool *pool = NULL;
+    ck_assert_int_eq(dllm_threadpool_new(threads, &pool, NULL), DLLM_OK);
+    k->quantize(wtype, x, K, L, s1);
+    k->rows(wtype, w, K, 0, N, s1, L, y1, N);
+    dllm_kernels_quantize_par(k, pool, wtype, x, K, L, s2);
+    dllm_kernels_rows_par(k, pool, wtype, w, K, N, s2, L, y2, N);
+    ck_assert_int_eq(memcmp(s1, s2, sbytes), 0);
+    ck_assert_int_eq(memcmp(y1, y2, (size_t)(L * N) * sizeof *y1), 0);
+    printf("%s %s: identical to one call\n", k->name, what);
+    dllm_threadpool_free(pool);
+    free(y2);
+    free(y1);
+    free(s2);
+    free(s1);
+    free(x);
+    free(w);
+}
+END_TEST
+
 static Suite *kernels_suite(void)
 {
     Suite *s = suite_create("kernels");
@@ -520,6 +565,7 @@ static Suite *kernels_suite(void)
     tcase_add_loop_test(tc, test_rows, 0, (int)(N_SIMD * N_PRODUCT_CASES));
     tcase_add_loop_test(tc, test_rows_extremes, 0, N_SIMD * 8);
     tcase_add_loop_test(tc, test_rows_edges, 0, N_SIMD * 5);
+    tcase_add_loop_test(tc, test_par, 0, 3 * (1 + N_SIMD));
     suite_add_tcase(s, tc);
     return s;
 }

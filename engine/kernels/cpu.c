@@ -6,6 +6,7 @@
 #include "error.h"
 #include "kernels/cpu.h"
 #include "kernels/matmul.h"
+#include "threadpool.h"
 
 #include <cpuid.h>
 #include <stdlib.h>
@@ -128,4 +129,65 @@ enum dllm_status dllm_kernels_select_env(const struct dllm_kernels **out, struct
         dllm_error_prefix(err, "DLLM_KERNELS");
     }
     return st;
+}
+
+/* ---- running on a pool ------------------------------------------------------------------- */
+
+/* One product or conversion shared out over a pool. */
+struct par_job {
+    const struct dllm_kernels *k;
+    uint32_t wtype;
+    const void *w;
+    const float *x;
+    int64_t K, N, L;
+    void *scratch;
+    size_t arow; /* bytes per converted activation row */
+    float *y;
+    int64_t ldy;
+    int64_t item_rows; /* weight rows per item */
+};
+
+static void quantize_item(void *ctx, int64_t item, int thread)
+{
+    const struct par_job *j = ctx;
+    j->k->quantize(j->wtype, j->x + item * j->K, j->K, 1,
+                   (uint8_t *)j->scratch + (size_t)item * j->arow);
+}
+
+static void rows_item(void *ctx, int64_t item, int thread)
+{
+    const struct par_job *j = ctx;
+    const int64_t n0 = item * j->item_rows;
+    const int64_t n1 = n0 + j->item_rows < j->N ? n0 + j->item_rows : j->N;
+    j->k->rows(j->wtype, j->w, j->K, n0, n1, j->scratch, j->L, j->y, j->ldy);
+}
+
+void dllm_kernels_quantize_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
+                               uint32_t wtype, const float *x, int64_t K, int64_t L, void *scratch)
+{
+    struct par_job j = {.k = k,
+                        .wtype = wtype,
+                        .x = x,
+                        .K = K,
+                        .L = L,
+                        .scratch = scratch,
+                        .arow = dllm_matmul_act_row_bytes(wtype, K)};
+    dllm_threadpool_run(pool, L, quantize_item, &j);
+}
+
+void dllm_kernels_rows_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
+                           uint32_t wtype, const void *w, int64_t K, int64_t N, const void *scratch,
+                           int64_t L, float *y, int64_t ldy)
+{
+    struct par_job j = {.k = k,
+                        .wtype = wtype,
+                        .w = w,
+                        .K = K,
+                        .N = N,
+                        .L = L,
+                        .scratch = (void *)scratch,
+                        .y = y,
+                        .ldy = ldy,
+                        .item_rows = 4 * k->row_align};
+    dllm_threadpool_run(pool, (N + j.item_rows - 1) / j.item_rows, rows_item, &j);
 }

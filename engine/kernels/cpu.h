@@ -6,8 +6,8 @@
  * dllm_matmul_quantize_ref writes, so any variant's rows can read it) and rows multiplies a
  * range of weight rows with them. Every variant takes the weights in their GGUF layout, so a
  * model needs no repacking: the SIMD ones unpack panels of row_align rows on the stack as they
- * go and reuse each unpacked panel for all L activation rows. Types a variant has no SIMD
- * kernel for (Q8_0 on avx2, float types with K not a multiple of 8) use the reference.
+ * go and reuse each unpacked panel for all L activation rows. The reference serves the float
+ * types when K is not a multiple of 32, and conversions to BF16.
  */
 #ifndef DLLM_KERNELS_CPU_H
 #define DLLM_KERNELS_CPU_H
@@ -65,6 +65,22 @@ enum dllm_status dllm_kernels_select(const char *force, const struct dllm_kernel
 
 /* dllm_kernels_select with the environment variable DLLM_KERNELS as force. */
 enum dllm_status dllm_kernels_select_env(const struct dllm_kernels **out, struct dllm_error *err);
+
+/*
+ * Running a variant on a thread pool: the conversion shares out the L activation rows, the
+ * product items of 4 * row_align weight rows (the last one shorter), claimed by the pool's
+ * threads as they come free. Each returns when all its work is done. pool may hold one thread.
+ */
+struct dllm_threadpool;
+
+/* k->quantize of x[L, K] into scratch, the rows shared out over the pool. */
+void dllm_kernels_quantize_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
+                               uint32_t wtype, const float *x, int64_t K, int64_t L, void *scratch);
+
+/* k->rows for all rows [0, N) of W, shared out over the pool. */
+void dllm_kernels_rows_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
+                           uint32_t wtype, const void *w, int64_t K, int64_t N, const void *scratch,
+                           int64_t L, float *y, int64_t ldy);
 
 /* The SIMD variants' entry points, defined in matmul-<name>.c (avxvnni quantizes as avx2). */
 void dllm_matmul_quantize_avx2(uint32_t wtype, const float *x, int64_t K, int64_t L, void *scratch);
