@@ -780,6 +780,188 @@ DLLM_API void dllm_hub_list_free(struct dllm_hub_list *list);
 DLLM_API enum dllm_status dllm_hub_remove(const char *ref, const struct dllm_hub_params *params,
                                           int64_t *n_files, int64_t *bytes, struct dllm_error *err);
 
+/* ---- generation sessions ---------------------------------------------------------------- */
+
+/*
+ * A session generates answers with one model on its own worker thread and reports every
+ * denoising step through a callback. It owns its tokenizer, chat template, forward context
+ * and sampler; the model is shared read-only and must outlive the session.
+ */
+struct dllm_session;
+
+/* Options of dllm_session_new; dllm_session_params_init fills the defaults. */
+struct dllm_session_params {
+    /* The longest canvas (prompt plus generation area) a request may use; 0 (the default):
+     * the model's context length, at most 4096. */
+    int64_t max_canvas;
+};
+
+DLLM_API void dllm_session_params_init(struct dllm_session_params *params);
+
+/* One generation request. The session copies what it needs before dllm_session_generate
+ * returns. */
+struct dllm_request {
+    /* The conversation, rendered through the model's chat template; the answer continues it
+     * as the assistant. */
+    const struct dllm_chat_message *messages;
+    size_t n_messages;
+    /* Instead of messages: raw text, encoded as plain text (BOS only where the model's
+     * add_bos_token says so, control-token text not parsed). NULL to use messages. */
+    const char *raw_prompt;
+    /* Sampler settings; gen_length is the answer's length in tokens (the canvas masks). */
+    struct dllm_sampler_params sampler;
+};
+
+enum dllm_event_kind {
+    DLLM_EVENT_START,  /* the prompt is encoded and the canvas laid out */
+    DLLM_EVENT_NOTICE, /* something the user should know: turns dropped to fit the context */
+    DLLM_EVENT_STEP,   /* one denoising step finished */
+    DLLM_EVENT_DONE,   /* the answer, complete, stopped early or cancelled */
+    DLLM_EVENT_ERROR,  /* the request failed; message says why */
+};
+
+/*
+ * What a session reports. Pointers are valid only during the callback. The canvas is the
+ * whole sequence the model sees: n_prompt prompt ids, then the generation area, where masks
+ * (dllm_model_mask_id) are slots not yet committed.
+ */
+struct dllm_event {
+    enum dllm_event_kind kind;
+    const char *message;                /* NOTICE and ERROR: one line */
+    const int32_t *canvas;              /* START, STEP, DONE: [canvas_len] */
+    int64_t canvas_len, n_prompt;
+    int64_t n_steps;                    /* planned steps; 0 with a threshold (blocks run until
+                                           full) */
+    int64_t n_blocks;
+    int64_t step, block;                /* STEP: from 0, over the whole run */
+    const struct dllm_commit *committed; /* STEP: what this step wrote, selection order */
+    int64_t n_committed;
+    bool has_best_left;                 /* STEP: whether best_left_conf is known */
+    double best_left_conf;              /* STEP: best confidence left masked in the block */
+    int64_t masks_left;                 /* STEP, DONE */
+    double forward_ms, sample_ms;       /* STEP: this step's forward pass(es) and sampling */
+    const char *text;                   /* DONE: the answer up to its first end-of-generation
+                                           token, control tokens left out, NUL-terminated */
+    const int32_t *tokens;              /* DONE: the generated ids before that token */
+    int64_t n_tokens;
+    int64_t steps_run;                  /* DONE */
+    bool stopped_early;                 /* DONE: the early-stop rule ended the run */
+    bool cancelled;                     /* DONE: dllm_session_cancel ended the run */
+    double total_ms;                    /* DONE: from the request to the answer */
+    int64_t dropped_messages;           /* NOTICE, DONE: oldest messages left out to fit */
+};
+
+/* Receives a session's events on its worker thread; it must not call back into the session
+ * except dllm_session_cancel. */
+typedef void (*dllm_event_fn)(const struct dllm_event *event, void *user);
+
+/*
+ * Creates a session: loads the tokenizer and (when the file has one) the chat template,
+ * sizes the forward context and sampler for params->max_canvas (params may be NULL), and
+ * starts the worker thread.
+ */
+DLLM_API enum dllm_status dllm_session_new(const struct dllm_model *model,
+                                           const struct dllm_session_params *params,
+                                           struct dllm_session **out, struct dllm_error *err);
+
+/* Cancels and waits for a running request, stops the worker and frees everything. */
+DLLM_API void dllm_session_free(struct dllm_session *session);
+
+/* The session's tokenizer. */
+DLLM_API const struct dllm_vocab *dllm_session_vocab(const struct dllm_session *session);
+
+/*
+ * Starts a request on the worker and returns at once; events go to fn. Checks what it can
+ * first (DLLM_ERR_ARG: settings that cannot run, no chat template for messages, a session
+ * already busy) and then reports nothing. Later failures arrive as DLLM_EVENT_ERROR.
+ */
+DLLM_API enum dllm_status dllm_session_generate(struct dllm_session *session,
+                                                const struct dllm_request *request,
+                                                dllm_event_fn fn, void *user,
+                                                struct dllm_error *err);
+
+/* Asks the running request to stop at the next step boundary, keeping the partial canvas;
+ * any thread may call it; nothing happens when idle. */
+DLLM_API void dllm_session_cancel(struct dllm_session *session);
+
+/* Waits until the session has no request running (after its DONE or ERROR event). */
+DLLM_API void dllm_session_wait(struct dllm_session *session);
+
+/* ---- synthetic models ------------------------------------------------------------------- */
+
+/*
+ * GGUF files of the real architectures and shapes with random weights, for benchmarks and
+ * tests without a download. Tensor names, order, shapes and types are those llama.cpp's
+ * converter and llama-quantize write (reference.md A.2, A.3, C.7), the metadata keys those of
+ * a converted model. The vocabulary is synthetic and byte-level: the 256 GPT-2 byte tokens,
+ * 8 merges, [PAD<i>] fillers, and the architecture's special tokens at their real ids, or
+ * when the vocabulary is smaller than those ids at the same distance from its top as in the
+ * real one (LLaDA: <|startoftext|> 126080, <|endoftext|> 126081, <|mdm_mask|> 126336,
+ * <|start_header_id|> 126346, <|end_header_id|> 126347, <|eot_id|> 126348 of 126464; Dream:
+ * <|endoftext|> 151643, <|im_start|> 151644, <|im_end|> 151645, <|beginoftext|> 151665,
+ * <|mask|> 151666 of 152064). The chat template is the model's own. Weights are random
+ * blocks whose scales give every matrix a standard deviation of about 1/sqrt(ne0), norms
+ * near 1 and small biases, so activations stay finite through any number of layers.
+ */
+
+/* Tensor type mixes, numbered as llama-quantize's file types (general.file_type). */
+enum dllm_synth_type {
+    DLLM_SYNTH_Q8_0 = 7,    /* every matrix Q8_0 */
+    DLLM_SYNTH_Q4_K_M = 15, /* Q4_K; Q6_K for output.weight, and for attn_v and ffn_down in the
+                               layers llama-quantize's use_more_bits picks */
+    DLLM_SYNTH_Q5_K_M = 17, /* the same with Q5_K in place of Q4_K */
+    DLLM_SYNTH_Q6_K = 18,   /* every matrix Q6_K */
+};
+
+/* The shape and contents of a synthetic model; dllm_synth_params_init fills a preset. */
+struct dllm_synth_params {
+    const char *arch;  /* "llada" or "dream" */
+    int64_t n_layer;   /* 1 .. 4096 */
+    int64_t n_embd;    /* a multiple of the matrices' block size (256, or 32 for Q8_0) */
+    int64_t n_head;    /* divides n_embd into heads of an even size */
+    int64_t n_head_kv; /* divides n_head */
+    int64_t n_ff;      /* a multiple of the block size */
+    int64_t n_vocab;   /* room for 264 byte and merge tokens below the special tokens */
+    int64_t n_ctx;     /* the context length written to the file */
+    enum dllm_synth_type type;
+    uint64_t seed; /* the same seed and params give the same file, byte for byte */
+};
+
+/*
+ * The shape of a preset: "8b" for llada (LLaDA-8B-Instruct: 32 layers, d_model 4096, 32/32
+ * heads, ffn 12288, vocab 126464, context 4096), "7b" for dream (Dream-v0-Instruct-7B: 28
+ * layers, 3584, 28/4 heads, ffn 18944, vocab 152064, context 131072), "tiny" for either (the
+ * test fixtures' shapes: 2 layers, d_model 256, 4/4 heads and ffn 512 for llada, 4/2 heads
+ * and ffn 768 for dream, vocab 2048, context 4096); type Q4_K_M, seed 0. DLLM_ERR_ARG names
+ * the presets of the architecture.
+ */
+DLLM_API enum dllm_status dllm_synth_params_init(struct dllm_synth_params *params,
+                                                 const char *arch, const char *preset,
+                                                 struct dllm_error *err);
+
+/* DLLM_ERR_ARG when params cannot make a model, with a message naming the values. */
+DLLM_API enum dllm_status dllm_synth_params_check(const struct dllm_synth_params *params,
+                                                  struct dllm_error *err);
+
+/* "Q4_K_M", ...; NULL for a value not in the enum. Parsing ignores case. */
+DLLM_API const char *dllm_synth_type_name(enum dllm_synth_type type);
+DLLM_API bool dllm_synth_type_parse(const char *name, enum dllm_synth_type *out);
+
+/* Reports bytes of tensor data written so far of total; returning false cancels the write. */
+typedef bool (*dllm_synth_progress_fn)(uint64_t done, uint64_t total, void *user);
+
+/*
+ * Writes a synthetic model to path, streaming: the tensor data is generated block by block as
+ * it is written, so memory use does not grow with the model. The file appears under its name
+ * only when complete (it is written as PATH.tmp and renamed; an existing file is replaced);
+ * on failure or cancellation nothing is left behind. progress (may be NULL) is called about
+ * every megabyte. DLLM_ERR_IO names the file and the problem (a full disk, a missing folder),
+ * DLLM_ERR_CANCELLED follows a progress callback's false.
+ */
+DLLM_API enum dllm_status dllm_synth_write(const char *path, const struct dllm_synth_params *params,
+                                           dllm_synth_progress_fn progress, void *user,
+                                           struct dllm_error *err);
+
 #ifdef __cplusplus
 }
 #endif

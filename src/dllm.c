@@ -13,6 +13,8 @@ int cmd_tokenize(const struct cli_command *cmd, int argc, char **argv);
 extern const char cmd_tokenize_usage[];
 int cmd_logits(const struct cli_command *cmd, int argc, char **argv);
 extern const char cmd_logits_usage[];
+int cmd_run(const struct cli_command *cmd, int argc, char **argv);
+extern const char cmd_run_usage[];
 int cmd_pull(const struct cli_command *cmd, int argc, char **argv);
 extern const char cmd_pull_usage[];
 int cmd_ls(const struct cli_command *cmd, int argc, char **argv);
@@ -25,6 +27,7 @@ static const struct cli_command commands[] = {
     {"tokenize", "print the token ids of a prompt, or the text of ids", cmd_tokenize_usage,
      cmd_tokenize},
     {"logits", "write the logits of one forward pass over token ids", cmd_logits_usage, cmd_logits},
+    {"run", "generate one answer (text on stdout, or --json)", cmd_run_usage, cmd_run},
     {"pull", "download a model from the Hugging Face hub, verified", cmd_pull_usage, cmd_pull},
     {"ls", "list the GGUF models in the Hugging Face cache", cmd_ls_usage, cmd_ls},
     {"rm", "remove a model from the Hugging Face cache", cmd_rm_usage, cmd_rm},
