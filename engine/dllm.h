@@ -935,9 +935,8 @@ struct dllm_synth_params {
  * and ffn 768 for dream, vocab 2048, context 4096); type Q4_K_M, seed 0. DLLM_ERR_ARG names
  * the presets of the architecture.
  */
-DLLM_API enum dllm_status dllm_synth_params_init(struct dllm_synth_params *params,
-                                                 const char *arch, const char *preset,
-                                                 struct dllm_error *err);
+DLLM_API enum dllm_status dllm_synth_params_init(struct dllm_synth_params *params, const char *arch,
+                                                 const char *preset, struct dllm_error *err);
 
 /* DLLM_ERR_ARG when params cannot make a model, with a message naming the values. */
 DLLM_API enum dllm_status dllm_synth_params_check(const struct dllm_synth_params *params,

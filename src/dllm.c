@@ -21,6 +21,8 @@ int cmd_ls(const struct cli_command *cmd, int argc, char **argv);
 extern const char cmd_ls_usage[];
 int cmd_rm(const struct cli_command *cmd, int argc, char **argv);
 extern const char cmd_rm_usage[];
+int cmd_synth(const struct cli_command *cmd, int argc, char **argv);
+extern const char cmd_synth_usage[];
 
 static const struct cli_command commands[] = {
     {"inspect", "print a GGUF file's metadata and tensors", cmd_inspect_usage, cmd_inspect},
@@ -31,6 +33,7 @@ static const struct cli_command commands[] = {
     {"pull", "download a model from the Hugging Face hub, verified", cmd_pull_usage, cmd_pull},
     {"ls", "list the GGUF models in the Hugging Face cache", cmd_ls_usage, cmd_ls},
     {"rm", "remove a model from the Hugging Face cache", cmd_rm_usage, cmd_rm},
+    {"synth", "write a model of the real layout with random weights", cmd_synth_usage, cmd_synth},
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];
 

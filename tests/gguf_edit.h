@@ -1,7 +1,7 @@
 /*
- * Test helper: rewrites a GGUF file's metadata and re-serialises it, recording where each
- * structure lands so tests can corrupt exactly one field. Written independently of the reader
- * (it reads the original through the public API only to copy values).
+ * Test helper: rewrites a GGUF file's metadata and re-serialises it through the engine's GGUF
+ * writer (engine/gguf_write.h), recording where each structure lands so tests can corrupt
+ * exactly one field. It reads the original through the public API only to copy values.
  */
 #ifndef DLLM_TESTS_GGUF_EDIT_H
 #define DLLM_TESTS_GGUF_EDIT_H
@@ -15,15 +15,15 @@ struct gguf_edit;
 /* Byte offsets of the structures in a serialised image. */
 struct gguf_layout {
     size_t n_kv, n_tensors;
-    size_t *kv_key;      /* [n_kv] the key's length field */
-    size_t *kv_type;     /* [n_kv] the value type field */
-    size_t *kv_value;    /* [n_kv] the value */
-    size_t *t_name;      /* [n_tensors] the name's length field */
-    size_t *t_ndims;     /* [n_tensors] */
-    size_t *t_dims;      /* [n_tensors] ne[0] */
-    size_t *t_type;      /* [n_tensors] */
-    size_t *t_offset;    /* [n_tensors] */
-    size_t data;         /* start of the data section */
+    size_t *kv_key;   /* [n_kv] the key's length field */
+    size_t *kv_type;  /* [n_kv] the value type field */
+    size_t *kv_value; /* [n_kv] the value */
+    size_t *t_name;   /* [n_tensors] the name's length field */
+    size_t *t_ndims;  /* [n_tensors] */
+    size_t *t_dims;   /* [n_tensors] ne[0] */
+    size_t *t_type;   /* [n_tensors] */
+    size_t *t_offset; /* [n_tensors] */
+    size_t data;      /* start of the data section */
 };
 
 /* Loads a GGUF file (aborts on failure: the inputs are fixtures). */
@@ -55,7 +55,7 @@ void gguf_edit_set_tensor_type(struct gguf_edit *e, const char *name, uint32_t t
 void gguf_edit_remove_tensor(struct gguf_edit *e, const char *name);
 
 /* Serialises to a malloc'd image; layout (if not NULL) receives the offsets (free with
- * gguf_layout_free). */
+ * gguf_layout_free). An edit is serialised once, by this or gguf_edit_save. */
 void *gguf_edit_build(struct gguf_edit *e, size_t *size, struct gguf_layout *layout);
 void gguf_layout_free(struct gguf_layout *layout);
 

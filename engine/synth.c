@@ -1,0 +1,727 @@
+/*
+ * Synthetic models: GGUF files of the real LLaDA and Dream layouts with random weights
+ * (dllm.h, "synthetic models"). The tensor list, its order and the types of the Q4_K_M mix
+ * follow llama-quantize (shared/docs/reference.md A.2, A.3, C.7); the keys and the synthetic
+ * vocabulary follow the test fixtures, which llama.cpp's own converter wrote.
+ */
+#include "config.h"
+
+#include "dllm.h"
+#include "error.h"
+#include "gguf_write.h"
+#include "quant.h"
+#include "sampler.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define KEY_MAX      128
+#define NAME_MAX_LEN 64         /* ggml's GGML_MAX_NAME, terminator included */
+#define CHUNK_BYTES  (1u << 20) /* tensor data generated and written per step */
+#define MAX_LAYERS   4096
+#define N_MERGES     8
+#define FIRST_FREE   (256 + N_MERGES) /* the first id after the byte and merge tokens */
+#define TOKEN_MAX    24               /* bytes of the longest generated token text, NUL included */
+
+/* The chat templates, as the models' tokenizer_config.json files publish them. */
+static const char llada_template[] =
+    "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = "
+    "'<|start_header_id|>' + message['role'] + '<|end_header_id|>\n"
+    "\n"
+    "'+ message['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = "
+    "bos_token + content %}{% endif %}{{ content }}{% endfor %}{{ "
+    "'<|start_header_id|>assistant<|end_header_id|>\n"
+    "\n"
+    "' }}";
+
+static const char dream_template[] =
+    "{%- if tools %}\n"
+    "    {{- '<|im_start|>system\\n' }}\n"
+    "    {%- if messages[0]['role'] == 'system' %}\n"
+    "        {{- messages[0]['content'] }}\n"
+    "    {%- else %}\n"
+    "        {{- 'You are a helpful assistant.' }}\n"
+    "    {%- endif %}\n"
+    "    {{- \"\\n\\n# Tools\\n\\nYou may call one or more functions to assist with the user "
+    "query.\\n\\nYou are provided with function signatures within <tools></tools> XML "
+    "tags:\\n<tools>\" }}\n"
+    "    {%- for tool in tools %}\n"
+    "        {{- \"\\n\" }}\n"
+    "        {{- tool | tojson }}\n"
+    "    {%- endfor %}\n"
+    "    {{- \"\\n</tools>\\n\\nFor each function call, return a json object with function name "
+    "and arguments within <tool_call></tool_call> XML tags:\\n<tool_call>\\n{\\\"name\\\": "
+    "<function-name>, \\\"arguments\\\": <args-json-object>}\\n</tool_call><|im_end|>\\n\" }}\n"
+    "{%- else %}\n"
+    "    {%- if messages[0]['role'] == 'system' %}\n"
+    "        {{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}\n"
+    "    {%- else %}\n"
+    "        {{- '<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n' }}\n"
+    "    {%- endif %}\n"
+    "{%- endif %}\n"
+    "{%- for message in messages %}\n"
+    "    {%- if (message.role == \"user\") or (message.role == \"system\" and not loop.first) or "
+    "(message.role == \"assistant\" and not message.tool_calls) %}\n"
+    "        {{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' "
+    "}}\n"
+    "    {%- elif message.role == \"assistant\" %}\n"
+    "        {{- '<|im_start|>' + message.role }}\n"
+    "        {%- if message.content %}\n"
+    "            {{- '\\n' + message.content }}\n"
+    "        {%- endif %}\n"
+    "        {%- for tool_call in message.tool_calls %}\n"
+    "            {%- if tool_call.function is defined %}\n"
+    "                {%- set tool_call = tool_call.function %}\n"
+    "            {%- endif %}\n"
+    "            {{- '\\n<tool_call>\\n{\"name\": \"' }}\n"
+    "            {{- tool_call.name }}\n"
+    "            {{- '\", \"arguments\": ' }}\n"
+    "            {{- tool_call.arguments | tojson }}\n"
+    "            {{- '}\\n</tool_call>' }}\n"
+    "        {%- endfor %}\n"
+    "        {{- '<|im_end|>\\n' }}\n"
+    "    {%- elif message.role == \"tool\" %}\n"
+    "        {%- if (loop.index0 == 0) or (messages[loop.index0 - 1].role != \"tool\") %}\n"
+    "            {{- '<|im_start|>user' }}\n"
+    "        {%- endif %}\n"
+    "        {{- '\\n<tool_response>\\n' }}\n"
+    "        {{- message.content }}\n"
+    "        {{- '\\n</tool_response>' }}\n"
+    "        {%- if loop.last or (messages[loop.index0 + 1].role != \"tool\") %}\n"
+    "            {{- '<|im_end|>\\n' }}\n"
+    "        {%- endif %}\n"
+    "    {%- endif %}\n"
+    "{%- endfor %}\n"
+    "{%- if add_generation_prompt %}\n"
+    "    {{- '<|im_start|>assistant\\n' }}\n"
+    "{%- endif %}\n";
+
+/* A special token at its id in the real vocabulary. */
+struct special {
+    const char *text;
+    int32_t id;
+};
+
+static const struct special llada_specials[] = {
+    {"<|startoftext|>", 126080},     {"<|endoftext|>", 126081},     {"<|mdm_mask|>", 126336},
+    {"<|start_header_id|>", 126346}, {"<|end_header_id|>", 126347}, {"<|eot_id|>", 126348},
+};
+
+static const struct special dream_specials[] = {
+    {"<|endoftext|>", 151643},   {"<|im_start|>", 151644}, {"<|im_end|>", 151645},
+    {"<|beginoftext|>", 151665}, {"<|mask|>", 151666},
+};
+
+/* What the two architectures write differently; special ids are real-vocabulary ids. */
+struct arch_desc {
+    const char *name;
+    const char *pre; /* tokenizer.ggml.pre */
+    const char *chat_template;
+    float rope_base, norm_eps;
+    bool qkv_bias, add_bos, shift_logits;
+    int32_t real_vocab;
+    const struct special *specials; /* ascending ids */
+    size_t n_specials;
+    int32_t bos, eos, mask, eot; /* eot -1: no tokenizer.ggml.eot_token_id key */
+};
+
+static const struct arch_desc archs[] = {
+    {"llada", "llada-moe", llada_template, 500000.0f, 1e-5f, false, true, false, 126464,
+     llada_specials, sizeof llada_specials / sizeof *llada_specials, 126080, 126081, 126336,
+     126348},
+    {"dream", "qwen2", dream_template, 1000000.0f, 1e-6f, true, false, true, 152064, dream_specials,
+     sizeof dream_specials / sizeof *dream_specials, 151665, 151643, 151666, -1},
+};
+
+struct preset {
+    const char *arch, *name;
+    int64_t n_layer, n_embd, n_head, n_head_kv, n_ff, n_vocab, n_ctx;
+};
+
+static const struct preset presets[] = {
+    {"llada", "8b", 32, 4096, 32, 32, 12288, 126464, 4096},
+    {"llada", "tiny", 2, 256, 4, 4, 512, 2048, 4096},
+    {"dream", "7b", 28, 3584, 28, 4, 18944, 152064, 131072},
+    {"dream", "tiny", 2, 256, 4, 2, 768, 2048, 4096},
+};
+
+/* The merges of the synthetic vocabulary, by rank; token 256 + i is merge i's result. */
+static const char *const merges[N_MERGES] = {
+    "\u0120 t", "h e", "\u0120t he", "i n", "\u0120 a", "e r", "o n", "r e",
+};
+
+static const struct {
+    enum dllm_synth_type type;
+    const char *name;
+    uint32_t base; /* the matrices' type */
+    uint32_t more; /* attn_v and ffn_down in use_more_bits layers */
+    uint32_t out;  /* output.weight */
+} type_mixes[] = {
+    {DLLM_SYNTH_Q4_K_M, "Q4_K_M", DLLM_TYPE_Q4_K, DLLM_TYPE_Q6_K, DLLM_TYPE_Q6_K},
+    {DLLM_SYNTH_Q5_K_M, "Q5_K_M", DLLM_TYPE_Q5_K, DLLM_TYPE_Q6_K, DLLM_TYPE_Q6_K},
+    {DLLM_SYNTH_Q6_K, "Q6_K", DLLM_TYPE_Q6_K, DLLM_TYPE_Q6_K, DLLM_TYPE_Q6_K},
+    {DLLM_SYNTH_Q8_0, "Q8_0", DLLM_TYPE_Q8_0, DLLM_TYPE_Q8_0, DLLM_TYPE_Q8_0},
+};
+#define N_TYPE_MIXES (sizeof type_mixes / sizeof type_mixes[0])
+
+/* Tensor shapes in terms of the hyperparameters. */
+enum dim { DIM_ONE, DIM_EMBD, DIM_KV, DIM_FF, DIM_VOCAB };
+
+/* What a tensor holds: which rule picks its type, and how its values are drawn. */
+enum role {
+    ROLE_NORM,   /* F32 near 1 */
+    ROLE_BIAS,   /* F32 near 0; only where the architecture has Q/K/V biases */
+    ROLE_MATRIX, /* the mix's base type */
+    ROLE_MORE,   /* attn_v, ffn_down: the mix's wider type in use_more_bits layers */
+    ROLE_OUTPUT, /* output.weight */
+};
+
+struct tensor_desc {
+    const char *name;
+    enum role role;
+    enum dim ne0, ne1;
+};
+
+/* The tensors outside the blocks, then those of a block, each list ordered by name. */
+static const struct tensor_desc global_tensors[] = {
+    {"output.weight", ROLE_OUTPUT, DIM_EMBD, DIM_VOCAB},
+    {"output_norm.weight", ROLE_NORM, DIM_EMBD, DIM_ONE},
+    {"token_embd.weight", ROLE_MATRIX, DIM_EMBD, DIM_VOCAB},
+};
+
+static const struct tensor_desc layer_tensors[] = {
+    {"attn_k.bias", ROLE_BIAS, DIM_KV, DIM_ONE},
+    {"attn_k.weight", ROLE_MATRIX, DIM_EMBD, DIM_KV},
+    {"attn_norm.weight", ROLE_NORM, DIM_EMBD, DIM_ONE},
+    {"attn_output.weight", ROLE_MATRIX, DIM_EMBD, DIM_EMBD},
+    {"attn_q.bias", ROLE_BIAS, DIM_EMBD, DIM_ONE},
+    {"attn_q.weight", ROLE_MATRIX, DIM_EMBD, DIM_EMBD},
+    {"attn_v.bias", ROLE_BIAS, DIM_KV, DIM_ONE},
+    {"attn_v.weight", ROLE_MORE, DIM_EMBD, DIM_KV},
+    {"ffn_down.weight", ROLE_MORE, DIM_FF, DIM_EMBD},
+    {"ffn_gate.weight", ROLE_MATRIX, DIM_EMBD, DIM_FF},
+    {"ffn_norm.weight", ROLE_NORM, DIM_EMBD, DIM_ONE},
+    {"ffn_up.weight", ROLE_MATRIX, DIM_EMBD, DIM_FF},
+};
+
+#define N_GLOBAL (sizeof global_tensors / sizeof global_tensors[0])
+#define N_LAYER  (sizeof layer_tensors / sizeof layer_tensors[0])
+
+/* One tensor of the file to write. */
+struct planned {
+    char name[NAME_MAX_LEN];
+    enum role role;
+    uint32_t type;
+    int n_dims;
+    int64_t ne[2];
+};
+
+static const struct arch_desc *find_arch(const char *name)
+{
+    for (size_t i = 0; name && i < sizeof archs / sizeof archs[0]; i++)
+        if (strcmp(archs[i].name, name) == 0)
+            return &archs[i];
+    return NULL;
+}
+
+static int find_mix(enum dllm_synth_type type)
+{
+    for (size_t i = 0; i < N_TYPE_MIXES; i++)
+        if (type_mixes[i].type == type)
+            return (int)i;
+    return -1;
+}
+
+const char *dllm_synth_type_name(enum dllm_synth_type type)
+{
+    int i = find_mix(type);
+    return i < 0 ? NULL : type_mixes[i].name;
+}
+
+bool dllm_synth_type_parse(const char *name, enum dllm_synth_type *out)
+{
+    for (size_t i = 0; i < N_TYPE_MIXES; i++) {
+        if (strcasecmp(type_mixes[i].name, name) == 0) {
+            *out = type_mixes[i].type;
+            return true;
+        }
+    }
+    return false;
+}
+
+enum dllm_status dllm_synth_params_init(struct dllm_synth_params *params, const char *arch,
+                                        const char *preset, struct dllm_error *err)
+{
+    const struct arch_desc *a = find_arch(arch);
+    if (!a)
+        return dllm_error_set(err, DLLM_ERR_ARG,
+                              "unknown architecture '%s' (synthetic models: llada, dream)",
+                              arch ? arch : "(none)");
+    char names[64] = "";
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+        const struct preset *p = &presets[i];
+        if (strcmp(p->arch, a->name) != 0)
+            continue;
+        if (preset && strcmp(p->name, preset) == 0) {
+            *params = (struct dllm_synth_params){
+                .arch = a->name,
+                .n_layer = p->n_layer,
+                .n_embd = p->n_embd,
+                .n_head = p->n_head,
+                .n_head_kv = p->n_head_kv,
+                .n_ff = p->n_ff,
+                .n_vocab = p->n_vocab,
+                .n_ctx = p->n_ctx,
+                .type = DLLM_SYNTH_Q4_K_M,
+                .seed = 0,
+            };
+            return DLLM_OK;
+        }
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", *names ? ", " : "",
+                 p->name);
+    }
+    return dllm_error_set(err, DLLM_ERR_ARG, "unknown %s preset '%s' (presets: %s)", a->name,
+                          preset ? preset : "(none)", names);
+}
+
+/* Whether n is in [1, max]. */
+static bool in_range(int64_t n, int64_t max)
+{
+    return n >= 1 && n <= max;
+}
+
+/*
+ * Where the special tokens start: their real ids when the vocabulary holds the last of them,
+ * else shifted down so that they keep their distance from the top of the vocabulary.
+ */
+static int64_t special_shift(const struct arch_desc *a, int64_t n_vocab)
+{
+    return n_vocab > a->specials[a->n_specials - 1].id ? 0 : n_vocab - a->real_vocab;
+}
+
+enum dllm_status dllm_synth_params_check(const struct dllm_synth_params *p, struct dllm_error *err)
+{
+    const struct arch_desc *a = find_arch(p->arch);
+    if (!a)
+        return dllm_error_set(err, DLLM_ERR_ARG,
+                              "unknown architecture '%s' (synthetic models: llada, dream)",
+                              p->arch ? p->arch : "(none)");
+    int mix = find_mix(p->type);
+    if (mix < 0)
+        return dllm_error_set(err, DLLM_ERR_ARG,
+                              "unknown type mix %d (Q4_K_M, Q5_K_M, Q6_K or Q8_0)", (int)p->type);
+    const int64_t block = dllm_type_traits(type_mixes[mix].base)->block_elems;
+    if (!in_range(p->n_layer, MAX_LAYERS))
+        return dllm_error_set(err, DLLM_ERR_ARG, "%" PRId64 " layers: from 1 to %d", p->n_layer,
+                              MAX_LAYERS);
+    if (!in_range(p->n_embd, 1 << 20) || p->n_embd % block)
+        return dllm_error_set(err, DLLM_ERR_ARG,
+                              "d_model %" PRId64 " must be a multiple of %" PRId64
+                              " for %s, at most 2^20",
+                              p->n_embd, block, type_mixes[mix].name);
+    if (!in_range(p->n_ff, 1 << 20) || p->n_ff % block)
+        return dllm_error_set(err, DLLM_ERR_ARG,
+                              "ffn size %" PRId64 " must be a multiple of %" PRId64
+                              " for %s, at most 2^20",
+                              p->n_ff, block, type_mixes[mix].name);
+    if (!in_range(p->n_head, p->n_embd) || p->n_embd % p->n_head || (p->n_embd / p->n_head) % 2)
+        return dllm_error_set(err, DLLM_ERR_ARG,
+                              "%" PRId64 " heads must divide d_model %" PRId64
+                              " into heads of an even size",
+                              p->n_head, p->n_embd);
+    if (!in_range(p->n_head_kv, p->n_head) || p->n_head % p->n_head_kv)
+        return dllm_error_set(err, DLLM_ERR_ARG,
+                              "%" PRId64 " KV heads must divide %" PRId64 " heads", p->n_head_kv,
+                              p->n_head);
+    const int64_t top = a->real_vocab - a->specials[0].id; /* special ids from the top */
+    if (!in_range(p->n_vocab, INT32_MAX) ||
+        (special_shift(a, p->n_vocab) && p->n_vocab - top < FIRST_FREE))
+        return dllm_error_set(err, DLLM_ERR_ARG,
+                              "vocabulary of %" PRId64 " tokens: %s needs at least %" PRId64
+                              " (%d byte and merge tokens, then its special tokens)",
+                              p->n_vocab, a->name, FIRST_FREE + top, FIRST_FREE);
+    if (!in_range(p->n_ctx, UINT32_MAX))
+        return dllm_error_set(err, DLLM_ERR_ARG, "context length %" PRId64 ": from 1 to %" PRIu32,
+                              p->n_ctx, UINT32_MAX);
+    return DLLM_OK;
+}
+
+/* llama-quantize's choice of layers that get more bits: the first and last eighth, and every
+ * third layer between them. */
+static bool use_more_bits(int64_t i, int64_t n)
+{
+    return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+}
+
+static int64_t dim_value(const struct dllm_synth_params *p, enum dim d)
+{
+    switch (d) {
+    case DIM_EMBD: return p->n_embd;
+    case DIM_KV: return p->n_embd / p->n_head * p->n_head_kv;
+    case DIM_FF: return p->n_ff;
+    case DIM_VOCAB: return p->n_vocab;
+    case DIM_ONE: break;
+    }
+    return 1;
+}
+
+/* Fills out[0 ..] with the file's tensors in order; returns their number. */
+static size_t plan_tensors(const struct dllm_synth_params *p, const struct arch_desc *a,
+                           struct planned *out)
+{
+    const int mix = find_mix(p->type);
+    size_t n = 0;
+    for (int64_t layer = -1; layer < p->n_layer; layer++) {
+        const struct tensor_desc *list = layer < 0 ? global_tensors : layer_tensors;
+        const size_t count = layer < 0 ? N_GLOBAL : N_LAYER;
+        for (size_t i = 0; i < count; i++) {
+            const struct tensor_desc *d = &list[i];
+            if (d->role == ROLE_BIAS && !a->qkv_bias)
+                continue;
+            struct planned *t = &out[n++];
+            if (layer < 0)
+                snprintf(t->name, sizeof t->name, "%s", d->name);
+            else
+                snprintf(t->name, sizeof t->name, "blk.%" PRId64 ".%s", layer, d->name);
+            t->role = d->role;
+            t->ne[0] = dim_value(p, d->ne0);
+            t->ne[1] = dim_value(p, d->ne1);
+            t->n_dims = d->ne1 == DIM_ONE ? 1 : 2;
+            switch (d->role) {
+            case ROLE_NORM:
+            case ROLE_BIAS: t->type = DLLM_TYPE_F32; break;
+            case ROLE_MATRIX: t->type = type_mixes[mix].base; break;
+            case ROLE_MORE:
+                t->type =
+                    use_more_bits(layer, p->n_layer) ? type_mixes[mix].more : type_mixes[mix].base;
+                break;
+            case ROLE_OUTPUT: t->type = type_mixes[mix].out; break;
+            }
+        }
+    }
+    return n;
+}
+
+/* ---- the vocabulary ----------------------------------------------------------------------- */
+
+struct vocab {
+    const char **tokens; /* [n_vocab] */
+    int32_t *types;      /* [n_vocab] enum dllm_token_type */
+    char *pool;          /* [n_vocab][TOKEN_MAX]: texts of byte, merge and filler tokens */
+};
+
+/* GPT-2's byte-to-character table: printable Latin-1 bytes stand for themselves, the other 68
+ * for U+0100 upwards in byte order. */
+static uint32_t byte_char(unsigned b)
+{
+    if (b <= 0x20)
+        return 0x100 + b;
+    if (b >= 0x7f && b <= 0xa0)
+        return 0x100 + 0x21 + (b - 0x7f);
+    if (b == 0xad)
+        return 0x100 + 0x21 + 0x22;
+    return b;
+}
+
+/* The UTF-8 text of the token of byte b (a code point below U+0800). */
+static void byte_token_text(unsigned b, char *out)
+{
+    uint32_t c = byte_char(b);
+    if (c < 0x80) {
+        out[0] = (char)c;
+        out[1] = 0;
+    } else {
+        out[0] = (char)(0xc0 | (c >> 6));
+        out[1] = (char)(0x80 | (c & 0x3f));
+        out[2] = 0;
+    }
+}
+
+static void vocab_fini(struct vocab *v)
+{
+    free(v->tokens);
+    free(v->types);
+    free(v->pool);
+}
+
+/* Builds the synthetic vocabulary of n tokens; vocab_fini frees it, also after a failure. */
+static enum dllm_status vocab_init(struct vocab *v, const struct arch_desc *a, int64_t n,
+                                   struct dllm_error *err)
+{
+    v->tokens = malloc((size_t)n * sizeof *v->tokens);
+    v->types = malloc((size_t)n * sizeof *v->types);
+    v->pool = malloc((size_t)n * TOKEN_MAX);
+    if (!v->tokens || !v->types || !v->pool)
+        return dllm_error_set(err, DLLM_ERR_NOMEM,
+                              "out of memory for a vocabulary of %" PRId64 " tokens", n);
+    for (int64_t i = 0; i < n; i++) {
+        char *text = v->pool + (size_t)i * TOKEN_MAX;
+        if (i < 256) {
+            byte_token_text((unsigned)i, text);
+        } else if (i < FIRST_FREE) {
+            const char *m = merges[i - 256], *space = strchr(m, ' ');
+            snprintf(text, TOKEN_MAX, "%.*s%s", (int)(space - m), m, space + 1);
+        } else {
+            snprintf(text, TOKEN_MAX, "[PAD%d]", (int)i);
+        }
+        v->tokens[i] = text;
+        v->types[i] = i < FIRST_FREE ? DLLM_TOKEN_TYPE_NORMAL : DLLM_TOKEN_TYPE_UNUSED;
+    }
+    const int64_t shift = special_shift(a, n);
+    for (size_t i = 0; i < a->n_specials; i++) {
+        const int64_t id = a->specials[i].id + shift;
+        v->tokens[id] = a->specials[i].text;
+        v->types[id] = DLLM_TOKEN_TYPE_CONTROL;
+    }
+    return DLLM_OK;
+}
+
+/* ---- metadata ----------------------------------------------------------------------------- */
+
+static enum dllm_status set_arch_u32(struct dllm_gguf_writer *w, const char *arch,
+                                     const char *suffix, int64_t v, struct dllm_error *err)
+{
+    char key[KEY_MAX];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    return dllm_gguf_writer_set_u32(w, key, (uint32_t)v, err);
+}
+
+static enum dllm_status set_arch_f32(struct dllm_gguf_writer *w, const char *arch,
+                                     const char *suffix, float v, struct dllm_error *err)
+{
+    char key[KEY_MAX];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    return dllm_gguf_writer_set_f32(w, key, v, err);
+}
+
+/* Every key, in the order llama.cpp's converter and llama-quantize write them. */
+static enum dllm_status set_keys(struct dllm_gguf_writer *w, const struct dllm_synth_params *p,
+                                 const struct arch_desc *a, const struct vocab *v,
+                                 struct dllm_error *err)
+{
+    const char *n = a->name;
+    const int64_t shift = special_shift(a, p->n_vocab);
+    char name[KEY_MAX], causal[KEY_MAX];
+    snprintf(name, sizeof name, "synthetic-%s", n);
+    snprintf(causal, sizeof causal, "%s.attention.causal", n);
+    enum dllm_status st;
+    if ((st = dllm_gguf_writer_set_str(w, "general.architecture", n, err)) ||
+        (st = dllm_gguf_writer_set_str(w, "general.name", name, err)) ||
+        (st = set_arch_u32(w, n, "context_length", p->n_ctx, err)) ||
+        (st = set_arch_u32(w, n, "embedding_length", p->n_embd, err)) ||
+        (st = set_arch_u32(w, n, "block_count", p->n_layer, err)) ||
+        (st = set_arch_u32(w, n, "feed_forward_length", p->n_ff, err)) ||
+        (st = set_arch_u32(w, n, "attention.head_count", p->n_head, err)) ||
+        (st = set_arch_u32(w, n, "attention.head_count_kv", p->n_head_kv, err)) ||
+        (st = set_arch_f32(w, n, "rope.freq_base", a->rope_base, err)) ||
+        (st = set_arch_f32(w, n, "attention.layer_norm_rms_epsilon", a->norm_eps, err)) ||
+        (st = set_arch_u32(w, n, "rope.dimension_count", p->n_embd / p->n_head, err)) ||
+        (st = set_arch_u32(w, n, "vocab_size", p->n_vocab, err)) ||
+        (st = dllm_gguf_writer_set_bool(w, causal, false, err)) ||
+        (st = dllm_gguf_writer_set_str(w, "tokenizer.chat_template", a->chat_template, err)) ||
+        (st = dllm_gguf_writer_set_str(w, "tokenizer.ggml.model", "gpt2", err)) ||
+        (st = dllm_gguf_writer_set_str(w, "tokenizer.ggml.pre", a->pre, err)) ||
+        (st = dllm_gguf_writer_set_str_array(w, "tokenizer.ggml.tokens", v->tokens,
+                                             (uint64_t)p->n_vocab, err)) ||
+        (st = dllm_gguf_writer_set_array(w, "tokenizer.ggml.token_type", DLLM_GGUF_INT32, v->types,
+                                         (uint64_t)p->n_vocab, err)) ||
+        (st = dllm_gguf_writer_set_str_array(w, "tokenizer.ggml.merges", merges, N_MERGES, err)) ||
+        (st = dllm_gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)(a->bos + shift),
+                                       err)) ||
+        (st = dllm_gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)(a->eos + shift),
+                                       err)) ||
+        (st = dllm_gguf_writer_set_u32(w, "tokenizer.ggml.mask_token_id",
+                                       (uint32_t)(a->mask + shift), err)))
+        return st;
+    if (a->eot >= 0 && (st = dllm_gguf_writer_set_u32(w, "tokenizer.ggml.eot_token_id",
+                                                      (uint32_t)(a->eot + shift), err)))
+        return st;
+    if ((st = dllm_gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", a->add_bos, err)) ||
+        (st = dllm_gguf_writer_set_bool(w, "diffusion.shift_logits", a->shift_logits, err)) ||
+        (st = dllm_gguf_writer_set_u32(w, "general.quantization_version", 2, err)) ||
+        (st = dllm_gguf_writer_set_u32(w, "general.file_type", (uint32_t)p->type, err)))
+        return st;
+    return DLLM_OK;
+}
+
+/* ---- random blocks ------------------------------------------------------------------------ */
+
+/* A uniform integer in [0, n). */
+static uint32_t draw(struct dllm_rng *rng, uint32_t n)
+{
+    return (uint32_t)(((dllm_sampler_rng_next(rng) >> 32) * n) >> 32);
+}
+
+/* A factor in [0.75, 1.25) that varies the scale of each block. */
+static float jitter(struct dllm_rng *rng)
+{
+    return 0.75f + 0.5f * (float)dllm_sampler_rng_uniform(rng);
+}
+
+static void random_bytes(struct dllm_rng *rng, uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t x = dllm_sampler_rng_next(rng);
+        memcpy(p + i, &x, n - i < 8 ? n - i : 8);
+    }
+}
+
+/*
+ * Random Q4_K/Q5_K sub-block scales: even sc in [8, 30] (root mean square 20.2) and mn = sc/2,
+ * packed as get_scale_min_k4 unpacks them. With dmin = levels * d the minimum d * sc * levels
+ * / 2 puts the middle of the quant range at zero.
+ */
+static void k4_scales(struct dllm_rng *rng, uint8_t s[12])
+{
+    uint8_t sc[8], mn[8];
+    for (int j = 0; j < 8; j++) {
+        sc[j] = (uint8_t)(2 * (4 + draw(rng, 12)));
+        mn[j] = sc[j] / 2;
+    }
+    for (int j = 0; j < 4; j++) {
+        s[j] = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
+        s[j + 4] = (uint8_t)(mn[j] | (mn[j + 4] >> 4) << 6);
+        s[j + 8] = (uint8_t)((sc[j + 4] & 15) | (mn[j + 4] & 15) << 4);
+    }
+}
+
+/*
+ * n random blocks of a type whose values have mean about 0 and standard deviation about sigma:
+ * uniform quants (standard deviation sqrt((levels^2 - 1) / 12)) under random scales.
+ */
+static void random_blocks(uint32_t type, float sigma, struct dllm_rng *rng, void *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        switch (type) {
+        case DLLM_TYPE_Q4_K: {
+            struct block_q4_K *b = (struct block_q4_K *)out + i;
+            const float d = sigma / (20.2f * 4.61f) * jitter(rng);
+            b->d = dllm_f32_to_fp16(d);
+            b->dmin = dllm_f32_to_fp16(15.0f * d);
+            k4_scales(rng, b->scales);
+            random_bytes(rng, b->qs, sizeof b->qs);
+            break;
+        }
+        case DLLM_TYPE_Q5_K: {
+            struct block_q5_K *b = (struct block_q5_K *)out + i;
+            const float d = sigma / (20.2f * 9.23f) * jitter(rng);
+            b->d = dllm_f32_to_fp16(d);
+            b->dmin = dllm_f32_to_fp16(31.0f * d);
+            k4_scales(rng, b->scales);
+            random_bytes(rng, b->qh, sizeof b->qh);
+            random_bytes(rng, b->qs, sizeof b->qs);
+            break;
+        }
+        case DLLM_TYPE_Q6_K: {
+            /* scales of random sign and size 8 to 31 (root mean square 20.7) */
+            struct block_q6_K *b = (struct block_q6_K *)out + i;
+            random_bytes(rng, b->ql, sizeof b->ql);
+            random_bytes(rng, b->qh, sizeof b->qh);
+            for (int j = 0; j < QK_K / 16; j++) {
+                int s = 8 + (int)draw(rng, 24);
+                b->scales[j] = (int8_t)(draw(rng, 2) ? s : -s);
+            }
+            b->d = dllm_f32_to_fp16(sigma / (20.7f * 18.47f) * jitter(rng));
+            break;
+        }
+        case DLLM_TYPE_Q8_0: {
+            /* quants uniform in [-127, 127], four from each 64-bit draw */
+            struct block_q8_0 *b = (struct block_q8_0 *)out + i;
+            b->d = dllm_f32_to_fp16(sigma / 73.6f * jitter(rng));
+            for (int j = 0; j < QK8_0; j += 4) {
+                uint64_t x = dllm_sampler_rng_next(rng);
+                for (int k = 0; k < 4; k++, x >>= 16)
+                    b->qs[j + k] = (int8_t)((int)(((x & 0xffff) * 255) >> 16) - 127);
+            }
+            break;
+        }
+        }
+    }
+}
+
+/* Where tensor data goes, and who hears of it. */
+struct output {
+    struct dllm_gguf_writer *w;
+    uint8_t *buf; /* [CHUNK_BYTES] */
+    dllm_synth_progress_fn progress;
+    void *user;
+};
+
+/*
+ * Writes tensor `index`'s data, generated chunk by chunk from its own random stream (so a
+ * tensor's values do not depend on the tensors before it), reporting progress after each chunk.
+ */
+static enum dllm_status write_tensor(struct output *o, const struct planned *t, uint64_t seed,
+                                     size_t index, struct dllm_error *err)
+{
+    struct dllm_rng rng;
+    dllm_sampler_rng_seed(&rng, seed ^ ((uint64_t)(index + 1) * 0x9e3779b97f4a7c15ull));
+    uint8_t *buf = o->buf;
+    const struct dllm_type_traits *tr = dllm_type_traits(t->type);
+    const uint64_t n_blocks = (uint64_t)(t->ne[0] * t->ne[1] / tr->block_elems);
+    const size_t per_chunk = CHUNK_BYTES / tr->block_bytes;
+    const float sigma = 1.0f / sqrtf((float)t->ne[0]);
+    for (uint64_t b = 0; b < n_blocks; b += per_chunk) {
+        const size_t n = (size_t)(n_blocks - b < per_chunk ? n_blocks - b : per_chunk);
+        if (t->type == DLLM_TYPE_F32) {
+            float *f = (float *)buf;
+            for (size_t i = 0; i < n; i++) {
+                const float u = (float)dllm_sampler_rng_uniform(&rng) - 0.5f;
+                f[i] = t->role == ROLE_NORM ? 1.0f + 0.2f * u : 0.2f * u;
+            }
+        } else {
+            random_blocks(t->type, sigma, &rng, buf, n);
+        }
+        enum dllm_status st = dllm_gguf_writer_write(o->w, buf, n * tr->block_bytes, err);
+        if (st)
+            return st;
+        if (o->progress && !o->progress(dllm_gguf_writer_data_written(o->w),
+                                        dllm_gguf_writer_data_size(o->w), o->user))
+            return dllm_error_set(err, DLLM_ERR_CANCELLED, "cancelled: nothing was written");
+    }
+    return DLLM_OK;
+}
+
+enum dllm_status dllm_synth_write(const char *path, const struct dllm_synth_params *params,
+                                  dllm_synth_progress_fn progress, void *user,
+                                  struct dllm_error *err)
+{
+    struct output o = {.progress = progress, .user = user};
+    struct planned *tensors = NULL;
+    struct vocab vocab = {0};
+    enum dllm_status st = dllm_synth_params_check(params, err);
+    if (st)
+        return st;
+    const struct arch_desc *a = find_arch(params->arch);
+    tensors = malloc((N_GLOBAL + (size_t)params->n_layer * N_LAYER) * sizeof *tensors);
+    o.buf = malloc(CHUNK_BYTES);
+    if (!tensors || !o.buf) {
+        st = dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    const size_t n_tensors = plan_tensors(params, a, tensors);
+    if ((st = vocab_init(&vocab, a, params->n_vocab, err)) ||
+        (st = dllm_gguf_writer_new(&o.w, err)) || (st = set_keys(o.w, params, a, &vocab, err)))
+        goto fail;
+    for (size_t i = 0; i < n_tensors; i++) {
+        const struct planned *t = &tensors[i];
+        if ((st = dllm_gguf_writer_add_tensor(o.w, t->name, t->type, t->n_dims, t->ne, err)))
+            goto fail;
+    }
+    if ((st = dllm_gguf_writer_begin(o.w, path, err)))
+        goto fail;
+    for (size_t i = 0; i < n_tensors; i++)
+        if ((st = write_tensor(&o, &tensors[i], params->seed, i, err)))
+            goto fail;
+    st = dllm_gguf_writer_finish(o.w, NULL, NULL, err);
+fail:
+    dllm_gguf_writer_free(o.w);
+    vocab_fini(&vocab);
+    free(tensors);
+    free(o.buf);
+    return st;
+}

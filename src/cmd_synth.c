@@ -1,0 +1,141 @@
+/* dllm synth: a GGUF model of the real LLaDA or Dream layout with random weights. */
+#include "config.h"
+
+#include "cli.h"
+#include "dllm.h"
+
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const char cmd_synth_usage[] =
+    "usage: dllm synth --arch llada|dream [--preset 8b|7b|tiny] --out FILE\n"
+    "                  [--type Q4_K_M|Q5_K_M|Q6_K|Q8_0] [--layers N] [--vocab N] [--seed N]\n"
+    "                  [--quiet]\n"
+    "\n"
+    "Writes a GGUF model with random weights in the real layout of LLaDA-8B-Instruct or\n"
+    "Dream-v0-Instruct-7B: the tensors, shapes and metadata keys llama.cpp's converter writes,\n"
+    "the tensor types llama-quantize picks for the type mix, a synthetic byte-level vocabulary\n"
+    "with the model's special tokens, and the model's chat template. dllm and llama.cpp load\n"
+    "it; its text is meaningless. For benchmarks and tests without a download.\n"
+    "The data is generated while it is written (memory use stays small); FILE appears only\n"
+    "once complete (it is written as FILE.tmp, then renamed), replacing any file of that name.\n"
+    "Ctrl+C stops, leaves nothing behind and exits 130.\n"
+    "\n"
+    "options:\n"
+    "  -a, --arch NAME     llada or dream\n"
+    "  -p, --preset NAME   the shape: 8b (llada, 4.9 GB as Q4_K_M) or 7b (dream, 4.7 GB), the\n"
+    "                      default; tiny (either: 2 layers, d_model 256, vocab 2048)\n"
+    "  -o, --out FILE      the file to write\n"
+    "  -t, --type TYPE     the tensor type mix: Q4_K_M (default), Q5_K_M, Q6_K or Q8_0\n"
+    "      --layers N      the number of layers instead of the preset's\n"
+    "      --vocab N       the vocabulary size instead of the preset's; special tokens keep\n"
+    "                      their real ids, or their distance from the top of the vocabulary\n"
+    "      --seed N        the random seed, 0 to 2^63-1 (default 0): the same seed and\n"
+    "                      options give the same file\n"
+    "  -q, --quiet         no progress on stderr\n"
+    "  -h, --help          this help\n";
+
+/* Set by SIGINT; the progress callback then asks the library to stop. */
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+    interrupted = 1;
+    signal(sig, SIG_DFL); /* a second Ctrl+C ends the program at once */
+}
+
+/* How progress is shown: a redrawn percentage on a terminal, else a line every 10%. */
+struct view {
+    const char *path;
+    bool tty;
+    int last; /* the last percentage shown, -1 before any */
+};
+
+static bool on_progress(uint64_t done, uint64_t total, void *user)
+{
+    struct view *v = user;
+    int pct = total ? (int)(100 * done / total) : 100;
+    if (v->tty ? pct != v->last : pct / 10 != v->last / 10 || v->last < 0) {
+        fprintf(stderr, "%swriting %s: %3d%% (%.1f of %.1f MB)%s", v->tty ? "\r" : "", v->path, pct,
+                (double)done / 1e6, (double)total / 1e6, v->tty ? "" : "\n");
+        v->last = pct;
+    }
+    return !interrupted;
+}
+
+int cmd_synth(const struct cli_command *cmd, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"arch", required_argument, NULL, 'a'},
+        {"preset", required_argument, NULL, 'p'},
+        {"out", required_argument, NULL, 'o'},
+        {"type", required_argument, NULL, 't'},
+        {"layers", required_argument, NULL, 'L'},
+        {"vocab", required_argument, NULL, 'V'},
+        {"seed", required_argument, NULL, 's'},
+        {"quiet", no_argument, NULL, 'q'},
+        {0},
+    };
+    const char *arch = NULL, *preset = NULL, *out = NULL, *type = NULL;
+    long long layers = 0, vocab = 0, seed = 0;
+    bool quiet = false;
+    int c;
+    while ((c = cli_getopt(cmd, argc, argv, "a:p:o:t:q", opts)) != -1) {
+        switch (c) {
+        case 'a': arch = optarg; break;
+        case 'p': preset = optarg; break;
+        case 'o': out = optarg; break;
+        case 't': type = optarg; break;
+        case 'L': layers = cli_parse_int(cmd, "--layers", optarg, 1, 4096); break;
+        case 'V': vocab = cli_parse_int(cmd, "--vocab", optarg, 1, INT32_MAX); break;
+        case 's': seed = cli_parse_int(cmd, "--seed", optarg, 0, INT64_MAX); break;
+        case 'q': quiet = true; break;
+        }
+    }
+    if (optind != argc)
+        cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    if (!arch || !out)
+        cli_usage_error(cmd, "--%s is missing", !arch ? "arch" : "out");
+    if (!preset)
+        preset = strcmp(arch, "dream") == 0 ? "7b" : "8b";
+
+    struct dllm_synth_params params;
+    struct dllm_error err;
+    if (dllm_synth_params_init(&params, arch, preset, &err) != DLLM_OK)
+        cli_usage_error(cmd, "%s", err.text);
+    if (type && !dllm_synth_type_parse(type, &params.type))
+        cli_usage_error(cmd, "--type takes Q4_K_M, Q5_K_M, Q6_K or Q8_0, not '%s'", type);
+    if (layers)
+        params.n_layer = layers;
+    if (vocab)
+        params.n_vocab = vocab;
+    params.seed = (uint64_t)seed;
+    if (dllm_synth_params_check(&params, &err) != DLLM_OK)
+        cli_usage_error(cmd, "%s", err.text);
+
+    struct view view = {.path = out, .tty = isatty(STDERR_FILENO), .last = -1};
+    signal(SIGINT, on_sigint);
+    enum dllm_status st = dllm_synth_write(out, &params, quiet ? NULL : on_progress, &view, &err);
+    signal(SIGINT, SIG_DFL);
+    if (view.tty && view.last >= 0)
+        fputc('\n', stderr);
+    if (st == DLLM_ERR_CANCELLED) {
+        fprintf(stderr, "dllm: cancelled: %s was not written\n", out);
+        return 130;
+    }
+    if (st != DLLM_OK)
+        cli_fail("%s", err.text);
+    struct stat sb;
+    double mb = stat(out, &sb) == 0 ? (double)sb.st_size / 1e6 : 0.0;
+    printf("%s %s: %" PRId64 " layers, d_model %" PRId64 ", %" PRId64 "/%" PRId64
+           " heads, ffn %" PRId64 ", vocab %" PRId64 ", seed %" PRIu64 ": %.1f MB written to %s\n",
+           params.arch, dllm_synth_type_name(params.type), params.n_layer, params.n_embd,
+           params.n_head, params.n_head_kv, params.n_ff, params.n_vocab, params.seed, mb, out);
+    if (fflush(stdout) != 0)
+        cli_fail("cannot write the output");
+    return CLI_EXIT_OK;
+}
