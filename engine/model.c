@@ -506,3 +506,19 @@ const struct dllm_gguf *dllm_model_gguf(const struct dllm_model *model)
 {
     return model->gguf;
 }
+
+const char *dllm_model_file_type(const struct dllm_model *model)
+{
+    /* llama.cpp's enum llama_ftype, as general.file_type stores it. */
+    static const char *const names[] = {
+        [0] = "F32",     [1] = "F16",     [2] = "Q4_0",    [3] = "Q4_1",    [7] = "Q8_0",
+        [8] = "Q5_0",    [9] = "Q5_1",    [10] = "Q2_K",   [11] = "Q3_K_S", [12] = "Q3_K_M",
+        [13] = "Q3_K_L", [14] = "Q4_K_S", [15] = "Q4_K_M", [16] = "Q5_K_S", [17] = "Q5_K_M",
+        [18] = "Q6_K",   [32] = "BF16",
+    };
+    uint32_t ft;
+    if (dllm_gguf_get_u32(model->gguf, "general.file_type", &ft, NULL) != DLLM_OK ||
+        ft >= sizeof names / sizeof names[0] || !names[ft])
+        return "unknown";
+    return names[ft];
+}

@@ -46,7 +46,8 @@ struct dllm_session {
 
     int32_t *canvas;    /* [max_canvas] prompt, then the generation area */
     int32_t *uncond;    /* [max_canvas] the canvas with the prompt masked, for CFG */
-    int32_t *rows;      /* [max_canvas] output rows the forward pass projects */
+    int32_t *rows;      /* [max_canvas] output rows the forward pass projects; at the end,
+                           the answer's ids */
     float *logits;      /* [cap_rows, n_vocab] */
     float *logits_un;   /* [cap_rows, n_vocab] unconditional logits, for CFG */
     int64_t cap_rows;
@@ -55,6 +56,7 @@ struct dllm_session {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     bool busy, quit;
+    bool finishing; /* the running request has sent its last event */
     struct owned_request req; /* valid while busy */
     atomic_bool cancel;
 };
@@ -76,6 +78,11 @@ const struct dllm_vocab *dllm_session_vocab(const struct dllm_session *s)
     return s->vocab;
 }
 
+int64_t dllm_session_max_canvas(const struct dllm_session *s)
+{
+    return s->max_canvas;
+}
+
 static void free_request(struct owned_request *r)
 {
     for (size_t i = 0; i < r->n_messages; i++) {
@@ -87,9 +94,18 @@ static void free_request(struct owned_request *r)
     memset(r, 0, sizeof *r);
 }
 
-/* Hands an event to the request's callback. */
+/*
+ * Hands an event to the request's callback. Before the last one (DONE or ERROR) the request
+ * is marked finishing, so that a caller who submits the next request from that callback's
+ * news waits the moment it takes the worker to let go, instead of finding it busy.
+ */
 static void emit(struct dllm_session *s, struct dllm_event *ev)
 {
+    if (ev->kind == DLLM_EVENT_DONE || ev->kind == DLLM_EVENT_ERROR) {
+        pthread_mutex_lock(&s->lock);
+        s->finishing = true;
+        pthread_mutex_unlock(&s->lock);
+    }
     s->req.fn(ev, s->req.user);
 }
 
@@ -204,20 +220,22 @@ static enum dllm_status step_logits(struct dllm_session *s, int64_t canvas_len, 
     return DLLM_OK;
 }
 
-/* Reports the answer: the generated ids before the first end-of-generation token. */
+/*
+ * Reports the answer: the committed ids before the first end-of-generation token (a cancelled
+ * run may have left masks among them; they are left out), gathered in s->rows.
+ */
 static void finish(struct dllm_session *s, int64_t canvas_len, int64_t n_prompt,
                    int64_t steps_run, const struct dllm_sampler_result *last, bool cancelled,
                    double t0)
 {
-    int64_t end = n_prompt;
-    while (end < canvas_len && !dllm_vocab_is_eog(s->vocab, s->canvas[end]))
-        end++;
-    /* The mask is a control token: decoding leaves masks of a cancelled run out. */
+    int64_t n = 0;
+    for (int64_t i = n_prompt; i < canvas_len && !dllm_vocab_is_eog(s->vocab, s->canvas[i]); i++)
+        if (s->canvas[i] != s->mask_id)
+            s->rows[n++] = s->canvas[i];
     char *text = NULL;
     size_t len;
     struct dllm_error err;
-    if (dllm_vocab_decode(s->vocab, s->canvas + n_prompt, end - n_prompt, 0, &text, &len,
-                          &err)) {
+    if (dllm_vocab_decode(s->vocab, s->rows, n, 0, &text, &len, &err)) {
         emit_error(s, err.text);
         return;
     }
@@ -228,8 +246,8 @@ static void finish(struct dllm_session *s, int64_t canvas_len, int64_t n_prompt,
         .n_prompt = n_prompt,
         .masks_left = last ? last->masks_left : canvas_len - n_prompt,
         .text = text,
-        .tokens = s->canvas + n_prompt,
-        .n_tokens = end - n_prompt,
+        .tokens = s->rows,
+        .n_tokens = n,
         .steps_run = steps_run,
         .stopped_early = last && last->stopped_early,
         .cancelled = cancelled,
@@ -333,6 +351,7 @@ static void *worker(void *arg)
         pthread_mutex_lock(&s->lock);
         free_request(&s->req);
         s->busy = false;
+        s->finishing = false;
         pthread_cond_broadcast(&s->cond);
     }
     pthread_mutex_unlock(&s->lock);
@@ -469,6 +488,8 @@ enum dllm_status dllm_session_generate(struct dllm_session *s, const struct dllm
                               (long long)p->gen_length, (long long)s->max_canvas);
     int64_t rows = p->block_length ? p->block_length : p->gen_length;
     pthread_mutex_lock(&s->lock);
+    while (s->busy && s->finishing)
+        pthread_cond_wait(&s->cond, &s->lock);
     if (s->busy) {
         pthread_mutex_unlock(&s->lock);
         return dllm_error_set(err, DLLM_ERR_ARG, "the session is already generating");

@@ -310,8 +310,27 @@ static void use_utf8(void)
         cli_fail("dllm-tui needs a UTF-8 locale: set LANG=C.UTF-8 (or another UTF-8 locale)");
 }
 
+int cmd_run(const struct cli_command *cmd, int argc, char **argv);
+extern const char cmd_run_usage[];
+
+/* dllm-tui --batch ...: the one-shot generation of `dllm run`, with the same flags. */
+static int run_batch(int argc, char **argv)
+{
+    static const struct cli_command batch = {"tui --batch", "one-shot generation",
+                                             cmd_run_usage, cmd_run};
+    int n = 0;
+    for (int i = 0; i < argc; i++)
+        if (strcmp(argv[i], "--batch") != 0)
+            argv[n++] = argv[i];
+    argv[n] = NULL;
+    return cmd_run(&batch, n, argv);
+}
+
 int main(int argc, char **argv)
 {
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--batch") == 0)
+            return run_batch(argc, argv);
     use_utf8();
     struct tui_options o = {.gen = {.threads = (int)sysconf(_SC_NPROCESSORS_ONLN)}};
     parse_options(argc, argv, &o);

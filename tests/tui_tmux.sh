@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A smoke test of dllm-tui in a real terminal: tmux at a fixed size runs the program over the
-# stand-in engine (tests/ui_mock_engine.c); the test sends keys, polls the captured pane for
+# A smoke test of dllm-tui in a real terminal: tmux at a fixed size runs the real program on a
+# Dream fixture model; the test sends keys, polls the captured pane for
 # the expected text (no fixed sleeps), resizes the window, and checks that quitting restores
 # the terminal (the shell's text from before comes back, the exit status is 0).
 . "$(dirname "$0")/lib.sh"
@@ -13,8 +13,8 @@ if ! command -v tmux >/dev/null; then
     fi
     exit 77
 fi
-TUI=${DLLM_TUI_MOCK:-$PWD/tests/dllm-tui-mock}
-MODEL=$FIX/models/dream-tiny-realvocab-q4km.gguf
+TUI=$DLLM_BIN/dllm-tui
+MODEL=$FIX/models/dream-tiny-q4km.gguf
 SOCK=dllm-tui-test-$$
 T=(tmux -L "$SOCK" -f /dev/null)
 trap '"${T[@]}" kill-server 2>/dev/null; rm -rf "$TMP"' EXIT
@@ -37,17 +37,17 @@ wait_for() {
 
 "${T[@]}" new-session -d -s tui -x 100 -y 30 \
     "printf 'before dllm-tui\n'; env LANG=C.UTF-8 TERM=xterm-256color \
-     XDG_STATE_HOME='$TMP/state' DLLM_MOCK_STEP_MS=150 '$TUI' -m '$MODEL' --max-tokens 32 \
-     --steps 8; echo \"exit status \$?\"; sleep 60"
+     XDG_STATE_HOME='$TMP/state' '$TUI' -m '$MODEL' --max-tokens 64 --steps 64 \
+     --no-early-stop; echo \"exit status \$?\"; sleep 60"
 wait_for "starts" '─ message · Enter sends'
 "${T[@]}" send-keys -t tui -l "hello tmux"
 "${T[@]}" send-keys -t tui Enter
-wait_for "the canvas shows masks mid-generation" '─ answer · step [1-7] of 8 · [0-9]+ masks left'
+wait_for "the canvas shows masks mid-generation" '─ answer · step [0-9]+ of 64 · [0-9]+ masks left'
 "${T[@]}" send-keys -t tui Escape
-wait_for "Esc cancels, keeping the partial answer" 'cancelled +stopped after [0-9] steps'
+wait_for "Esc cancels, keeping the partial answer" 'cancelled +stopped after [0-9]+ steps'
 "${T[@]}" send-keys -t tui -l "second"
 "${T[@]}" send-keys -t tui Enter
-wait_for "a second answer completes" '^dllm · 8 steps'
+wait_for "a second answer completes" '^dllm · 64 steps'
 "${T[@]}" send-keys -t tui -l "line one"
 "${T[@]}" send-keys -t tui M-Enter
 "${T[@]}" send-keys -t tui -l "line two"
