@@ -50,6 +50,29 @@ DLLM_API const char *dllm_status_str(enum dllm_status status);
 /* The library version string, e.g. "0.1.0". */
 DLLM_API const char *dllm_version(void);
 
+/* ---- this machine and this build (dllm doctor) ------------------------------------------ */
+
+/*
+ * Writes the instruction-set extensions the matrix kernels use that this CPU and its OS
+ * support into buf (size bytes), separated by spaces: "AVX2 FMA F16C AVX512F ...", or ""
+ * when it has none of them.
+ */
+DLLM_API void dllm_cpu_features_text(char *buf, size_t size);
+
+/*
+ * The matrix-kernel variant dllm runs: the one DLLM_KERNELS names, else the fastest this CPU
+ * supports ("ref", "avx2", "avxvnni" or "avx512"). DLLM_ERR_ARG for an unknown DLLM_KERNELS,
+ * DLLM_ERR_UNSUPPORTED for a variant this CPU lacks.
+ */
+DLLM_API enum dllm_status dllm_kernels_name(const char **out, struct dllm_error *err);
+
+/*
+ * Writes the versions of the libraries libdllm runs with into buf (size bytes):
+ * "libcurl 7.88.1 (OpenSSL/3.0.11), OpenSSL 3.0.11 19 Sep 2023, PCRE2 10.42 2022-12-11,
+ * jansson 2.14".
+ */
+DLLM_API void dllm_library_versions(char *buf, size_t size);
+
 /* ---- tensor types ----------------------------------------------------------------------- */
 
 /* GGML tensor type ids, as stored in GGUF files. */

@@ -3,6 +3,7 @@
 
 #include "cli.h"
 #include "dllm.h"
+#include "model_ref.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -11,8 +12,8 @@
 #include <string.h>
 
 const char cmd_logits_usage[] =
-    "usage: dllm logits --model PATH --tokens IDS --rows POSITIONS|all --out FILE\n"
-    "                   [--threads N]\n"
+    "usage: dllm logits --model MODEL --tokens IDS --rows POSITIONS|all --out FILE\n"
+    "                   [--threads N] [--offline]\n"
     "\n"
     "Runs one bidirectional forward pass of a LLaDA or Dream model over the token ids, at\n"
     "positions 0, 1, ..., and writes the logits of the requested positions to FILE as float32,\n"
@@ -20,7 +21,9 @@ const char cmd_logits_usage[] =
     "output rows: no Dream shift is applied (Dream's row p predicts the token at p+1).\n"
     "\n"
     "options:\n"
-    "  -m, --model PATH        a LLaDA or Dream GGUF file\n"
+    "  -m, --model MODEL       a LLaDA or Dream GGUF file, or a hub model\n"
+    "                          org/repo[:QUANT|:FILE.gguf], downloaded if needed\n"
+    "      --offline           hub models from the cache only, no network\n"
     "      --tokens IDS        comma-separated token ids, e.g. 1,2048,126336\n"
     "  -r, --rows POSITIONS    comma-separated 0-based positions, or 'all'\n"
     "  -o, --out FILE          where to write the logits\n"
@@ -58,11 +61,16 @@ static int32_t *parse_list(const struct cli_command *cmd, const char *flag, cons
 int cmd_logits(const struct cli_command *cmd, int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"model", required_argument, NULL, 'm'},   {"tokens", required_argument, NULL, 'i'},
-        {"rows", required_argument, NULL, 'r'},    {"out", required_argument, NULL, 'o'},
-        {"threads", required_argument, NULL, 't'}, {0},
+        {"model", required_argument, NULL, 'm'},
+        {"tokens", required_argument, NULL, 'i'},
+        {"rows", required_argument, NULL, 'r'},
+        {"out", required_argument, NULL, 'o'},
+        {"threads", required_argument, NULL, 't'},
+        {"offline", no_argument, NULL, 'f'},
+        {0},
     };
     const char *model_path = NULL, *tokens = NULL, *rows_text = NULL, *out_path = NULL;
+    bool offline = false;
     int c;
     while ((c = cli_getopt(cmd, argc, argv, "m:r:o:t:", opts)) != -1) {
         switch (c) {
@@ -71,6 +79,7 @@ int cmd_logits(const struct cli_command *cmd, int argc, char **argv)
         case 'r': rows_text = optarg; break;
         case 'o': out_path = optarg; break;
         case 't': cli_parse_int(cmd, "--threads", optarg, 1, 1024); break;
+        case 'f': offline = true; break;
         }
     }
     if (optind != argc)
@@ -98,11 +107,10 @@ int cmd_logits(const struct cli_command *cmd, int argc, char **argv)
     struct dllm_model_params params;
     dllm_model_params_init(&params);
     params.max_tokens = n;
-    struct dllm_model *model;
+    char *path = model_ref_path(model_path, offline);
+    struct dllm_model *model = model_ref_open(path, &params, false);
     struct dllm_forward *fwd;
     struct dllm_error err;
-    if (dllm_model_open(model_path, &params, &model, &err) != DLLM_OK)
-        cli_fail("%s", err.text);
     if (dllm_forward_new(model, n, n_rows > n ? n : n_rows, &fwd, &err) != DLLM_OK)
         cli_fail("%s", err.text);
     const int64_t n_vocab = dllm_model_n_vocab(model);
@@ -125,6 +133,7 @@ int cmd_logits(const struct cli_command *cmd, int argc, char **argv)
     free(rows);
     dllm_forward_free(fwd);
     dllm_model_close(model);
+    free(path);
     if (fflush(stdout) != 0)
         cli_fail("cannot write the output");
     return CLI_EXIT_OK;

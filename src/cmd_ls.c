@@ -3,6 +3,7 @@
 
 #include "cli.h"
 #include "dllm.h"
+#include "model_ref.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -19,17 +20,6 @@ const char cmd_ls_usage[] =
     "options:\n"
     "  -p, --paths   print each file's path in the cache instead of the commit\n"
     "  -h, --help    this help\n";
-
-static const char *state_name(enum dllm_hub_state s)
-{
-    switch (s) {
-    case DLLM_HUB_STATE_VERIFIED: return "verified";
-    case DLLM_HUB_STATE_UNCHECKED: return "unchecked";
-    case DLLM_HUB_STATE_NO_HASH: return "no hash";
-    case DLLM_HUB_STATE_BROKEN: return "broken";
-    }
-    return "?";
-}
 
 int cmd_ls(const struct cli_command *cmd, int argc, char **argv)
 {
@@ -72,8 +62,8 @@ int cmd_ls(const struct cli_command *cmd, int argc, char **argv)
             snprintf(size, sizeof size, "%.2f GB", e->size / 1e9);
         else
             snprintf(size, sizeof size, "%.1f MB", e->size / 1e6);
-        printf("%-*s  %10s  %-9s  %.*s\n", w, model, size, state_name(e->state), paths ? 4096 : 7,
-               paths ? e->path : e->commit);
+        printf("%-*s  %10s  %-9s  %.*s\n", w, model, size, model_ref_state_name(e->state),
+               paths ? 4096 : 7, paths ? e->path : e->commit);
     }
     dllm_hub_list_free(list);
     return CLI_EXIT_OK;

@@ -3,13 +3,9 @@
 
 #include "cli.h"
 #include "dllm.h"
+#include "model_ref.h"
 
-#include <signal.h>
 #include <stdio.h>
-#include <string.h>
-#include <sys/ioctl.h>
-#include <time.h>
-#include <unistd.h>
 
 const char cmd_pull_usage[] =
     "usage: dllm pull [--offline] [--revision REV] [--quiet] [MODEL]\n"
@@ -30,174 +26,6 @@ const char cmd_pull_usage[] =
     "\n"
     "environment: HF_ENDPOINT, HF_HOME, HF_HUB_CACHE, HF_TOKEN (for gated or private repos;\n"
     "else the file $HF_HOME/token), HF_HUB_OFFLINE, https_proxy\n";
-
-/* Set by SIGINT; the library checks it and stops, keeping the partial download. */
-static volatile sig_atomic_t interrupted;
-
-static void on_sigint(int sig)
-{
-    interrupted = 1;
-    signal(sig, SIG_DFL); /* a second Ctrl+C ends the program at once */
-}
-
-/* How progress is shown: a redrawn bar on a terminal, else throttled log lines. */
-struct view {
-    bool tty;
-    int width;
-    double last_log;
-    int last_file; /* the file of the last line, -1 before any */
-    enum dllm_hub_phase last_phase;
-};
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* A byte count for people: 950 B, 12.3 kB, 4.92 GB. */
-static const char *human(char buf[16], double bytes)
-{
-    static const char *const units[] = {"B", "kB", "MB", "GB", "TB"};
-    int u = 0;
-    while (bytes >= 1000 && u < 4) {
-        bytes /= 1000;
-        u++;
-    }
-    snprintf(buf, 16, u ? "%.1f %s" : "%.0f %s", bytes, units[u]);
-    return buf;
-}
-
-/* Seconds as m:ss or h:mm:ss, or "?" when unknown. */
-static const char *clock_text(char buf[32], double s)
-{
-    if (!(s >= 0) || s > 359999) {
-        snprintf(buf, 32, "?");
-        return buf;
-    }
-    long t = (long)(s + 0.5);
-    if (t >= 3600)
-        snprintf(buf, 32, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
-    else
-        snprintf(buf, 32, "%ld:%02ld", t / 60, t % 60);
-    return buf;
-}
-
-/* The file's name as shown: its base name, cut to 32 characters. */
-static void short_name(char out[40], const char *path)
-{
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    size_t n = strlen(base);
-    if (n > 32)
-        snprintf(out, 40, "%.14s...%s", base, base + n - 15);
-    else
-        snprintf(out, 40, "%s", base);
-}
-
-/* Redraws the terminal line: name, a bar that takes the room left, bytes, rate and ETA. */
-static void draw_bar(struct view *v, const struct dllm_hub_progress *p)
-{
-    char name[40], a[16], b[16], r[16], eta[32], right[160], line[512];
-    int width = v->width > 20 ? v->width - 1 : 79;
-    short_name(name, p->file);
-    double frac = p->total > 0 ? (double)p->bytes / (double)p->total : 0;
-    if (frac > 1)
-        frac = 1;
-    if (p->phase == DLLM_HUB_PHASE_WAIT) {
-        snprintf(line, sizeof line, "%s  waiting for another download of this file", name);
-    } else if (p->phase == DLLM_HUB_PHASE_CHECK) {
-        snprintf(line, sizeof line, "%s  checking %3.0f%%  %s", name, 100 * frac,
-                 human(a, (double)p->bytes));
-    } else {
-        double left = p->phase == DLLM_HUB_PHASE_DONE ? 0
-                      : p->rate > 0                   ? (double)(p->total - p->bytes) / p->rate
-                                                      : -1;
-        int n = snprintf(right, sizeof right, " %3.0f%%  %s/%s", 100 * frac,
-                         human(a, (double)p->bytes), human(b, (double)p->total));
-        if (p->rate > 0)
-            snprintf(right + n, sizeof right - (size_t)n, "  %s/s  ETA %s", human(r, p->rate),
-                     clock_text(eta, left));
-        /* Room for the rate and ETA is kept before they are known, so the bar keeps its size. */
-        int room = width - (int)strlen(name) - (int)strlen(right) - (p->rate > 0 ? 4 : 26);
-        int bar_len = room > 40 ? 40 : room;
-        char bar[48] = "";
-        if (bar_len >= 5) {
-            int fill = (int)(frac * bar_len);
-            bar[0] = '[';
-            for (int i = 0; i < bar_len; i++)
-                bar[i + 1] = i < fill ? '#' : '.';
-            bar[bar_len + 1] = ']';
-            bar[bar_len + 2] = 0;
-        }
-        snprintf(line, sizeof line, "%s  %s%s", name, bar, right);
-    }
-    fprintf(stderr, "\r%.*s\033[K", width, line);
-    if (p->phase == DLLM_HUB_PHASE_DONE)
-        fputc('\n', stderr);
-    fflush(stderr);
-}
-
-/* Log lines for a log file: one at each change, and every 10 s while downloading. */
-static void log_line(struct view *v, const struct dllm_hub_progress *p)
-{
-    char a[16], b[16], r[16], eta[32];
-    double t = now_s();
-    bool fresh = p->file_index != v->last_file || p->phase != v->last_phase;
-    if (p->phase == DLLM_HUB_PHASE_DOWNLOAD && !fresh && t - v->last_log < 10)
-        return;
-    if (p->phase != DLLM_HUB_PHASE_DOWNLOAD && !fresh)
-        return;
-    v->last_log = t;
-    const char *file = p->file;
-    switch (p->phase) {
-    case DLLM_HUB_PHASE_CHECK:
-        fprintf(stderr, "dllm: %s: checking the SHA-256 of %s on disk\n", file,
-                human(a, (double)p->total));
-        break;
-    case DLLM_HUB_PHASE_WAIT:
-        fprintf(stderr, "dllm: %s: waiting for another download of this file\n", file);
-        break;
-    case DLLM_HUB_PHASE_DOWNLOAD:
-        if (fresh && p->bytes == 0) {
-            fprintf(stderr, "dllm: %s: downloading %s\n", file, human(a, (double)p->total));
-            break;
-        }
-        if (fresh) {
-            fprintf(stderr, "dllm: %s: resuming at %s of %s\n", file, human(a, (double)p->bytes),
-                    human(b, (double)p->total));
-            break;
-        }
-        fprintf(stderr, "dllm: %s: %s of %s (%.0f%%), %s/s, ETA %s\n", file,
-                human(a, (double)p->bytes), human(b, (double)p->total),
-                p->total > 0 ? 100.0 * (double)p->bytes / (double)p->total : 0, human(r, p->rate),
-                clock_text(eta, p->rate > 0 ? (double)(p->total - p->bytes) / p->rate : -1));
-        break;
-    case DLLM_HUB_PHASE_RETRY: break;
-    case DLLM_HUB_PHASE_DONE:
-        fprintf(stderr, "dllm: %s: verified, %s\n", file, human(a, (double)p->total));
-        break;
-    }
-}
-
-/* The progress callback: retries are always said; the rest by bar or log line. */
-static void on_progress(const struct dllm_hub_progress *p, void *user)
-{
-    struct view *v = user;
-    if (p->phase == DLLM_HUB_PHASE_RETRY) {
-        if (v->tty && v->last_file >= 0)
-            fputc('\n', stderr);
-        fprintf(stderr, "dllm: %s%s%s; retrying in %.1f s\n", p->file, *p->file ? ": " : "", p->why,
-                p->retry_in);
-    } else if (v->tty) {
-        draw_bar(v, p);
-    } else {
-        log_line(v, p);
-    }
-    v->last_file = p->phase == DLLM_HUB_PHASE_DONE ? -1 : p->file_index;
-    v->last_phase = p->phase;
-}
 
 int cmd_pull(const struct cli_command *cmd, int argc, char **argv)
 {
@@ -227,36 +55,9 @@ int cmd_pull(const struct cli_command *cmd, int argc, char **argv)
         cli_usage_error(cmd, "'%s' is a local path: pull takes a hub model (org/repo[:QUANT])",
                         ref);
 
-    struct view view = {.tty = isatty(STDERR_FILENO), .last_file = -1};
-    struct winsize ws;
-    if (view.tty && ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0)
-        view.width = ws.ws_col;
-    if (!quiet) {
-        params.progress = on_progress;
-        params.user = &view;
-    }
-    params.cancel = &interrupted;
-    signal(SIGINT, on_sigint);
-
     struct dllm_hub_model *model;
-    enum dllm_status st = dllm_hub_resolve(ref, &params, &model, &err);
-    signal(SIGINT, SIG_DFL);
-    if (view.tty && view.last_file >= 0)
-        fputc('\n', stderr);
-    if (st == DLLM_ERR_CANCELLED)
-        cli_fail("download of %s interrupted; run the same command again to resume", ref);
-    if (st != DLLM_OK)
+    if (model_ref_resolve(ref, &params, quiet, &model, &err) != DLLM_OK)
         cli_fail("%s", err.text);
-    const char *warning = dllm_hub_model_warning(model);
-    if (warning)
-        fprintf(stderr, "dllm: warning: %s\n", warning);
-    int n = dllm_hub_model_n_files(model);
-    if (dllm_hub_model_split(model))
-        fprintf(stderr,
-                "dllm: note: %s is split into %d parts, all downloaded; dllm cannot load split "
-                "GGUF files yet: merge them with llama.cpp's 'llama-gguf-split --merge %s "
-                "OUT.gguf'\n",
-                dllm_hub_model_file(model), n, dllm_hub_model_path(model));
     if (!quiet && dllm_hub_model_downloaded(model) == 0)
         fprintf(stderr, "dllm: %s:%s is in the cache (commit %.7s)\n", dllm_hub_model_repo(model),
                 dllm_hub_model_file(model), dllm_hub_model_commit(model));

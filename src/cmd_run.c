@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "gen_options.h"
+#include "model_ref.h"
 
 #include <jansson.h>
 #include <signal.h>
@@ -16,12 +17,13 @@
 #include <unistd.h>
 
 const char cmd_run_usage[] =
-    "usage: dllm run -m MODEL -p TEXT [options]\n"
+    "usage: dllm run [-m MODEL] -p TEXT [options]\n"
     "       dllm-tui --batch -m MODEL -p TEXT [options]\n"
     "\n"
     "Generates one answer and prints it on stdout; status goes to stderr, with a progress\n"
     "line (step s of N) when stderr is a terminal. Ctrl+C stops at the next step, prints the\n"
-    "partial answer and exits 130.\n"
+    "partial answer and exits 130. Without -m, the default model\n"
+    "(" DLLM_HUB_DEFAULT_MODEL "), downloaded on first use.\n"
     "\n"
     "options:\n" GEN_OPTIONS_HELP
     "  --json               print one JSON document instead of the text\n"
@@ -257,18 +259,13 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
     }
     if (optind != argc)
         cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
-    if (!o.model)
-        cli_usage_error(cmd, "-m/--model is missing");
     if (!o.prompt)
         cli_usage_error(cmd, "-p/--prompt is missing (use -p - to read standard input)");
 
+    char *path = model_ref_path(o.model, o.offline);
     double t0 = now_ms();
     struct dllm_error err;
-    struct dllm_model *model;
-    if (verbose)
-        fprintf(stderr, "loading %s\n", o.model);
-    if (dllm_model_open(o.model, NULL, &model, &err))
-        cli_fail("%s", err.text);
+    struct dllm_model *model = model_ref_open(path, NULL, verbose);
     double load_ms = now_ms() - t0;
     struct dllm_sampler_params sp;
     gen_options_sampler(cmd, &o, model, &sp);
@@ -283,7 +280,7 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
                 "loaded in %.0f ms\n"
                 "settings: max-tokens %lld, steps %lld, block-length %lld, temperature %g, "
                 "threshold %g, seed %llu, early stop %s\n",
-                o.model, dllm_model_arch(model), (long long)dllm_model_n_layer(model),
+                path, dllm_model_arch(model), (long long)dllm_model_n_layer(model),
                 (long long)dllm_model_n_embd(model), (long long)dllm_model_n_vocab(model),
                 o.threads, load_ms, (long long)p->gen_length, (long long)p->steps,
                 (long long)p->block_length, p->temperature, p->threshold,
@@ -336,6 +333,7 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
     free(st.text);
     free(st.step_ms);
     free(prompt);
+    free(path);
     if (fflush(stdout) != 0)
         cli_fail("cannot write the output");
     return st.cancelled ? 130 : CLI_EXIT_OK;

@@ -3,6 +3,7 @@
 
 #include "cli.h"
 #include "dllm.h"
+#include "model_ref.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -10,8 +11,9 @@
 #include <string.h>
 
 const char cmd_tokenize_usage[] =
-    "usage: dllm tokenize -m PATH -p TEXT [--no-chat [--parse-special]] [--system TEXT] [--json]\n"
-    "       dllm tokenize -m PATH --detokenize IDS [--json]\n"
+    "usage: dllm tokenize -m MODEL -p TEXT [--no-chat [--parse-special]] [--system TEXT]\n"
+    "                     [--json] [--offline]\n"
+    "       dllm tokenize -m MODEL --detokenize IDS [--json] [--offline]\n"
     "\n"
     "Prints the token ids that generation feeds the model for the prompt TEXT, on one line\n"
     "separated by spaces. By default the prompt is the user message of a conversation\n"
@@ -19,7 +21,9 @@ const char cmd_tokenize_usage[] =
     "or Dream's ChatML), whose special tokens become single ids.\n"
     "\n"
     "options:\n"
-    "  -m, --model PATH    a GGUF file with a tokenizer (a model or a vocabulary-only file)\n"
+    "  -m, --model MODEL   a GGUF file with a tokenizer (a model or a vocabulary-only file),\n"
+    "                      or a hub model org/repo[:QUANT|:FILE.gguf], downloaded if needed\n"
+    "  --offline           hub models from the cache only, no network (also HF_HUB_OFFLINE=1)\n"
     "  -p, --prompt TEXT   the text to tokenize\n"
     "  -s, --system TEXT   a system message before the prompt (chat only)\n"
     "  --no-chat           tokenize TEXT as it is: BOS is added only when the model's\n"
@@ -100,7 +104,7 @@ static void print_json(const struct dllm_vocab *vocab, const int32_t *ids, int64
 
 int cmd_tokenize(const struct cli_command *cmd, int argc, char **argv)
 {
-    enum { OPT_NO_CHAT = 256, OPT_PARSE_SPECIAL, OPT_JSON, OPT_DETOKENIZE };
+    enum { OPT_NO_CHAT = 256, OPT_PARSE_SPECIAL, OPT_JSON, OPT_DETOKENIZE, OPT_OFFLINE };
     static const struct option opts[] = {
         {"model", required_argument, NULL, 'm'},
         {"prompt", required_argument, NULL, 'p'},
@@ -109,10 +113,11 @@ int cmd_tokenize(const struct cli_command *cmd, int argc, char **argv)
         {"parse-special", no_argument, NULL, OPT_PARSE_SPECIAL},
         {"json", no_argument, NULL, OPT_JSON},
         {"detokenize", required_argument, NULL, OPT_DETOKENIZE},
+        {"offline", no_argument, NULL, OPT_OFFLINE},
         {0},
     };
     const char *path = NULL, *prompt = NULL, *system = NULL, *detok = NULL;
-    bool no_chat = false, parse_special = false, json = false;
+    bool no_chat = false, parse_special = false, json = false, offline = false;
     int c;
     while ((c = cli_getopt(cmd, argc, argv, "m:p:s:", opts)) != -1) {
         switch (c) {
@@ -123,12 +128,13 @@ int cmd_tokenize(const struct cli_command *cmd, int argc, char **argv)
         case OPT_PARSE_SPECIAL: parse_special = true; break;
         case OPT_JSON: json = true; break;
         case OPT_DETOKENIZE: detok = optarg; break;
+        case OPT_OFFLINE: offline = true; break;
         }
     }
     if (optind != argc)
         cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
     if (!path)
-        cli_usage_error(cmd, "--model PATH is missing");
+        cli_usage_error(cmd, "--model MODEL is missing");
     if (!prompt == !detok)
         cli_usage_error(cmd, "give either --prompt TEXT or --detokenize IDS");
     if (detok && (no_chat || parse_special || system))
@@ -141,10 +147,11 @@ int cmd_tokenize(const struct cli_command *cmd, int argc, char **argv)
     int64_t n = 0;
     int32_t *ids = detok ? parse_ids(cmd, detok, &n) : NULL;
 
+    char *file = model_ref_path(path, offline);
     struct dllm_error err;
     struct dllm_gguf *gguf;
     struct dllm_vocab *vocab;
-    if (dllm_gguf_open(path, &gguf, &err) != DLLM_OK)
+    if (dllm_gguf_open(file, &gguf, &err) != DLLM_OK)
         cli_fail("%s: %s", path, err.text);
     if (dllm_vocab_load(gguf, &vocab, &err) != DLLM_OK)
         cli_fail("%s: %s", path, err.text);
@@ -188,6 +195,7 @@ int cmd_tokenize(const struct cli_command *cmd, int argc, char **argv)
     free(ids);
     dllm_vocab_free(vocab);
     dllm_gguf_close(gguf);
+    free(file);
     if (fflush(stdout) != 0)
         cli_fail("cannot write the output");
     return CLI_EXIT_OK;

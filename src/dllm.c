@@ -15,6 +15,8 @@ int cmd_logits(const struct cli_command *cmd, int argc, char **argv);
 extern const char cmd_logits_usage[];
 int cmd_run(const struct cli_command *cmd, int argc, char **argv);
 extern const char cmd_run_usage[];
+int cmd_doctor(const struct cli_command *cmd, int argc, char **argv);
+extern const char cmd_doctor_usage[];
 int cmd_pull(const struct cli_command *cmd, int argc, char **argv);
 extern const char cmd_pull_usage[];
 int cmd_ls(const struct cli_command *cmd, int argc, char **argv);
@@ -30,6 +32,7 @@ static const struct cli_command commands[] = {
      cmd_tokenize},
     {"logits", "write the logits of one forward pass over token ids", cmd_logits_usage, cmd_logits},
     {"run", "generate one answer (text on stdout, or --json)", cmd_run_usage, cmd_run},
+    {"doctor", "check this machine, the build and the model cache", cmd_doctor_usage, cmd_doctor},
     {"pull", "download a model from the Hugging Face hub, verified", cmd_pull_usage, cmd_pull},
     {"ls", "list the GGUF models in the Hugging Face cache", cmd_ls_usage, cmd_ls},
     {"rm", "remove a model from the Hugging Face cache", cmd_rm_usage, cmd_rm},

@@ -23,6 +23,7 @@ enum {
     OPT_CFG_SCALE,
     OPT_NO_CHAT,
     OPT_NO_EARLY_STOP,
+    OPT_OFFLINE,
 };
 
 const struct option gen_long_options[] = {
@@ -45,6 +46,7 @@ const struct option gen_long_options[] = {
     {"cfg-scale", required_argument, NULL, OPT_CFG_SCALE},
     {"no-chat", no_argument, NULL, OPT_NO_CHAT},
     {"no-early-stop", no_argument, NULL, OPT_NO_EARLY_STOP},
+    {"offline", no_argument, NULL, OPT_OFFLINE},
     {0},
 };
 
@@ -123,6 +125,7 @@ bool gen_options_handle(const struct cli_command *cmd, struct gen_options *o, in
         s->early_stop = false;
         o->has_early_stop = true;
         break;
+    case OPT_OFFLINE: o->offline = true; break;
     default: return false;
     }
     return true;

@@ -14,6 +14,7 @@ struct gen_options {
     const char *system;
     int threads;
     bool no_chat;
+    bool offline; /* hub models from the cache only */
     /* Sampler overrides: each field counts only when its has_ flag is set. */
     struct dllm_sampler_params set;
     bool has_gen_length, has_steps, has_block_length, has_temperature, has_top_p, has_top_k,
@@ -26,7 +27,10 @@ extern const struct option gen_long_options[];
 
 /* The help text of the generation flags, for a command's usage. */
 #define GEN_OPTIONS_HELP \
-    "  -m, --model PATH     the GGUF model (LLaDA or Dream)\n" \
+    "  -m, --model MODEL    a LLaDA or Dream GGUF file, or a hub model\n" \
+    "                       org/repo[:QUANT|:FILE.gguf], downloaded once into the cache\n" \
+    "  --offline            hub models from the cache only, no network (also\n" \
+    "                       HF_HUB_OFFLINE=1)\n" \
     "  -p, --prompt TEXT    the user message; '-' reads it from standard input\n" \
     "  --system TEXT        a system message before it\n" \
     "  -t, --threads N      worker threads (default: the number of cores)\n" \

@@ -77,7 +77,7 @@ run "unknown option" 2 "$DLLM" logits --bogus
 run "stray argument" 2 "$DLLM" logits -m "$L" --tokens 1 -r 0 -o "$TMP/x.f32" extra
 if [ ! -e "$TMP/x.f32" ]; then ok "usage errors write nothing"; else not_ok "usage errors wrote $TMP/x.f32"; fi
 run "help" 0 "$DLLM" logits --help
-expect_out "synopsis" '^usage: dllm logits --model PATH --tokens IDS --rows POSITIONS\|all --out FILE'
+expect_out "synopsis" '^usage: dllm logits --model MODEL --tokens IDS --rows POSITIONS\|all --out FILE'
 
 # Other errors: exit 1 with one line.
 run "id outside the vocabulary" 1 "$DLLM" logits -m "$L" --tokens 1,5000 -r all -o "$TMP/x.f32"

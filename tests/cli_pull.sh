@@ -2,28 +2,8 @@
 # dllm pull, ls and rm against the fake hub (tests/fake_hub.py) on 127.0.0.1: output on a
 # pipe, exit codes, offline use, tokens, Ctrl+C then resume, and usage errors.
 . "${DLLM_TESTS_SRC:-$(dirname "$0")}/lib.sh"
-SRC=${DLLM_TESTS_SRC:-$(dirname "$0")}
-if ! command -v python3 >/dev/null; then
-    echo "SKIP: python3 is needed for the fake hub"
-    if [ "${CI:-}" = true ]; then exit 1; fi
-    exit 77
-fi
-python3 "$SRC/fake_hub.py" --port-file "$TMP/port" --idle 60 &
-HUB=$!
-trap 'kill $HUB 2>/dev/null; rm -rf "$TMP"' EXIT
-i=0
-while [ ! -s "$TMP/port" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
-PORT=$(cat "$TMP/port")
-export HF_ENDPOINT="http://127.0.0.1:$PORT" HF_HOME="$TMP/hf" XDG_CACHE_HOME="$TMP/xdg"
-export DLLM_HUB_RETRY_BASE_MS=10 DLLM_HUB_STALL_SECONDS=1
-unset HF_HUB_CACHE HUGGINGFACE_HUB_CACHE HF_TOKEN HUGGING_FACE_HUB_TOKEN HF_HUB_OFFLINE
-CACHE="$TMP/hf/hub"
+start_fake_hub
 
-# ctl PATH: a control request to the fake hub; its answer on stdout.
-ctl() {
-    python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())' \
-        "http://127.0.0.1:$PORT$1"
-}
 # sha FILE: the SHA-256 the fake hub gives for a file of test/tiny-GGUF.
 sha() {
     ctl "/_files?repo=test/tiny-GGUF" | python3 -c '

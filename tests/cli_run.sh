@@ -41,7 +41,8 @@ then ok "JSON document and trace lines"; else not_ok "JSON document and trace li
 run "threshold mode" 0 "$DLLM" run -m "$L" -p "Hi" --max-tokens 16 --threshold 0.5 --json
 run "no chat" 0 "$DLLM" run -m "$L" -p "Hi" $G --no-chat
 
-run "no model" 2 "$DLLM" run -p hi
+HF_HUB_OFFLINE=1 HF_HUB_CACHE="$TMP/empty" run "no model: the default, not cached" 1 "$DLLM" run -p hi
+expect_err "names the pull command" "run 'dllm pull .*' while online"
 run "no prompt" 2 "$DLLM" run -m "$L"
 run "steps not a multiple of blocks" 2 "$DLLM" run -m "$L" -p hi --max-tokens 64 --block-length 32 --steps 7
 expect_err "says which steps work" "steps 7"

@@ -24,8 +24,12 @@ body, then silence for 3 s), or an HTTP status: 401, 403, 404 (with X-Error-Code
 seen (method, path, host, authorization, range) as JSON; GET /_reset clears faults and log;
 GET /_files?repo=R&rev=V gives the commit and each file's path, size, SHA-256 and etag.
 
-Usage: fake_hub.py --port-file FILE [--idle SECONDS]. It binds 127.0.0.1 only, and exits by
-itself after --idle seconds without a request (default 60) or 20 minutes in all.
+--serve REPO:FILE=PATH (repeatable) adds a repo whose main revision holds FILE with the
+bytes of the local file PATH, so programs can be tested on real models served by the hub.
+
+Usage: fake_hub.py --port-file FILE [--idle SECONDS] [--serve REPO:FILE=PATH ...]. It binds
+127.0.0.1 only, and exits by itself after --idle seconds without a request (default 60) or
+20 minutes in all.
 """
 import argparse
 import hashlib
@@ -66,7 +70,8 @@ class File:
         self.oid = git_blob_sha1(data) if not lfs else hashlib.sha1(b"pointer " + data[:64]).hexdigest()
 
 
-def make_repos():
+def make_repos(served=()):
+    """The repos, and the files of --serve as (repo, path, data) added to theirs."""
     q4 = blob("tiny.Q4_K_M", 256 * 1024)
     tiny = [
         File("README.md", b"# tiny\nA test repo.\n" * 10, lfs=False),
@@ -89,6 +94,8 @@ def make_repos():
         "test/f16-only": {"main": [File("b-F16.gguf", blob("bf16", 3000)), File("a-BF16.gguf", blob("abf16", 3000))]},
         "test/gated": {"main": [File("g.Q4_K_M.gguf", blob("gated", 30000))]},
     }
+    for repo, path, data in served:
+        repos.setdefault(repo, {"main": []})["main"].append(File(path, data))
     commits = {}
     refs = {}
     for repo, revs in repos.items():
@@ -360,7 +367,18 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--idle", type=float, default=60)
+    ap.add_argument("--serve", action="append", default=[], metavar="REPO:FILE=PATH")
     args = ap.parse_args()
+    served = []
+    for spec in args.serve:
+        name, _, local = spec.partition("=")
+        repo, _, path = name.partition(":")
+        if not local or not path:
+            ap.error("--serve takes REPO:FILE=PATH, not %r" % spec)
+        with open(local, "rb") as f:
+            served.append((repo, path, f.read()))
+    global COMMITS, REFS, BY_SHA
+    COMMITS, REFS, BY_SHA = make_repos(served)
     server = Server(("127.0.0.1", 0), Handler)
     tmp = args.port_file + ".tmp"
     with open(tmp, "w") as f:

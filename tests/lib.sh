@@ -41,3 +41,32 @@ finish() {
     echo "$passed passed, $failed failed"
     [ "$failed" -eq 0 ]
 }
+
+# start_fake_hub [--serve REPO:FILE=PATH ...]: runs tests/fake_hub.py on 127.0.0.1 (stopped on
+# exit) and points HF_ENDPOINT at it, HF_HOME and XDG_CACHE_HOME into $TMP; sets PORT and CACHE
+# (the hub cache). SKIP (exit 77) without python3; with CI=true that is a failure.
+start_fake_hub() {
+    if ! command -v python3 >/dev/null; then
+        echo "SKIP: python3 is needed for the fake hub"
+        if [ "${CI:-}" = true ]; then exit 1; fi
+        exit 77
+    fi
+    python3 "${DLLM_TESTS_SRC:-$(dirname "$0")}/fake_hub.py" --port-file "$TMP/port" --idle 60 "$@" &
+    HUB=$!
+    trap 'kill $HUB 2>/dev/null; rm -rf "$TMP"' EXIT
+    i=0
+    while [ ! -s "$TMP/port" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+    PORT=$(cat "$TMP/port" 2>/dev/null)
+    if [ -z "$PORT" ]; then echo "FAIL: the fake hub did not start"; exit 1; fi
+    export HF_ENDPOINT="http://127.0.0.1:$PORT" HF_HOME="$TMP/hf" XDG_CACHE_HOME="$TMP/xdg"
+    export DLLM_HUB_RETRY_BASE_MS=10 DLLM_HUB_STALL_SECONDS=1
+    unset HF_HUB_CACHE HUGGINGFACE_HUB_CACHE HF_TOKEN HUGGING_FACE_HUB_TOKEN HF_HUB_OFFLINE
+    CACHE="$TMP/hf/hub"
+}
+
+# ctl PATH: a control request to the fake hub (/_fault, /_log, /_files, /_reset); its answer
+# on stdout.
+ctl() {
+    python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())' \
+        "http://127.0.0.1:$PORT$1"
+}

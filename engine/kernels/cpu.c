@@ -9,6 +9,7 @@
 #include "threadpool.h"
 
 #include <cpuid.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,6 +62,26 @@ static const char *const feature_names[] = {
     "AVX2", "FMA", "F16C", "AVX-VNNI", "AVX512F", "AVX512BW", "AVX512VL", "AVX512DQ", "AVX512-VNNI",
 };
 
+/* The names of the feature bits set in bits, separated by spaces, into buf of size bytes. */
+static void feature_list(unsigned bits, char *buf, size_t size)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (size_t f = 0; f < sizeof feature_names / sizeof feature_names[0]; f++) {
+        if ((bits & (1u << f)) && n < size) {
+            int k = snprintf(buf + n, size - n, "%s%s", n ? " " : "", feature_names[f]);
+            n += k > 0 ? (size_t)k : 0;
+        }
+    }
+}
+
+void dllm_cpu_features_text(char *buf, size_t size)
+{
+    if (size > 0) {
+        feature_list(dllm_cpu_features(), buf, size);
+    }
+}
+
 #define NEED_AVX2 (DLLM_CPU_AVX2 | DLLM_CPU_FMA | DLLM_CPU_F16C)
 #define NEED_AVX512                                                                                \
     (NEED_AVX2 | DLLM_CPU_AVX512F | DLLM_CPU_AVX512BW | DLLM_CPU_AVX512VL | DLLM_CPU_AVX512DQ |    \
@@ -103,13 +124,8 @@ enum dllm_status dllm_kernels_select(const char *force, const struct dllm_kernel
         }
         const unsigned missing = variants[i].features & ~dllm_cpu_features();
         if (missing != 0) {
-            char names[128] = "";
-            for (size_t f = 0; f < sizeof feature_names / sizeof feature_names[0]; f++) {
-                if (missing & (1u << f)) {
-                    strcat(names, names[0] ? " " : "");
-                    strcat(names, feature_names[f]);
-                }
-            }
+            char names[128];
+            feature_list(missing, names, sizeof names);
             return dllm_error_set(err, DLLM_ERR_UNSUPPORTED,
                                   "kernel variant '%s' needs %s, which this CPU lacks: choose "
                                   "another or leave the choice to dllm",
@@ -190,4 +206,14 @@ void dllm_kernels_rows_par(const struct dllm_kernels *k, struct dllm_threadpool 
                         .ldy = ldy,
                         .item_rows = 4 * k->row_align};
     dllm_threadpool_run(pool, (N + j.item_rows - 1) / j.item_rows, rows_item, &j);
+}
+
+enum dllm_status dllm_kernels_name(const char **out, struct dllm_error *err)
+{
+    const struct dllm_kernels *k;
+    enum dllm_status st = dllm_kernels_select_env(&k, err);
+    if (st == DLLM_OK) {
+        *out = k->name;
+    }
+    return st;
 }

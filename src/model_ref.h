@@ -1,0 +1,42 @@
+/*
+ * Models as the programs take them with -m: a local path or a hub model (org/repo[:QUANT]),
+ * resolved to a local file with the download progress shown on stderr, and loaded.
+ */
+#ifndef DLLM_MODEL_REF_H
+#define DLLM_MODEL_REF_H
+
+#include "dllm.h"
+
+#include <stdbool.h>
+
+/* A byte count for people in buf: "950 B", "12.3 kB", "4.92 GB". Returns buf. */
+const char *model_ref_bytes(char buf[16], double bytes);
+
+/* How dllm ls and dllm doctor name a cached file's state: "verified", "unchecked", ... */
+const char *model_ref_state_name(enum dllm_hub_state state);
+
+/*
+ * dllm_hub_resolve with the program's progress display: a bar with bytes, rate and ETA on a
+ * terminal, throttled log lines otherwise, nothing when quiet; retries are always said.
+ * Ctrl+C cancels, keeping the partial download for the next run. params->progress, user and
+ * cancel are set here. Prints the library's warning line, if any. On failure err says what
+ * to do, an interrupted download included.
+ */
+enum dllm_status model_ref_resolve(const char *ref, struct dllm_hub_params *params, bool quiet,
+                                   struct dllm_hub_model **out, struct dllm_error *err);
+
+/*
+ * The local file to load for a -m argument (NULL: the default model, DLLM_HUB_DEFAULT_MODEL),
+ * downloaded first when it is a hub model missing from the cache. Split models are refused.
+ * Any failure ends the program with "dllm: error: ...". Free the result with free().
+ */
+char *model_ref_path(const char *ref, bool offline);
+
+/*
+ * Opens a model for generation, first saying "dllm: loading FILE (SIZE)" on stderr when it
+ * is a terminal or verbose is set. A failure ends the program with "dllm: error: ...".
+ */
+struct dllm_model *model_ref_open(const char *path, const struct dllm_model_params *params,
+                                  bool verbose);
+
+#endif
