@@ -503,6 +503,9 @@ DLLM_API int64_t dllm_model_n_ff(const struct dllm_model *model);
  * LLaDA false).
  */
 DLLM_API bool dllm_model_shift_logits(const struct dllm_model *model);
+/* The quantization the file says it has (general.file_type): "Q4_K_M", "Q8_0", ... or
+ * "unknown". */
+DLLM_API const char *dllm_model_file_type(const struct dllm_model *model);
 /* The model's GGUF file (metadata for the tokenizer and chat template). */
 DLLM_API const struct dllm_gguf *dllm_model_gguf(const struct dllm_model *model);
 
@@ -865,7 +868,8 @@ struct dllm_event {
     double forward_ms, sample_ms;       /* STEP: this step's forward pass(es) and sampling */
     const char *text;                   /* DONE: the answer up to its first end-of-generation
                                            token, control tokens left out, NUL-terminated */
-    const int32_t *tokens;              /* DONE: the generated ids before that token */
+    const int32_t *tokens;              /* DONE: the committed ids before that token (masks a
+                                           cancelled run left are not among them) */
     int64_t n_tokens;
     int64_t steps_run;                  /* DONE */
     bool stopped_early;                 /* DONE: the early-stop rule ended the run */
@@ -892,6 +896,9 @@ DLLM_API void dllm_session_free(struct dllm_session *session);
 
 /* The session's tokenizer. */
 DLLM_API const struct dllm_vocab *dllm_session_vocab(const struct dllm_session *session);
+
+/* The longest canvas (prompt plus answer) a request may use. */
+DLLM_API int64_t dllm_session_max_canvas(const struct dllm_session *session);
 
 /*
  * Starts a request on the worker and returns at once; events go to fn. Checks what it can
