@@ -519,10 +519,14 @@ struct dllm_forward;
 
 /*
  * A context for passes over at most max_tokens tokens (1 .. the context length) producing
- * at most max_rows logits rows (1 .. max_tokens).
+ * at most max_rows logits rows (1 .. max_tokens), on n_threads threads (0: one per core; the
+ * caller of a pass is one of them). The matrix kernels are the fastest variant the CPU runs,
+ * or the one DLLM_KERNELS names (ref, avx2, avxvnni, avx512). Results do not depend on the
+ * thread count.
  */
 DLLM_API enum dllm_status dllm_forward_new(const struct dllm_model *model, int64_t max_tokens,
-                                           int64_t max_rows, struct dllm_forward **out,
+                                           int64_t max_rows, int n_threads,
+                                           struct dllm_forward **out,
                                            struct dllm_error *err);
 
 /*
@@ -820,6 +824,8 @@ struct dllm_session_params {
     /* The longest canvas (prompt plus generation area) a request may use; 0 (the default):
      * the model's context length, at most 4096. */
     int64_t max_canvas;
+    /* Threads of the forward pass, the worker included; 0 (the default): one per core. */
+    int threads;
 };
 
 DLLM_API void dllm_session_params_init(struct dllm_session_params *params);

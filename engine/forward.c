@@ -10,12 +10,15 @@
 #include "forward.h"
 
 #include "error.h"
+#include "kernels/cpu.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
+#include "threadpool.h"
 
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #define BUFFER_ALIGN 64
 
@@ -30,12 +33,15 @@ struct dllm_forward {
     float *att;    /* [max_tokens, n_head * head_dim] attention output, heads side by side */
     float *gate;   /* [max_tokens, n_ff] gate projection, then SwiGLU */
     float *up;     /* [max_tokens, n_ff] */
-    float *scores; /* [max_tokens] one query's attention weights */
+    float *scores; /* [n_threads, max_tokens] each thread's attention weights of one query */
     float *cos;    /* [max_tokens, n_rot / 2] RoPE table for positions 0 .. max_tokens-1 */
     float *sin;    /* [max_tokens, n_rot / 2] */
     float *out;    /* [max_rows, n_embd] the final-normed rows to project to logits */
     void *act;     /* [max_tokens] rows of activations converted for a matrix kernel, each
                       as long as the largest dllm_matmul_scratch_bytes(type, K, 1) */
+    const struct dllm_kernels *kernels; /* the matrix-kernel variant (DLLM_KERNELS or the CPU) */
+    struct dllm_threadpool *pool;       /* n_threads threads, the caller of a pass included */
+    int n_threads;
 };
 
 enum {
@@ -71,8 +77,10 @@ static size_t act_row_bytes(const struct dllm_model *m)
     return most;
 }
 
-/* Byte sizes of the buffers for L tokens and R rows, each rounded up to the alignment. */
-static bool buffer_sizes(const struct dllm_model *m, int64_t L, int64_t R, size_t size[N_BUFS])
+/* Byte sizes of the buffers for L tokens, R rows and T threads, each rounded up to the
+ * alignment. */
+static bool buffer_sizes(const struct dllm_model *m, int64_t L, int64_t R, int T,
+                         size_t size[N_BUFS])
 {
     const struct dllm_hparams *hp = &m->hp;
     const int64_t dq = hp->n_head * hp->head_dim, dkv = hp->n_head_kv * hp->head_dim;
@@ -88,7 +96,7 @@ static bool buffer_sizes(const struct dllm_model *m, int64_t L, int64_t R, size_
         [BUF_ATT] = {L, dq, sizeof(float)},
         [BUF_GATE] = {L, hp->n_ff, sizeof(float)},
         [BUF_UP] = {L, hp->n_ff, sizeof(float)},
-        [BUF_SCORES] = {L, 1, sizeof(float)},
+        [BUF_SCORES] = {T, L, sizeof(float)},
         [BUF_COS] = {L, hp->n_rot / 2, sizeof(float)},
         [BUF_SIN] = {L, hp->n_rot / 2, sizeof(float)},
         [BUF_OUT] = {R, hp->n_embd, sizeof(float)},
@@ -105,10 +113,18 @@ static bool buffer_sizes(const struct dllm_model *m, int64_t L, int64_t R, size_
     return true;
 }
 
-size_t dllm_forward_bytes(const struct dllm_model *model, int64_t max_tokens, int64_t max_rows)
+/* The threads a pass uses when the caller asks for 0: the online cores, at most 1024. */
+static int default_threads(void)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    return cores < 1 ? 1 : cores > 1024 ? 1024 : (int)cores;
+}
+
+/* Bytes of the arena for L tokens, R rows and T threads; SIZE_MAX when it overflows. */
+static size_t arena_bytes(const struct dllm_model *model, int64_t L, int64_t R, int T)
 {
     size_t size[N_BUFS], total = 0;
-    if (!buffer_sizes(model, max_tokens, max_rows, size))
+    if (!buffer_sizes(model, L, R, T, size))
         return SIZE_MAX;
     for (int i = 0; i < N_BUFS; i++) {
         if (__builtin_add_overflow(total, size[i], &total))
@@ -117,8 +133,13 @@ size_t dllm_forward_bytes(const struct dllm_model *model, int64_t max_tokens, in
     return total;
 }
 
+size_t dllm_forward_bytes(const struct dllm_model *model, int64_t max_tokens, int64_t max_rows)
+{
+    return arena_bytes(model, max_tokens, max_rows, default_threads());
+}
+
 enum dllm_status dllm_forward_new(const struct dllm_model *model, int64_t max_tokens,
-                                  int64_t max_rows, struct dllm_forward **out,
+                                  int64_t max_rows, int n_threads, struct dllm_forward **out,
                                   struct dllm_error *err)
 {
     const struct dllm_hparams *hp = &model->hp;
@@ -133,10 +154,19 @@ enum dllm_status dllm_forward_new(const struct dllm_model *model, int64_t max_to
                               "%" PRId64 " logits rows for %" PRId64 " tokens: ask for 1 to "
                               "%" PRId64,
                               max_rows, max_tokens, max_tokens);
+    if (n_threads == 0)
+        n_threads = default_threads();
+    if (n_threads < 0 || n_threads > 1024)
+        return dllm_error_set(err, DLLM_ERR_ARG, "%d threads: use 1 to 1024 (0: one per core)",
+                              n_threads);
+    const struct dllm_kernels *kernels;
+    enum dllm_status st = dllm_kernels_select_env(&kernels, err);
+    if (st)
+        return st;
     size_t size[N_BUFS];
-    const size_t total = dllm_forward_bytes(model, max_tokens, max_rows);
+    const size_t total = arena_bytes(model, max_tokens, max_rows, n_threads);
     struct dllm_forward *f = calloc(1, sizeof *f);
-    if (f && total != SIZE_MAX && buffer_sizes(model, max_tokens, max_rows, size))
+    if (f && total != SIZE_MAX && buffer_sizes(model, max_tokens, max_rows, n_threads, size))
         f->arena = aligned_alloc(BUFFER_ALIGN, total);
     if (!f || !f->arena) {
         free(f);
@@ -144,6 +174,13 @@ enum dllm_status dllm_forward_new(const struct dllm_model *model, int64_t max_to
                               "out of memory for a forward pass over %" PRId64 " tokens",
                               max_tokens);
     }
+    if ((st = dllm_threadpool_new(n_threads, &f->pool, err))) {
+        free(f->arena);
+        free(f);
+        return st;
+    }
+    f->kernels = kernels;
+    f->n_threads = n_threads;
     void *bufs[N_BUFS];
     char *p = f->arena;
     for (int i = 0; i < N_BUFS; i++) {
@@ -175,6 +212,7 @@ void dllm_forward_free(struct dllm_forward *fwd)
 {
     if (!fwd)
         return;
+    dllm_threadpool_free(fwd->pool);
     free(fwd->arena);
     free(fwd);
 }
@@ -184,8 +222,8 @@ static void linear(struct dllm_forward *f, const struct dllm_gguf_tensor *w, con
                    int64_t L, float *y, int64_t ldy)
 {
     const int64_t K = w->ne[0], N = w->ne[1];
-    dllm_matmul_quantize_ref(w->type, x, K, L, f->act);
-    dllm_matmul_rows_ref(w->type, w->data, K, 0, N, f->act, L, y, ldy);
+    dllm_kernels_quantize_par(f->kernels, f->pool, w->type, x, K, L, f->act);
+    dllm_kernels_rows_par(f->kernels, f->pool, w->type, w->data, K, N, f->act, L, y, ldy);
 }
 
 /* Adds a bias b[n] to each of L rows of y [L, n]; no-op when b is NULL. */
@@ -202,6 +240,26 @@ static void rms_norm_rows(const float *x, const float *g, float eps, int64_t L, 
 {
     for (int64_t i = 0; i < L; i++)
         dllm_rms_norm_ref(x + i * n, g, eps, n, y + i * n);
+}
+
+#define ATTENTION_ROWS 4 /* query rows per attention work item */
+
+struct attention_job {
+    struct dllm_forward *f;
+    int64_t L;
+};
+
+/* One work item of the attention: query rows [4 item, 4 item + 4), with the thread's scores. */
+static void attention_rows(void *ctx, int64_t item, int thread)
+{
+    const struct attention_job *job = ctx;
+    const struct dllm_forward *f = job->f;
+    const struct dllm_hparams *hp = &f->model->hp;
+    int64_t i0 = item * ATTENTION_ROWS, i1 = i0 + ATTENTION_ROWS < job->L ? i0 + ATTENTION_ROWS
+                                                                          : job->L;
+    dllm_attention_ref(f->q, f->k, f->v, job->L, hp->n_head, hp->n_head_kv, hp->head_dim,
+                       1.0f / sqrtf((float)hp->head_dim), i0, i1,
+                       f->scores + (size_t)thread * (size_t)f->max_tokens, f->att);
 }
 
 /* x += Wo attention(rope(Wq a + bq), rope(Wk a + bk), Wv a + bv) with a = RMSNorm(x). */
@@ -223,8 +281,8 @@ static void attention_block(struct dllm_forward *f, const struct dllm_layer *l, 
         dllm_rope_ref(f->k + i * dkv, hp->n_head_kv, hp->head_dim, hp->n_rot, hp->rope_mode,
                       f->cos + i * half, f->sin + i * half);
     }
-    dllm_attention_ref(f->q, f->k, f->v, L, hp->n_head, hp->n_head_kv, hp->head_dim,
-                       1.0f / sqrtf((float)hp->head_dim), 0, L, f->scores, f->att);
+    struct attention_job job = {f, L};
+    dllm_threadpool_run(f->pool, (L + ATTENTION_ROWS - 1) / ATTENTION_ROWS, attention_rows, &job);
     linear(f, l->wo, f->att, L, f->xn, hp->n_embd);
     dllm_add_ref(f->x, f->xn, L * hp->n_embd);
 }

@@ -393,7 +393,7 @@ enum dllm_status dllm_session_new(const struct dllm_model *model,
     for (int32_t id = 0; id < dllm_vocab_size(s->vocab) && s->n_eog < DLLM_SAMPLER_MAX_EOG; id++)
         if (dllm_vocab_is_eog(s->vocab, id))
             s->eog[s->n_eog++] = id;
-    if ((st = dllm_forward_new(model, max_canvas, max_canvas, &s->fwd, err)) ||
+    if ((st = dllm_forward_new(model, max_canvas, max_canvas, params->threads, &s->fwd, err)) ||
         (st = dllm_sampler_new(max_canvas, s->n_vocab, &s->sampler, err)))
         goto fail;
     s->canvas = malloc((size_t)max_canvas * sizeof *s->canvas);

@@ -27,8 +27,8 @@ const char cmd_logits_usage[] =
     "      --tokens IDS        comma-separated token ids, e.g. 1,2048,126336\n"
     "  -r, --rows POSITIONS    comma-separated 0-based positions, or 'all'\n"
     "  -o, --out FILE          where to write the logits\n"
-    "  -t, --threads N         worker threads, 1 to 1024 (default 1); this version's\n"
-    "                          reference kernels compute on one thread whatever N is\n"
+    "  -t, --threads N         worker threads, 1 to 1024 (default: one per core); the\n"
+    "                          logits do not depend on it\n"
     "  -h, --help              this help\n";
 
 /* Parses "a,b,c" into a new array of n values in [0, max], or a usage error naming flag. */
@@ -71,14 +71,14 @@ int cmd_logits(const struct cli_command *cmd, int argc, char **argv)
     };
     const char *model_path = NULL, *tokens = NULL, *rows_text = NULL, *out_path = NULL;
     bool offline = false;
-    int c;
+    int threads = 0, c;
     while ((c = cli_getopt(cmd, argc, argv, "m:r:o:t:", opts)) != -1) {
         switch (c) {
         case 'm': model_path = optarg; break;
         case 'i': tokens = optarg; break;
         case 'r': rows_text = optarg; break;
         case 'o': out_path = optarg; break;
-        case 't': cli_parse_int(cmd, "--threads", optarg, 1, 1024); break;
+        case 't': threads = (int)cli_parse_int(cmd, "--threads", optarg, 1, 1024); break;
         case 'f': offline = true; break;
         }
     }
@@ -111,7 +111,7 @@ int cmd_logits(const struct cli_command *cmd, int argc, char **argv)
     struct dllm_model *model = model_ref_open(path, &params, false);
     struct dllm_forward *fwd;
     struct dllm_error err;
-    if (dllm_forward_new(model, n, n_rows > n ? n : n_rows, &fwd, &err) != DLLM_OK)
+    if (dllm_forward_new(model, n, n_rows > n ? n : n_rows, threads, &fwd, &err) != DLLM_OK)
         cli_fail("%s", err.text);
     const int64_t n_vocab = dllm_model_n_vocab(model);
     float *logits = malloc((size_t)(n_rows * n_vocab) * sizeof *logits);

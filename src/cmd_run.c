@@ -271,7 +271,10 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
     gen_options_sampler(cmd, &o, model, &sp);
     char *prompt = strcmp(o.prompt, "-") == 0 ? read_stdin() : strdup(o.prompt);
     struct dllm_session *session;
-    if (dllm_session_new(model, NULL, &session, &err))
+    struct dllm_session_params session_params;
+    dllm_session_params_init(&session_params);
+    session_params.threads = o.threads;
+    if (dllm_session_new(model, &session_params, &session, &err))
         cli_fail("%s", err.text);
     if (verbose) {
         const struct dllm_sampler_params *p = &sp;

@@ -5,6 +5,7 @@
  */
 #include "dllm.h"
 #include "fixtures.h"
+#include "kernels/cpu.h"
 #include "kernels/ops.h"
 
 #include <check.h>
@@ -387,11 +388,26 @@ START_TEST(test_fixture_logits)
     struct dllm_forward *fwd = NULL;
     struct dllm_error err = {0};
     ck_assert_msg(dllm_model_open(path, &params, &model, &err) == DLLM_OK, "%s", err.text);
-    ck_assert_msg(dllm_forward_new(model, max_tokens, max_tokens, &fwd, &err) == DLLM_OK, "%s",
-                  err.text);
-    for (size_t i = 0; i < json_array_size(cases); i++)
-        check_case(fwd, model, json_array_get(cases, i));
-    dllm_forward_free(fwd);
+    /* Every kernel variant this CPU runs meets the bar, on one thread and on two. */
+    size_t n_variants;
+    const struct dllm_kernels *variants = dllm_kernels_all(&n_variants);
+    for (size_t v = 0; v < n_variants; v++) {
+        if (!dllm_kernels_usable(&variants[v])) {
+            printf("SKIP: kernel variant %s: this CPU lacks its instructions\n", variants[v].name);
+            continue;
+        }
+        setenv("DLLM_KERNELS", variants[v].name, 1);
+        for (int threads = 1; threads <= 2; threads++) {
+            printf("kernels %s, %d thread%s:\n", variants[v].name, threads, threads > 1 ? "s" : "");
+            ck_assert_msg(dllm_forward_new(model, max_tokens, max_tokens, threads, &fwd, &err) ==
+                              DLLM_OK,
+                          "%s", err.text);
+            for (size_t i = 0; i < json_array_size(cases); i++)
+                check_case(fwd, model, json_array_get(cases, i));
+            dllm_forward_free(fwd);
+        }
+    }
+    unsetenv("DLLM_KERNELS");
     dllm_model_close(model);
     json_decref(cases);
     free(text);
@@ -413,7 +429,7 @@ static void open_fixture(const char *file, int64_t max_tokens, struct dllm_model
     params.max_tokens = max_tokens;
     struct dllm_error err = {0};
     ck_assert_msg(dllm_model_open(path, &params, model, &err) == DLLM_OK, "%s", err.text);
-    ck_assert_msg(dllm_forward_new(*model, max_tokens, max_tokens, fwd, &err) == DLLM_OK, "%s",
+    ck_assert_msg(dllm_forward_new(*model, max_tokens, max_tokens, 0, fwd, &err) == DLLM_OK, "%s",
                   err.text);
     free(path);
 }
@@ -473,11 +489,11 @@ START_TEST(test_run_errors)
     ck_assert_int_eq(dllm_forward_run(fwd, ids, 4, rows, 1, logits, &err), DLLM_ERR_ARG);
     /* Bad sizes for a new context. */
     struct dllm_forward *other = NULL;
-    ck_assert_int_eq(dllm_forward_new(model, 0, 1, &other, &err), DLLM_ERR_ARG);
-    ck_assert_int_eq(dllm_forward_new(model, 4097, 1, &other, &err), DLLM_ERR_ARG);
+    ck_assert_int_eq(dllm_forward_new(model, 0, 1, 1, &other, &err), DLLM_ERR_ARG);
+    ck_assert_int_eq(dllm_forward_new(model, 4097, 1, 1, &other, &err), DLLM_ERR_ARG);
     ck_assert_str_eq(err.text, "a forward pass over 4097 tokens: the model takes 1 to 4096 "
                                "(llada.context_length)");
-    ck_assert_int_eq(dllm_forward_new(model, 8, 9, &other, &err), DLLM_ERR_ARG);
+    ck_assert_int_eq(dllm_forward_new(model, 8, 9, 1, &other, &err), DLLM_ERR_ARG);
     ck_assert_ptr_null(other);
     free(logits);
     dllm_forward_free(fwd);

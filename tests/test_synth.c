@@ -884,7 +884,7 @@ START_TEST(synth_forward)
     ck_assert_str_eq(dllm_model_arch(m), arch);
     ck_assert_int_eq(dllm_model_n_layer(m), 2);
     const int32_t mask = dllm_model_mask_id(m);
-    ck_assert_int_eq(dllm_forward_new(m, 16, 16, &fwd, &err), DLLM_OK);
+    ck_assert_int_eq(dllm_forward_new(m, 16, 16, 0, &fwd, &err), DLLM_OK);
     int32_t ids[16], rows[16];
     for (int i = 0; i < 16; i++) {
         ids[i] = i < 8 ? 'a' + i : i < 10 ? 258 : mask;

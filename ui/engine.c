@@ -38,8 +38,12 @@ enum dllm_status ui_engine_open(const struct ui_engine_params *params, struct ui
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     enum dllm_status st = dllm_model_open(params->model, NULL, &e->model, err);
-    if (st == DLLM_OK)
-        st = dllm_session_new(e->model, NULL, &e->session, err);
+    if (st == DLLM_OK) {
+        struct dllm_session_params sp;
+        dllm_session_params_init(&sp);
+        sp.threads = params->threads;
+        st = dllm_session_new(e->model, &sp, &e->session, err);
+    }
     if (st != DLLM_OK) {
         ui_engine_close(e);
         return st;
@@ -53,7 +57,7 @@ enum dllm_status ui_engine_open(const struct ui_engine_params *params, struct ui
     snprintf(e->info.arch, sizeof e->info.arch, "%s", dllm_model_arch(e->model));
     snprintf(e->info.quant, sizeof e->info.quant, "%s", dllm_model_file_type(e->model));
     snprintf(e->info.device, sizeof e->info.device, "cpu");
-    e->info.threads = 1;
+    e->info.threads = params->threads;
     e->info.n_ctx = dllm_session_max_canvas(e->session);
     e->info.load_ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
     *out = e;
