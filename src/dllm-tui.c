@@ -12,6 +12,7 @@
 #include "engine.h"
 #include "frame.h"
 #include "gen_options.h"
+#include "model_ref.h"
 #include "history.h"
 #include "screen.h"
 #include "script.h"
@@ -88,9 +89,6 @@ static void parse_options(int argc, char **argv, struct tui_options *o)
     }
     if (optind != argc)
         cli_usage_error(&command, "unexpected argument '%s'", argv[optind]);
-    if (!o->gen.model)
-        cli_usage_error(&command, "-m/--model is missing: give the GGUF file of a LLaDA or Dream "
-                                  "model");
     if (o->gen.prompt && strcmp(o->gen.prompt, "-") == 0)
         cli_usage_error(&command, "-p - (standard input) is for dllm run; here -p takes the "
                                   "first message itself");
@@ -354,8 +352,10 @@ int main(int argc, char **argv)
     struct ui_frame_slot slot;
     if (!ui_frame_slot_init(&slot))
         cli_fail("cannot create the frame slot: %s", strerror(errno));
+    /* A hub model (or, without -m, the default one) is downloaded before the screen opens. */
+    char *model_path = model_ref_path(o.gen.model, o.gen.offline);
     struct ui_engine_params params = {
-        .model = o.gen.model, .threads = o.gen.threads, .no_chat = o.gen.no_chat};
+        .model = model_path, .threads = o.gen.threads, .no_chat = o.gen.no_chat};
     struct ui_engine *engine;
     struct dllm_error err = {0};
     if (ui_engine_open(&params, &slot, &engine, &err) != DLLM_OK)
@@ -395,6 +395,7 @@ int main(int argc, char **argv)
     }
     close_screen();
     ui_engine_close(engine);
+    free(model_path);
     ui_app_fini(&app);
     ui_frame_slot_fini(&slot);
     ui_script_fini(&player.script);

@@ -143,8 +143,11 @@ has "dropped turn marked" dropped.txt '^you · not in context +│'
 printf 'key Entr\n' >"$TMP/bad.script"
 run "unknown key in a script" 2 "$TUI" "${FLAGS[@]}" --script "$TMP/bad.script"
 expect_err "script error names the line" "line 1: unknown key 'Entr'"
-run "missing model" 2 "$TUI" --script "$TMP/bad.script"
-expect_err "missing model message" '-m/--model is missing'
+printf 'key Enter\n' >"$TMP/ok.script"
+HF_HUB_CACHE="$TMP/empty-cache" run "without -m, the default model, not cached, offline" 1 \
+    "$TUI" --offline --script "$TMP/ok.script"
+expect_err "names the pull command" 'dllm pull'
+
 run "bad --color" 2 "$TUI" "${FLAGS[@]}" --color sometimes
 expect_err "bad --color message" '--color is auto, always or never'
 run "no terminal without --script" 1 "$TUI" "${FLAGS[@]}" </dev/null
