@@ -75,7 +75,7 @@ struct fixture {
     struct dllm_session *session;
 };
 
-static struct fixture open_session(const char *rel, int64_t max_canvas)
+static struct fixture open_session_threads(const char *rel, int64_t max_canvas, int threads)
 {
     struct fixture f;
     struct dllm_error err;
@@ -85,8 +85,14 @@ static struct fixture open_session(const char *rel, int64_t max_canvas)
     struct dllm_session_params sp;
     dllm_session_params_init(&sp);
     sp.max_canvas = max_canvas;
+    sp.threads = threads;
     ck_assert_msg(dllm_session_new(f.model, &sp, &f.session, &err) == DLLM_OK, "%s", err.text);
     return f;
+}
+
+static struct fixture open_session(const char *rel, int64_t max_canvas)
+{
+    return open_session_threads(rel, max_canvas, 1);
 }
 
 static void close_session(struct fixture *f)
@@ -155,6 +161,11 @@ START_TEST(generate_deterministic)
     ck_assert_int_eq(a.n_tokens, b.n_tokens);
     ck_assert(memcmp(a.canvas, b.canvas, (size_t)a.canvas_len * sizeof(int32_t)) == 0);
     ck_assert_str_eq(a.text, b.text);
+    /* Two threads give the same tokens as one. */
+    struct fixture f2 = open_session_threads(models[_i], 256, 2);
+    generate(&f2, &req, &b);
+    ck_assert(memcmp(a.canvas, b.canvas, (size_t)a.canvas_len * sizeof(int32_t)) == 0);
+    close_session(&f2);
     /* Another seed changes the sampled canvas. */
     req.sampler.seed = 99;
     generate(&f, &req, &b);
