@@ -159,7 +159,7 @@ struct dllm_gguf_value {
             enum dllm_gguf_type type; /* element type */
             uint64_t n;               /* element count */
             const void *impl;         /* private to the reader */
-        } arr; /* ARRAY */
+        } arr;                        /* ARRAY */
     };
 };
 
@@ -194,8 +194,7 @@ DLLM_API size_t dllm_gguf_data_offset(const struct dllm_gguf *gguf);
 DLLM_API int64_t dllm_gguf_n_kv(const struct dllm_gguf *gguf);
 /* The i-th key (NUL-terminated) and its value, in file order. */
 DLLM_API const char *dllm_gguf_kv_key(const struct dllm_gguf *gguf, int64_t i);
-DLLM_API const struct dllm_gguf_value *dllm_gguf_kv_value(const struct dllm_gguf *gguf,
-                                                          int64_t i);
+DLLM_API const struct dllm_gguf_value *dllm_gguf_kv_value(const struct dllm_gguf *gguf, int64_t i);
 /* The value of a key, or NULL when absent. */
 DLLM_API const struct dllm_gguf_value *dllm_gguf_find(const struct dllm_gguf *gguf,
                                                       const char *key);
@@ -224,8 +223,7 @@ DLLM_API enum dllm_status dllm_gguf_get_array(const struct dllm_gguf *gguf, cons
                                               struct dllm_error *err);
 
 DLLM_API int64_t dllm_gguf_n_tensors(const struct dllm_gguf *gguf);
-DLLM_API const struct dllm_gguf_tensor *dllm_gguf_tensor(const struct dllm_gguf *gguf,
-                                                         int64_t i);
+DLLM_API const struct dllm_gguf_tensor *dllm_gguf_tensor(const struct dllm_gguf *gguf, int64_t i);
 /* The tensor of that name, or NULL. */
 DLLM_API const struct dllm_gguf_tensor *dllm_gguf_find_tensor(const struct dllm_gguf *gguf,
                                                               const char *name);
@@ -526,8 +524,7 @@ struct dllm_forward;
  */
 DLLM_API enum dllm_status dllm_forward_new(const struct dllm_model *model, int64_t max_tokens,
                                            int64_t max_rows, int n_threads,
-                                           struct dllm_forward **out,
-                                           struct dllm_error *err);
+                                           struct dllm_forward **out, struct dllm_error *err);
 
 /*
  * One bidirectional forward pass over the token ids[0 .. n-1] at positions 0 .. n-1 (n at
@@ -859,29 +856,29 @@ enum dllm_event_kind {
  */
 struct dllm_event {
     enum dllm_event_kind kind;
-    const char *message;                /* NOTICE and ERROR: one line */
-    const int32_t *canvas;              /* START, STEP, DONE: [canvas_len] */
+    const char *message;   /* NOTICE and ERROR: one line */
+    const int32_t *canvas; /* START, STEP, DONE: [canvas_len] */
     int64_t canvas_len, n_prompt;
-    int64_t n_steps;                    /* planned steps; 0 with a threshold (blocks run until
-                                           full) */
+    int64_t n_steps; /* planned steps; 0 with a threshold (blocks run until
+                        full) */
     int64_t n_blocks;
-    int64_t step, block;                /* STEP: from 0, over the whole run */
+    int64_t step, block;                 /* STEP: from 0, over the whole run */
     const struct dllm_commit *committed; /* STEP: what this step wrote, selection order */
     int64_t n_committed;
-    bool has_best_left;                 /* STEP: whether best_left_conf is known */
-    double best_left_conf;              /* STEP: best confidence left masked in the block */
-    int64_t masks_left;                 /* STEP, DONE */
-    double forward_ms, sample_ms;       /* STEP: this step's forward pass(es) and sampling */
-    const char *text;                   /* DONE: the answer up to its first end-of-generation
-                                           token, control tokens left out, NUL-terminated */
-    const int32_t *tokens;              /* DONE: the committed ids before that token (masks a
-                                           cancelled run left are not among them) */
+    bool has_best_left;           /* STEP: whether best_left_conf is known */
+    double best_left_conf;        /* STEP: best confidence left masked in the block */
+    int64_t masks_left;           /* STEP, DONE */
+    double forward_ms, sample_ms; /* STEP: this step's forward pass(es) and sampling */
+    const char *text;             /* DONE: the answer up to its first end-of-generation
+                                     token, control tokens left out, NUL-terminated */
+    const int32_t *tokens;        /* DONE: the committed ids before that token (masks a
+                                     cancelled run left are not among them) */
     int64_t n_tokens;
-    int64_t steps_run;                  /* DONE */
-    bool stopped_early;                 /* DONE: the early-stop rule ended the run */
-    bool cancelled;                     /* DONE: dllm_session_cancel ended the run */
-    double total_ms;                    /* DONE: from the request to the answer */
-    int64_t dropped_messages;           /* NOTICE, DONE: oldest messages left out to fit */
+    int64_t steps_run;        /* DONE */
+    bool stopped_early;       /* DONE: the early-stop rule ended the run */
+    bool cancelled;           /* DONE: dllm_session_cancel ended the run */
+    double total_ms;          /* DONE: from the request to the answer */
+    int64_t dropped_messages; /* NOTICE, DONE: oldest messages left out to fit */
 };
 
 /* Receives a session's events on its worker thread; it must not call back into the session

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-enum dllm_status dllm_error_set(struct dllm_error *err, enum dllm_status status,
-                                const char *fmt, ...)
+enum dllm_status dllm_error_set(struct dllm_error *err, enum dllm_status status, const char *fmt,
+                                ...)
 {
     if (!err)
         return status;

@@ -255,8 +255,8 @@ static void attention_rows(void *ctx, int64_t item, int thread)
     const struct attention_job *job = ctx;
     const struct dllm_forward *f = job->f;
     const struct dllm_hparams *hp = &f->model->hp;
-    int64_t i0 = item * ATTENTION_ROWS, i1 = i0 + ATTENTION_ROWS < job->L ? i0 + ATTENTION_ROWS
-                                                                          : job->L;
+    int64_t i0 = item * ATTENTION_ROWS,
+            i1 = i0 + ATTENTION_ROWS < job->L ? i0 + ATTENTION_ROWS : job->L;
     dllm_attention_ref(f->q, f->k, f->v, job->L, hp->n_head, hp->n_head_kv, hp->head_dim,
                        1.0f / sqrtf((float)hp->head_dim), i0, i1,
                        f->scores + (size_t)thread * (size_t)f->max_tokens, f->att);

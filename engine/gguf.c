@@ -22,11 +22,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define GGUF_MAGIC "GGUF"
+#define GGUF_MAGIC             "GGUF"
 #define GGUF_DEFAULT_ALIGNMENT 32
-#define GGUF_MAX_NAME 64  /* ggml's GGML_MAX_NAME, terminator included */
-#define GGUF_MAX_DEPTH 8  /* nesting of arrays of arrays */
-#define GGUF_N_TYPES 13
+#define GGUF_MAX_NAME          64 /* ggml's GGML_MAX_NAME, terminator included */
+#define GGUF_MAX_DEPTH         8  /* nesting of arrays of arrays */
+#define GGUF_N_TYPES           13
 
 /* Elements of string and array arrays, parsed; numeric arrays stay in the file. */
 struct gguf_array {
@@ -66,10 +66,9 @@ struct cursor {
 };
 
 static const size_t value_type_size[GGUF_N_TYPES] = {
-    [DLLM_GGUF_UINT8] = 1,   [DLLM_GGUF_INT8] = 1,    [DLLM_GGUF_UINT16] = 2,
-    [DLLM_GGUF_INT16] = 2,   [DLLM_GGUF_UINT32] = 4,  [DLLM_GGUF_INT32] = 4,
-    [DLLM_GGUF_FLOAT32] = 4, [DLLM_GGUF_BOOL] = 1,    [DLLM_GGUF_STRING] = 0,
-    [DLLM_GGUF_ARRAY] = 0,   [DLLM_GGUF_UINT64] = 8,  [DLLM_GGUF_INT64] = 8,
+    [DLLM_GGUF_UINT8] = 1,   [DLLM_GGUF_INT8] = 1,  [DLLM_GGUF_UINT16] = 2,  [DLLM_GGUF_INT16] = 2,
+    [DLLM_GGUF_UINT32] = 4,  [DLLM_GGUF_INT32] = 4, [DLLM_GGUF_FLOAT32] = 4, [DLLM_GGUF_BOOL] = 1,
+    [DLLM_GGUF_STRING] = 0,  [DLLM_GGUF_ARRAY] = 0, [DLLM_GGUF_UINT64] = 8,  [DLLM_GGUF_INT64] = 8,
     [DLLM_GGUF_FLOAT64] = 8,
 };
 
@@ -155,9 +154,8 @@ static void *track(struct dllm_gguf *g, void *p)
     return p;
 }
 
-static enum dllm_status read_value(struct dllm_gguf *g, struct cursor *c,
-                                   enum dllm_gguf_type type, int depth, const char *key,
-                                   struct dllm_gguf_value *out);
+static enum dllm_status read_value(struct dllm_gguf *g, struct cursor *c, enum dllm_gguf_type type,
+                                   int depth, const char *key, struct dllm_gguf_value *out);
 
 /* Reads an array value: element type, count, then the elements. */
 static enum dllm_status read_array(struct dllm_gguf *g, struct cursor *c, int depth,
@@ -179,7 +177,7 @@ static enum dllm_status read_array(struct dllm_gguf *g, struct cursor *c, int de
                               GGUF_MAX_DEPTH, at);
     /* Every element takes at least its fixed size, or 8 bytes (a length) for strings and
      * 12 bytes (type and length) for arrays: the count cannot exceed what the file holds. */
-    size_t min_elem = value_type_size[elem] ? value_type_size[elem]
+    size_t min_elem = value_type_size[elem]      ? value_type_size[elem]
                       : elem == DLLM_GGUF_STRING ? 8
                                                  : 12;
     if (n > (c->size - c->off) / min_elem)
@@ -218,11 +216,36 @@ static void decode_scalar(enum dllm_gguf_type type, const uint8_t *p, struct dll
     switch (type) {
     case DLLM_GGUF_UINT8: out->u64 = p[0]; break;
     case DLLM_GGUF_INT8: out->i64 = (int8_t)p[0]; break;
-    case DLLM_GGUF_UINT16: { uint16_t v; memcpy(&v, p, 2); out->u64 = v; break; }
-    case DLLM_GGUF_INT16: { int16_t v; memcpy(&v, p, 2); out->i64 = v; break; }
-    case DLLM_GGUF_UINT32: { uint32_t v; memcpy(&v, p, 4); out->u64 = v; break; }
-    case DLLM_GGUF_INT32: { int32_t v; memcpy(&v, p, 4); out->i64 = v; break; }
-    case DLLM_GGUF_FLOAT32: { float v; memcpy(&v, p, 4); out->f64 = v; break; }
+    case DLLM_GGUF_UINT16: {
+        uint16_t v;
+        memcpy(&v, p, 2);
+        out->u64 = v;
+        break;
+    }
+    case DLLM_GGUF_INT16: {
+        int16_t v;
+        memcpy(&v, p, 2);
+        out->i64 = v;
+        break;
+    }
+    case DLLM_GGUF_UINT32: {
+        uint32_t v;
+        memcpy(&v, p, 4);
+        out->u64 = v;
+        break;
+    }
+    case DLLM_GGUF_INT32: {
+        int32_t v;
+        memcpy(&v, p, 4);
+        out->i64 = v;
+        break;
+    }
+    case DLLM_GGUF_FLOAT32: {
+        float v;
+        memcpy(&v, p, 4);
+        out->f64 = v;
+        break;
+    }
     case DLLM_GGUF_BOOL: out->b = p[0] != 0; break;
     case DLLM_GGUF_UINT64: memcpy(&out->u64, p, 8); break;
     case DLLM_GGUF_INT64: memcpy(&out->i64, p, 8); break;
@@ -233,9 +256,8 @@ static void decode_scalar(enum dllm_gguf_type type, const uint8_t *p, struct dll
 }
 
 /* Reads one value of a known type at the cursor. */
-static enum dllm_status read_value(struct dllm_gguf *g, struct cursor *c,
-                                   enum dllm_gguf_type type, int depth, const char *key,
-                                   struct dllm_gguf_value *out)
+static enum dllm_status read_value(struct dllm_gguf *g, struct cursor *c, enum dllm_gguf_type type,
+                                   int depth, const char *key, struct dllm_gguf_value *out)
 {
     enum dllm_status st;
     if (type == DLLM_GGUF_STRING) {
@@ -341,8 +363,7 @@ static enum dllm_status read_metadata(struct dllm_gguf *g, struct cursor *c)
             return dllm_error_set(c->err, DLLM_ERR_FORMAT,
                                   "metadata key %s: invalid value type %u at byte %zu",
                                   g->kvs[i].key, type, c->off - 4);
-        if ((st = read_value(g, c, (enum dllm_gguf_type)type, 0, g->kvs[i].key,
-                             &g->kvs[i].value)))
+        if ((st = read_value(g, c, (enum dllm_gguf_type)type, 0, g->kvs[i].key, &g->kvs[i].value)))
             return st;
     }
     if ((st = sort_index(g, g->n_kv, &g->kvs_by_key, cmp_kv, true, c->err)))

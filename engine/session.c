@@ -44,19 +44,19 @@ struct dllm_session {
     int32_t eog[DLLM_SAMPLER_MAX_EOG];
     int n_eog;
 
-    int32_t *canvas;    /* [max_canvas] prompt, then the generation area */
-    int32_t *uncond;    /* [max_canvas] the canvas with the prompt masked, for CFG */
-    int32_t *rows;      /* [max_canvas] output rows the forward pass projects; at the end,
-                           the answer's ids */
-    float *logits;      /* [cap_rows, n_vocab] */
-    float *logits_un;   /* [cap_rows, n_vocab] unconditional logits, for CFG */
+    int32_t *canvas;  /* [max_canvas] prompt, then the generation area */
+    int32_t *uncond;  /* [max_canvas] the canvas with the prompt masked, for CFG */
+    int32_t *rows;    /* [max_canvas] output rows the forward pass projects; at the end,
+                         the answer's ids */
+    float *logits;    /* [cap_rows, n_vocab] */
+    float *logits_un; /* [cap_rows, n_vocab] unconditional logits, for CFG */
     int64_t cap_rows;
 
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t cond;
     bool busy, quit;
-    bool finishing; /* the running request has sent its last event */
+    bool finishing;           /* the running request has sent its last event */
     struct owned_request req; /* valid while busy */
     atomic_bool cancel;
 };
@@ -120,8 +120,8 @@ static void emit_error(struct dllm_session *s, const char *text)
  * gen_length more slots, the oldest messages after a leading system message are dropped,
  * whole user/assistant exchanges at a time, keeping the last message; *dropped counts them.
  */
-static enum dllm_status encode_prompt(struct dllm_session *s, int64_t *n_prompt,
-                                      int64_t *dropped, struct dllm_error *err)
+static enum dllm_status encode_prompt(struct dllm_session *s, int64_t *n_prompt, int64_t *dropped,
+                                      struct dllm_error *err)
 {
     const struct owned_request *r = &s->req;
     int64_t room = s->max_canvas - r->sampler.gen_length;
@@ -187,9 +187,8 @@ static enum dllm_status reserve_rows(struct dllm_session *s, int64_t rows, struc
     if (b)
         s->logits_un = b;
     if (!a || !b)
-        return dllm_error_set(err, DLLM_ERR_NOMEM,
-                              "out of memory for %lld logits rows of %lld", (long long)rows,
-                              (long long)s->n_vocab);
+        return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory for %lld logits rows of %lld",
+                              (long long)rows, (long long)s->n_vocab);
     s->cap_rows = rows;
     return DLLM_OK;
 }
@@ -224,9 +223,8 @@ static enum dllm_status step_logits(struct dllm_session *s, int64_t canvas_len, 
  * Reports the answer: the committed ids before the first end-of-generation token (a cancelled
  * run may have left masks among them; they are left out), gathered in s->rows.
  */
-static void finish(struct dllm_session *s, int64_t canvas_len, int64_t n_prompt,
-                   int64_t steps_run, const struct dllm_sampler_result *last, bool cancelled,
-                   double t0)
+static void finish(struct dllm_session *s, int64_t canvas_len, int64_t n_prompt, int64_t steps_run,
+                   const struct dllm_sampler_result *last, bool cancelled, double t0)
 {
     int64_t n = 0;
     for (int64_t i = n_prompt; i < canvas_len && !dllm_vocab_is_eog(s->vocab, s->canvas[i]); i++)
@@ -292,8 +290,8 @@ static void run_request(struct dllm_session *s)
         snprintf(note, sizeof note,
                  "dropped the %lld oldest message%s so the conversation fits the canvas",
                  (long long)dropped, dropped == 1 ? "" : "s");
-        struct dllm_event nv = {.kind = DLLM_EVENT_NOTICE, .message = note,
-                                .dropped_messages = dropped};
+        struct dllm_event nv = {
+            .kind = DLLM_EVENT_NOTICE, .message = note, .dropped_messages = dropped};
         emit(s, &nv);
     }
     struct dllm_sampler_result res = {0};
@@ -369,7 +367,7 @@ enum dllm_status dllm_session_new(const struct dllm_model *model,
         params = &defaults;
     }
     int64_t n_ctx = dllm_model_n_ctx(model);
-    int64_t max_canvas = params->max_canvas ? params->max_canvas
+    int64_t max_canvas = params->max_canvas           ? params->max_canvas
                          : n_ctx < MAX_CANVAS_DEFAULT ? n_ctx
                                                       : MAX_CANVAS_DEFAULT;
     if (max_canvas < 2 || max_canvas > n_ctx)

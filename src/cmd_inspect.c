@@ -244,7 +244,8 @@ static void print_json(const struct dllm_gguf *g)
         json_t *entry = json_object();
         json_object_set_new(entry, "type", json_string(dllm_gguf_type_name(v->type)));
         if (v->type == DLLM_GGUF_ARRAY) {
-            json_object_set_new(entry, "element_type", json_string(dllm_gguf_type_name(v->arr.type)));
+            json_object_set_new(entry, "element_type",
+                                json_string(dllm_gguf_type_name(v->arr.type)));
             json_object_set_new(entry, "length", json_int(false, v->arr.n, 0));
         }
         json_object_set_new(entry, "value", json_value(v));
@@ -261,10 +262,10 @@ static void print_json(const struct dllm_gguf *g)
         json_t *shape = json_array();
         for (int d = 0; d < t->n_dims; d++)
             json_array_append_new(shape, json_int(true, 0, t->ne[d]));
-        json_array_append_new(tensors, json_pack("{s:s, s:s, s:o, s:o, s:o}", "name", t->name,
-                                                 "type", tn, "shape", shape, "offset",
-                                                 json_int(false, t->offset, 0), "size",
-                                                 json_int(false, t->size, 0)));
+        json_array_append_new(tensors,
+                              json_pack("{s:s, s:s, s:o, s:o, s:o}", "name", t->name, "type", tn,
+                                        "shape", shape, "offset", json_int(false, t->offset, 0),
+                                        "size", json_int(false, t->size, 0)));
     }
     json_object_set_new(doc, "tensor_type_counts", counts);
     json_object_set_new(doc, "tensors", tensors);

@@ -76,16 +76,15 @@ static void write_trace(FILE *f, const struct dllm_event *ev)
 {
     json_t *committed = json_array();
     for (int64_t i = 0; i < ev->n_committed; i++)
-        json_array_append_new(committed, json_pack("{s:I, s:I, s:f}", "pos",
-                                                   (json_int_t)ev->committed[i].pos, "token",
-                                                   (json_int_t)ev->committed[i].token, "conf",
-                                                   ev->committed[i].conf));
-    json_t *line = json_pack("{s:I, s:I, s:o, s:o, s:I, s:f, s:f}", "step", (json_int_t)ev->step,
-                             "block", (json_int_t)ev->block, "committed", committed,
-                             "best_left_conf",
-                             ev->has_best_left ? json_real(ev->best_left_conf) : json_null(),
-                             "masks_left", (json_int_t)ev->masks_left, "forward_ms",
-                             ev->forward_ms, "sample_ms", ev->sample_ms);
+        json_array_append_new(committed,
+                              json_pack("{s:I, s:I, s:f}", "pos", (json_int_t)ev->committed[i].pos,
+                                        "token", (json_int_t)ev->committed[i].token, "conf",
+                                        ev->committed[i].conf));
+    json_t *line = json_pack(
+        "{s:I, s:I, s:o, s:o, s:I, s:f, s:f}", "step", (json_int_t)ev->step, "block",
+        (json_int_t)ev->block, "committed", committed, "best_left_conf",
+        ev->has_best_left ? json_real(ev->best_left_conf) : json_null(), "masks_left",
+        (json_int_t)ev->masks_left, "forward_ms", ev->forward_ms, "sample_ms", ev->sample_ms);
     json_dumpf(line, f, JSON_COMPACT | JSON_PRESERVE_ORDER);
     fputc('\n', f);
     json_decref(line);
@@ -118,8 +117,9 @@ static void on_event(const struct dllm_event *ev, void *user)
         if (st->trace)
             write_trace(st->trace, ev);
         if (st->verbose)
-            fprintf(stderr, "step %lld: %lld committed, %lld masks left, %.1f ms forward, %.2f ms "
-                            "sampling\n",
+            fprintf(stderr,
+                    "step %lld: %lld committed, %lld masks left, %.1f ms forward, %.2f ms "
+                    "sampling\n",
                     (long long)ev->step, (long long)ev->n_committed, (long long)ev->masks_left,
                     ev->forward_ms, ev->sample_ms);
         else if (st->progress)
@@ -196,10 +196,9 @@ static json_t *settings_json(const struct dllm_sampler_params *p, int threads, b
     json_t *s = json_pack("{s:s, s:I, s:I, s:I, s:f, s:f, s:I, s:b, s:f, s:i, s:b}", "sampler",
                           llada ? "llada" : "dream", "max_tokens", (json_int_t)p->gen_length,
                           "steps", (json_int_t)p->steps, "block_length",
-                          (json_int_t)p->block_length, "temperature", p->temperature,
-                          "threshold", p->threshold, "seed", (json_int_t)p->seed, "early_stop",
-                          p->early_stop, "cfg_scale", p->cfg_scale, "threads", threads, "chat",
-                          chat);
+                          (json_int_t)p->block_length, "temperature", p->temperature, "threshold",
+                          p->threshold, "seed", (json_int_t)p->seed, "early_stop", p->early_stop,
+                          "cfg_scale", p->cfg_scale, "threads", threads, "chat", chat);
     if (llada) {
         json_object_set_new(s, "remasking", json_string(dllm_remasking_name(p->remasking)));
     } else {
@@ -212,19 +211,18 @@ static json_t *settings_json(const struct dllm_sampler_params *p, int threads, b
     return s;
 }
 
-static void print_json(const struct run_state *st, const struct dllm_sampler_params *p,
-                       int threads, bool chat, double load_ms)
+static void print_json(const struct run_state *st, const struct dllm_sampler_params *p, int threads,
+                       bool chat, double load_ms)
 {
     json_t *ms = json_array();
     for (int64_t i = 0; i < st->n_step_ms; i++)
         json_array_append_new(ms, json_real(st->step_ms[i]));
-    json_t *doc = json_pack(
-        "{s:o, s:O, s:I, s:b, s:b, s:o, s:f, s:f, s:f, s:I, s:o}", "text", json_text(st->text),
-        "tokens",
-        st->tokens, "steps", (json_int_t)st->steps_run, "stopped_early", st->stopped_early,
-        "cancelled", st->cancelled, "step_ms", ms, "load_ms", load_ms, "total_ms", st->total_ms,
-        "peak_rss_mb", peak_rss_mb(), "seed", (json_int_t)p->seed, "settings",
-        settings_json(p, threads, chat));
+    json_t *doc =
+        json_pack("{s:o, s:O, s:I, s:b, s:b, s:o, s:f, s:f, s:f, s:I, s:o}", "text",
+                  json_text(st->text), "tokens", st->tokens, "steps", (json_int_t)st->steps_run,
+                  "stopped_early", st->stopped_early, "cancelled", st->cancelled, "step_ms", ms,
+                  "load_ms", load_ms, "total_ms", st->total_ms, "peak_rss_mb", peak_rss_mb(),
+                  "seed", (json_int_t)p->seed, "settings", settings_json(p, threads, chat));
     json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     putchar('\n');
     json_decref(doc);
@@ -292,8 +290,8 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
             fprintf(stderr, "note: with --threshold each block runs until it is full; --steps "
                             "does not apply\n");
     }
-    struct run_state st = {.session = session, .verbose = verbose,
-                           .progress = isatty(STDERR_FILENO) && !verbose};
+    struct run_state st = {
+        .session = session, .verbose = verbose, .progress = isatty(STDERR_FILENO) && !verbose};
     if (trace_path && !(st.trace = fopen(trace_path, "w")))
         cli_fail("cannot write the trace file %s", trace_path);
     struct dllm_chat_message msgs[2];
@@ -301,8 +299,10 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
     if (o.system)
         msgs[n_msgs++] = (struct dllm_chat_message){"system", o.system};
     msgs[n_msgs++] = (struct dllm_chat_message){"user", prompt};
-    struct dllm_request req = {.messages = msgs, .n_messages = n_msgs,
-                               .raw_prompt = o.no_chat ? prompt : NULL, .sampler = sp};
+    struct dllm_request req = {.messages = msgs,
+                               .n_messages = n_msgs,
+                               .raw_prompt = o.no_chat ? prompt : NULL,
+                               .sampler = sp};
     interrupted_session = session;
     struct sigaction sa = {.sa_handler = on_sigint};
     sigemptyset(&sa.sa_mask);
@@ -324,9 +324,9 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
         putchar('\n');
     }
     if (verbose)
-        fprintf(stderr, "%lld steps%s, %.0f ms in all, peak RSS %.0f MB\n",
-                (long long)st.steps_run, st.stopped_early ? " (stopped early: the answer was final)" : "",
-                st.total_ms, peak_rss_mb());
+        fprintf(stderr, "%lld steps%s, %.0f ms in all, peak RSS %.0f MB\n", (long long)st.steps_run,
+                st.stopped_early ? " (stopped early: the answer was final)" : "", st.total_ms,
+                peak_rss_mb());
     if (st.cancelled)
         fprintf(stderr, "dllm: stopped after %lld steps; the answer above is partial\n",
                 (long long)st.steps_run);

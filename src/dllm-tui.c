@@ -314,8 +314,8 @@ extern const char cmd_run_usage[];
 /* dllm-tui --batch ...: the one-shot generation of `dllm run`, with the same flags. */
 static int run_batch(int argc, char **argv)
 {
-    static const struct cli_command batch = {"tui --batch", "one-shot generation",
-                                             cmd_run_usage, cmd_run};
+    static const struct cli_command batch = {"tui --batch", "one-shot generation", cmd_run_usage,
+                                             cmd_run};
     int n = 0;
     for (int i = 0; i < argc; i++)
         if (strcmp(argv[i], "--batch") != 0)

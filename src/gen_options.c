@@ -103,8 +103,7 @@ bool gen_options_handle(const struct cli_command *cmd, struct gen_options *o, in
         break;
     case OPT_ALG:
         if (!dllm_alg_parse(arg, &s->alg))
-            cli_usage_error(cmd,
-                            "--alg is origin, maskgit_plus, topk_margin or entropy, not '%s'",
+            cli_usage_error(cmd, "--alg is origin, maskgit_plus, topk_margin or entropy, not '%s'",
                             arg);
         o->has_alg = true;
         break;
@@ -137,8 +136,8 @@ void gen_options_sampler(const struct cli_command *cmd, const struct gen_options
     bool llada = strcmp(dllm_model_arch(model), "llada") == 0;
     dllm_sampler_params_init(out, llada ? DLLM_SAMPLER_LLADA : DLLM_SAMPLER_DREAM);
     const struct dllm_sampler_params *s = &o->set;
-#define APPLY(flag, field)                                                                      \
-    if (o->flag)                                                                                \
+#define APPLY(flag, field)                                                                         \
+    if (o->flag)                                                                                   \
         out->field = s->field;
     APPLY(has_gen_length, gen_length)
     APPLY(has_steps, steps)

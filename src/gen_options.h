@@ -26,35 +26,34 @@ struct gen_options {
 extern const struct option gen_long_options[];
 
 /* The help text of the generation flags, for a command's usage. */
-#define GEN_OPTIONS_HELP \
-    "  -m, --model MODEL    a LLaDA or Dream GGUF file, or a hub model\n" \
-    "                       org/repo[:QUANT|:FILE.gguf], downloaded once into the cache\n" \
-    "  --offline            hub models from the cache only, no network (also\n" \
-    "                       HF_HUB_OFFLINE=1)\n" \
-    "  -p, --prompt TEXT    the user message; '-' reads it from standard input\n" \
-    "  --system TEXT        a system message before it\n" \
-    "  -t, --threads N      worker threads (default: the number of cores)\n" \
-    "  --max-tokens N       tokens to generate, the masks of the canvas (default 128)\n" \
-    "  --steps N            denoising steps in all (default 128); with blocks, a multiple\n" \
-    "                       of the block count\n" \
-    "  --block-length N     semi-autoregressive blocks of N tokens, left to right\n" \
-    "                       (LLaDA default 32; Dream default: none, 0 turns blocks off)\n" \
-    "  --temperature F      0 takes the most likely token (LLaDA default 0, Dream 0.2)\n" \
-    "  --top-p F            Dream: nucleus filter in (0, 1] (default 0.95)\n" \
-    "  --top-k N            Dream: keep the N most likely tokens (default off)\n" \
-    "  --seed N             the one source of randomness (default 0)\n" \
-    "  --threshold T        Fast-dLLM parallel decoding: commit every masked slot of the\n" \
-    "                       block at least T confident, at least one per step; T in (0, 1];\n" \
-    "                       blocks run until full, so --steps does not apply\n" \
-    "  --remasking R        LLaDA confidence: low_confidence (default) or random\n" \
-    "  --alg A              Dream confidence: origin, maskgit_plus, topk_margin,\n" \
-    "                       entropy (default)\n" \
-    "  --alg-temp F         Dream: draw positions from softmax(confidence / F) (default 0)\n" \
-    "  --eps F              Dream: the last timestep, in [0, 1) (default 0.001)\n" \
-    "  --cfg-scale F        classifier-free guidance weight (default 0: off)\n" \
-    "  --no-chat            feed the prompt as raw text, without the chat template\n" \
+#define GEN_OPTIONS_HELP                                                                           \
+    "  -m, --model MODEL    a LLaDA or Dream GGUF file, or a hub model\n"                          \
+    "                       org/repo[:QUANT|:FILE.gguf], downloaded once into the cache\n"         \
+    "  --offline            hub models from the cache only, no network (also\n"                    \
+    "                       HF_HUB_OFFLINE=1)\n"                                                   \
+    "  -p, --prompt TEXT    the user message; '-' reads it from standard input\n"                  \
+    "  --system TEXT        a system message before it\n"                                          \
+    "  -t, --threads N      worker threads (default: the number of cores)\n"                       \
+    "  --max-tokens N       tokens to generate, the masks of the canvas (default 128)\n"           \
+    "  --steps N            denoising steps in all (default 128); with blocks, a multiple\n"       \
+    "                       of the block count\n"                                                  \
+    "  --block-length N     semi-autoregressive blocks of N tokens, left to right\n"               \
+    "                       (LLaDA default 32; Dream default: none, 0 turns blocks off)\n"         \
+    "  --temperature F      0 takes the most likely token (LLaDA default 0, Dream 0.2)\n"          \
+    "  --top-p F            Dream: nucleus filter in (0, 1] (default 0.95)\n"                      \
+    "  --top-k N            Dream: keep the N most likely tokens (default off)\n"                  \
+    "  --seed N             the one source of randomness (default 0)\n"                            \
+    "  --threshold T        Fast-dLLM parallel decoding: commit every masked slot of the\n"        \
+    "                       block at least T confident, at least one per step; T in (0, 1];\n"     \
+    "                       blocks run until full, so --steps does not apply\n"                    \
+    "  --remasking R        LLaDA confidence: low_confidence (default) or random\n"                \
+    "  --alg A              Dream confidence: origin, maskgit_plus, topk_margin,\n"                \
+    "                       entropy (default)\n"                                                   \
+    "  --alg-temp F         Dream: draw positions from softmax(confidence / F) (default 0)\n"      \
+    "  --eps F              Dream: the last timestep, in [0, 1) (default 0.001)\n"                 \
+    "  --cfg-scale F        classifier-free guidance weight (default 0: off)\n"                    \
+    "  --no-chat            feed the prompt as raw text, without the chat template\n"              \
     "  --no-early-stop      run every step even once the answer is final\n"
-
 
 /* Handles one option of gen_long_options (or -m, -p, -t); false when c is not one of them. */
 bool gen_options_handle(const struct cli_command *cmd, struct gen_options *o, int c,

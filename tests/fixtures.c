@@ -13,7 +13,8 @@ const char *fixtures_dir(void)
         return dir;
     const char *ci = getenv("CI");
     printf("SKIP: reference fixtures not found at '%s': set DLLM_FIXTURES to the shared "
-           "fixtures folder\n", dir ? dir : "(DLLM_FIXTURES unset)");
+           "fixtures folder\n",
+           dir ? dir : "(DLLM_FIXTURES unset)");
     fflush(stdout);
     if (ci && strcmp(ci, "true") == 0) {
         printf("FAIL: CI=true, where missing fixtures are a failure\n");

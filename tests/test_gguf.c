@@ -10,11 +10,11 @@
 #include <unistd.h>
 
 static const char *const fixture_files[] = {
-    "models/llada-tiny-q4km.gguf",       "models/llada-tiny-q80.gguf",
-    "models/llada-tiny-q5km.gguf",       "models/llada-tiny-q6k.gguf",
-    "models/llada-tiny-f16.gguf",        "models/llada-tiny-bf16.gguf",
-    "models/dream-tiny-q4km.gguf",       "models/dream-tiny-realvocab-q4km.gguf",
-    "tokenizer/dream-vocab.gguf",        "tokenizer/llamacpp-tests/ggml-vocab-gpt-2.gguf",
+    "models/llada-tiny-q4km.gguf", "models/llada-tiny-q80.gguf",
+    "models/llada-tiny-q5km.gguf", "models/llada-tiny-q6k.gguf",
+    "models/llada-tiny-f16.gguf",  "models/llada-tiny-bf16.gguf",
+    "models/dream-tiny-q4km.gguf", "models/dream-tiny-realvocab-q4km.gguf",
+    "tokenizer/dream-vocab.gguf",  "tokenizer/llamacpp-tests/ggml-vocab-gpt-2.gguf",
 };
 #define N_FIXTURES (int)(sizeof fixture_files / sizeof fixture_files[0])
 
@@ -75,17 +75,15 @@ START_TEST(parse_known_shapes)
     t = dllm_gguf_find_tensor(g, "output.weight");
     ck_assert_uint_eq(t->type, DLLM_TYPE_Q6_K);
     const struct dllm_gguf_value *tokens;
-    ck_assert_int_eq(dllm_gguf_get_array(g, "tokenizer.ggml.tokens", DLLM_GGUF_STRING, &tokens,
-                                         &err),
-                     DLLM_OK);
+    ck_assert_int_eq(
+        dllm_gguf_get_array(g, "tokenizer.ggml.tokens", DLLM_GGUF_STRING, &tokens, &err), DLLM_OK);
     ck_assert_uint_eq(tokens->arr.n, 2048);
     dllm_gguf_close(g);
 
     g = open_fixture("tokenizer/dream-vocab.gguf");
     ck_assert_int_eq(dllm_gguf_n_tensors(g), 0);
-    ck_assert_int_eq(dllm_gguf_get_array(g, "tokenizer.ggml.tokens", DLLM_GGUF_STRING, &tokens,
-                                         &err),
-                     DLLM_OK);
+    ck_assert_int_eq(
+        dllm_gguf_get_array(g, "tokenizer.ggml.tokens", DLLM_GGUF_STRING, &tokens, &err), DLLM_OK);
     ck_assert_uint_eq(tokens->arr.n, 152064);
     struct dllm_gguf_value v;
     dllm_gguf_array_get(tokens, 151645, &v);
@@ -169,8 +167,14 @@ static struct image base_image(void (*edit)(struct gguf_edit *))
     return im;
 }
 
-static void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
-static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static void put64(uint8_t *p, uint64_t v)
+{
+    memcpy(p, &v, 8);
+}
+static void put32(uint8_t *p, uint32_t v)
+{
+    memcpy(p, &v, 4);
+}
 
 /* Opens an exact-size copy (so a sanitizer sees any over-read) and expects failure. */
 static void expect_error(const uint8_t *img, size_t size, enum dllm_status want,
@@ -260,15 +264,42 @@ struct corruption {
     const char *fragment;
 };
 
-static void c_magic(struct image *im) { im->p[0] = 'X'; }
-static void c_version1(struct image *im) { put32(im->p + 4, 1); }
-static void c_version4(struct image *im) { put32(im->p + 4, 4); }
-static void c_big_endian(struct image *im) { put32(im->p + 4, 0x03000000); }
-static void c_huge_tensors(struct image *im) { put64(im->p + 8, UINT64_MAX); }
-static void c_huge_kv(struct image *im) { put64(im->p + 16, UINT64_MAX / 2); }
-static void c_key_len(struct image *im) { put64(im->p + im->l.kv_key[0], UINT64_MAX); }
-static void c_key_empty(struct image *im) { put64(im->p + im->l.kv_key[0], 0); }
-static void c_value_type(struct image *im) { put32(im->p + im->l.kv_type[0], 13); }
+static void c_magic(struct image *im)
+{
+    im->p[0] = 'X';
+}
+static void c_version1(struct image *im)
+{
+    put32(im->p + 4, 1);
+}
+static void c_version4(struct image *im)
+{
+    put32(im->p + 4, 4);
+}
+static void c_big_endian(struct image *im)
+{
+    put32(im->p + 4, 0x03000000);
+}
+static void c_huge_tensors(struct image *im)
+{
+    put64(im->p + 8, UINT64_MAX);
+}
+static void c_huge_kv(struct image *im)
+{
+    put64(im->p + 16, UINT64_MAX / 2);
+}
+static void c_key_len(struct image *im)
+{
+    put64(im->p + im->l.kv_key[0], UINT64_MAX);
+}
+static void c_key_empty(struct image *im)
+{
+    put64(im->p + im->l.kv_key[0], 0);
+}
+static void c_value_type(struct image *im)
+{
+    put32(im->p + im->l.kv_type[0], 13);
+}
 static void c_string_len(struct image *im)
 {
     put64(im->p + im->l.kv_value[kv_index(im, "general.architecture")], 1ull << 40);
@@ -296,13 +327,34 @@ static void c_dup_tensor(struct image *im)
         if (memcmp(im->p + im->l.t_name[i] + 8, "dup.name_b", 10) == 0)
             im->p[im->l.t_name[i] + 8 + 9] = 'a';
 }
-static void c_tensor_type(struct image *im) { put32(im->p + im->l.t_type[0], 200); }
-static void c_tensor_type_removed(struct image *im) { put32(im->p + im->l.t_type[0], 4); }
-static void c_ndims0(struct image *im) { put32(im->p + im->l.t_ndims[0], 0); }
-static void c_ndims5(struct image *im) { put32(im->p + im->l.t_ndims[0], 5); }
-static void c_dim_zero(struct image *im) { put64(im->p + im->l.t_dims[0], 0); }
-static void c_dim_overflow(struct image *im) { put64(im->p + im->l.t_dims[0], 1ull << 62); }
-static void c_dim_huge(struct image *im) { put64(im->p + im->l.t_dims[0], UINT64_MAX); }
+static void c_tensor_type(struct image *im)
+{
+    put32(im->p + im->l.t_type[0], 200);
+}
+static void c_tensor_type_removed(struct image *im)
+{
+    put32(im->p + im->l.t_type[0], 4);
+}
+static void c_ndims0(struct image *im)
+{
+    put32(im->p + im->l.t_ndims[0], 0);
+}
+static void c_ndims5(struct image *im)
+{
+    put32(im->p + im->l.t_ndims[0], 5);
+}
+static void c_dim_zero(struct image *im)
+{
+    put64(im->p + im->l.t_dims[0], 0);
+}
+static void c_dim_overflow(struct image *im)
+{
+    put64(im->p + im->l.t_dims[0], 1ull << 62);
+}
+static void c_dim_huge(struct image *im)
+{
+    put64(im->p + im->l.t_dims[0], UINT64_MAX);
+}
 static void c_row_blocks(struct image *im)
 {
     for (size_t i = 0; i < im->l.n_tensors; i++) {
@@ -370,12 +422,19 @@ START_TEST(malformed_fields)
 }
 END_TEST
 
-static void bad_alignment(struct gguf_edit *e) { gguf_edit_set_u32(e, "general.alignment", 48); }
-static void alignment_type(struct gguf_edit *e) { gguf_edit_set_str(e, "general.alignment", "32"); }
+static void bad_alignment(struct gguf_edit *e)
+{
+    gguf_edit_set_u32(e, "general.alignment", 48);
+}
+static void alignment_type(struct gguf_edit *e)
+{
+    gguf_edit_set_str(e, "general.alignment", "32");
+}
 static void long_name(struct gguf_edit *e)
 {
-    gguf_edit_rename_tensor(e, "output_norm.weight",
-                            "a.tensor.name.that.is.far.longer.than.sixty.three.bytes.allows.in.ggml");
+    gguf_edit_rename_tensor(
+        e, "output_norm.weight",
+        "a.tensor.name.that.is.far.longer.than.sixty.three.bytes.allows.in.ggml");
 }
 
 /* Arrays of arrays nested nine deep. */
