@@ -356,6 +356,21 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* Frees what a session owns besides its thread and locks, and the session itself. */
+static void free_buffers(struct dllm_session *s)
+{
+    dllm_sampler_free(s->sampler);
+    dllm_forward_free(s->fwd);
+    dllm_chat_template_free(s->tmpl);
+    dllm_vocab_free(s->vocab);
+    free(s->canvas);
+    free(s->uncond);
+    free(s->rows);
+    free(s->logits);
+    free(s->logits_un);
+    free(s);
+}
+
 enum dllm_status dllm_session_new(const struct dllm_model *model,
                                   const struct dllm_session_params *params,
                                   struct dllm_session **out, struct dllm_error *err)
@@ -412,14 +427,7 @@ enum dllm_status dllm_session_new(const struct dllm_model *model,
     *out = s;
     return DLLM_OK;
 fail:
-    dllm_sampler_free(s->sampler);
-    dllm_forward_free(s->fwd);
-    dllm_chat_template_free(s->tmpl);
-    dllm_vocab_free(s->vocab);
-    free(s->canvas);
-    free(s->uncond);
-    free(s->rows);
-    free(s);
+    free_buffers(s);
     return st;
 }
 
@@ -436,16 +444,7 @@ void dllm_session_free(struct dllm_session *s)
     free_request(&s->req);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->cond);
-    dllm_sampler_free(s->sampler);
-    dllm_forward_free(s->fwd);
-    dllm_chat_template_free(s->tmpl);
-    dllm_vocab_free(s->vocab);
-    free(s->canvas);
-    free(s->uncond);
-    free(s->rows);
-    free(s->logits);
-    free(s->logits_un);
-    free(s);
+    free_buffers(s);
 }
 
 /* Copies the caller's request; false when out of memory. */
