@@ -1,7 +1,7 @@
 /*
  * The AVX-512 variant (F, BW, VL, DQ, VNNI): 16 weight rows per 512-bit vector, u8 x s8 dot
- * products with VPDPBUSD and int16 pair products with VPDPWSSD. The kernels themselves are in
- * matmul-simd.h; this file defines its vector interface.
+ * products with VPDPBUSD, its activation operand broadcast from memory. The kernels themselves
+ * are in matmul-simd.h; this file defines its vector interface.
  */
 #include "config.h"
 
@@ -159,12 +159,6 @@ SIMD_INLINE vi vi_dot2_bcast(vi acc, vi w0, vi w1, const void *a)
     return acc;
 }
 
-/* acc + in each lane the sum of the two int16 x int16 products of a . b. */
-SIMD_INLINE vi vi_dot16(vi acc, vi a, vi b)
-{
-    return _mm512_dpwssd_epi32(acc, a, b);
-}
-
 SIMD_INLINE int32_t vi_hsum(vi v)
 {
     return _mm512_reduce_add_epi32(v);
@@ -228,12 +222,6 @@ SIMD_INLINE vf vf_mul(vf a, vf b)
 SIMD_INLINE vf vf_fmadd(vf a, vf b, vf c)
 {
     return _mm512_fmadd_ps(a, b, c);
-}
-
-/* c - a * b */
-SIMD_INLINE vf vf_fnmadd(vf a, vf b, vf c)
-{
-    return _mm512_fnmadd_ps(a, b, c);
 }
 
 SIMD_INLINE vf vf_cvt(vi v)

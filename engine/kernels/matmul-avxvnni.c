@@ -1,5 +1,5 @@
 /*
- * The AVX-VNNI variant: the AVX2 kernels with the VEX-encoded VPDPBUSD and VPDPWSSD. Its
+ * The AVX-VNNI variant: the AVX2 kernels with the VEX-encoded VPDPBUSD. Its
  * activation conversion is the AVX2 one (dllm_matmul_quantize_avx2). The kernels are in
  * matmul-simd.h.
  */

@@ -1,8 +1,8 @@
 /*
  * The 256-bit vector interface of matmul-simd.h, shared by the AVX2 and AVX-VNNI variants: 8
- * weight rows per vector. With SIMD_VNNI defined the dot products are the VEX-encoded
- * VPDPBUSD and VPDPWSSD of AVX-VNNI; without it, VPMADDUBSW and VPMADDWD. The including file
- * defines SIMD_ISA first.
+ * weight rows per vector. With SIMD_VNNI defined the u8 x s8 dot products are the VEX-encoded
+ * VPDPBUSD of AVX-VNNI; without it, VPMADDUBSW and VPMADDWD. The including file defines
+ * SIMD_ISA first.
  */
 #include <immintrin.h>
 #include <stdint.h>
@@ -158,16 +158,6 @@ SIMD_INLINE vi vi_dot2_bcast(vi acc, vi w0, vi w1, const void *a)
     return vi_dot2(acc, w0, vi_bcast32(a), w1, vi_bcast32((const uint8_t *)a + 4));
 }
 
-/* acc + in each lane the sum of the two int16 x int16 products of a . b. */
-SIMD_INLINE vi vi_dot16(vi acc, vi a, vi b)
-{
-#ifdef SIMD_VNNI
-    return _mm256_dpwssd_avx_epi32(acc, a, b);
-#else
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
-#endif
-}
-
 SIMD_INLINE int32_t vi_hsum(vi v)
 {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
@@ -241,12 +231,6 @@ SIMD_INLINE vf vf_mul(vf a, vf b)
 SIMD_INLINE vf vf_fmadd(vf a, vf b, vf c)
 {
     return _mm256_fmadd_ps(a, b, c);
-}
-
-/* c - a * b */
-SIMD_INLINE vf vf_fnmadd(vf a, vf b, vf c)
-{
-    return _mm256_fnmadd_ps(a, b, c);
 }
 
 SIMD_INLINE vf vf_cvt(vi v)
