@@ -25,6 +25,8 @@ int cmd_rm(const struct cli_command *cmd, int argc, char **argv);
 extern const char cmd_rm_usage[];
 int cmd_synth(const struct cli_command *cmd, int argc, char **argv);
 extern const char cmd_synth_usage[];
+int cmd_bench(const struct cli_command *cmd, int argc, char **argv);
+extern const char cmd_bench_usage[];
 
 static const struct cli_command commands[] = {
     {"inspect", "print a GGUF file's metadata and tensors", cmd_inspect_usage, cmd_inspect},
@@ -37,6 +39,7 @@ static const struct cli_command commands[] = {
     {"ls", "list the GGUF models in the Hugging Face cache", cmd_ls_usage, cmd_ls},
     {"rm", "remove a model from the Hugging Face cache", cmd_rm_usage, cmd_rm},
     {"synth", "write a model of the real layout with random weights", cmd_synth_usage, cmd_synth},
+    {"bench", "time forward passes over a canvas: ms, GOPS, peak RSS", cmd_bench_usage, cmd_bench},
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];
 

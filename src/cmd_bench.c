@@ -1,0 +1,268 @@
+/*
+ * dllm bench: the speed of the forward pass, the unit of every denoising step. Loads a model
+ * and times passes over a canvas shaped like generation's: prompt ids, then 128 masks.
+ */
+#include "config.h"
+
+#include "cli.h"
+#include "dllm.h"
+#include "model_ref.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The masks at the end of the canvas: dllm run's default generation length. */
+enum { BENCH_MASKS = 128 };
+
+const char cmd_bench_usage[] =
+    "usage: dllm bench --model MODEL [--canvas L] [--rows R] [--reps N] [--threads N]\n"
+    "                  [--json] [--offline]\n"
+    "\n"
+    "Loads the model, then times N forward passes over a canvas of L tokens shaped like a\n"
+    "denoising step's: the first L-128 positions prompt ids, the last 128 (all of them when\n"
+    "L <= 128) the mask token, with the logits of the last R rows. Prints the load time,\n"
+    "each pass and the median, and the throughput: GOPS = 2 x (transformer weight\n"
+    "parameters x L + output parameters x R) / median time.\n"
+    "\n"
+    "options:\n"
+    "  -m, --model MODEL   a LLaDA or Dream GGUF file, or a hub model\n"
+    "                      org/repo[:QUANT|:FILE.gguf], downloaded if needed\n"
+    "      --offline       hub models from the cache only, no network\n"
+    "  -L, --canvas L      canvas length, 1 to the model's context (default 160)\n"
+    "  -r, --rows R        logits rows, 1 to L (default 32, or L when L is smaller)\n"
+    "  -n, --reps N        timed passes, 1 to 1000 (default 3)\n"
+    "  -t, --threads N     worker threads, 1 to 1024 (default: one per core)\n"
+    "      --json          print one JSON document: load_ms, pass_ms, median_ms, canvas,\n"
+    "                      rows, threads, kernel, gops, peak_rss_mb and the model's facts\n"
+    "  -h, --help          this help\n";
+
+/* What one bench run measured, for either output format. */
+struct bench_result {
+    const char *path, *arch, *file_type, *kernel;
+    int64_t canvas, rows, n_prompt;
+    int threads;
+    int64_t weight_params; /* matrix elements of the transformer blocks */
+    int64_t output_params; /* elements of the output projection */
+    double load_ms, median_ms, gops, peak_rss_mb;
+    double *pass_ms; /* [reps] */
+    int reps;
+};
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static double peak_rss_mb(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss / 1024.0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of n > 0 values: the middle one, or the mean of the middle two. */
+static double median(const double *v, int n)
+{
+    double *s = malloc((size_t)n * sizeof *s);
+    if (!s)
+        cli_fail("out of memory");
+    memcpy(s, v, (size_t)n * sizeof *s);
+    qsort(s, (size_t)n, sizeof *s, cmp_double);
+    double m = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+    free(s);
+    return m;
+}
+
+/*
+ * Counts the multiply-accumulate weights of a pass: the matrices (two or more dimensions) of
+ * the blocks blk.*, applied to every canvas token, and the output projection (output.weight,
+ * or the tied token_embd.weight), applied to each logits row. Norms and biases are left out.
+ */
+static void count_params(const struct dllm_gguf *gguf, int64_t *weights, int64_t *output)
+{
+    const struct dllm_gguf_tensor *out = dllm_gguf_find_tensor(gguf, "output.weight");
+    if (!out)
+        out = dllm_gguf_find_tensor(gguf, "token_embd.weight");
+    *weights = 0;
+    *output = out ? out->ne[0] * out->ne[1] : 0;
+    for (int64_t i = 0; i < dllm_gguf_n_tensors(gguf); i++) {
+        const struct dllm_gguf_tensor *t = dllm_gguf_tensor(gguf, i);
+        if (t->n_dims >= 2 && strncmp(t->name, "blk.", 4) == 0)
+            *weights += t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+    }
+}
+
+/*
+ * The context length a GGUF file declares (<arch>.context_length), read before loading so that
+ * a canvas too long is a usage error; 0 when the file does not say, for the load to report.
+ */
+static int64_t context_length(const char *path)
+{
+    struct dllm_gguf *gguf;
+    if (dllm_gguf_open(path, &gguf, NULL) != DLLM_OK)
+        return 0;
+    char *arch = NULL, key[96];
+    uint32_t n_ctx = 0;
+    if (dllm_gguf_get_str(gguf, "general.architecture", &arch, NULL) == DLLM_OK) {
+        snprintf(key, sizeof key, "%.80s.context_length", arch);
+        if (dllm_gguf_get_u32(gguf, key, &n_ctx, NULL) != DLLM_OK)
+            n_ctx = 0;
+    }
+    free(arch);
+    dllm_gguf_close(gguf);
+    return n_ctx;
+}
+
+/* The canvas: ordinary ids cycling through the vocabulary (never the mask), then masks. */
+static int32_t *make_canvas(const struct dllm_model *model, int64_t canvas, int64_t n_prompt)
+{
+    int32_t *ids = malloc((size_t)canvas * sizeof *ids);
+    if (!ids)
+        cli_fail("out of memory");
+    const int32_t mask = dllm_model_mask_id(model);
+    const int64_t n_vocab = dllm_model_n_vocab(model);
+    for (int64_t i = 0; i < n_prompt; i++) {
+        int32_t id = (int32_t)((1000 + 7919 * i) % n_vocab);
+        ids[i] = id == mask ? (int32_t)((id + 1) % n_vocab) : id;
+    }
+    for (int64_t i = n_prompt; i < canvas; i++)
+        ids[i] = mask;
+    return ids;
+}
+
+static void print_text(const struct bench_result *r)
+{
+    printf("model %s: %s %s, kernel %s, %d threads\n", r->path, r->arch, r->file_type, r->kernel,
+           r->threads);
+    printf("load: %.0f ms\n", r->load_ms);
+    printf("canvas %lld tokens (%lld prompt, %lld masks), logits for the last %lld rows\n",
+           (long long)r->canvas, (long long)r->n_prompt, (long long)(r->canvas - r->n_prompt),
+           (long long)r->rows);
+    for (int i = 0; i < r->reps; i++)
+        printf("pass %d: %.1f ms\n", i + 1, r->pass_ms[i]);
+    printf("median: %.1f ms, %.1f GOPS, peak RSS %.0f MB\n", r->median_ms, r->gops, r->peak_rss_mb);
+}
+
+static void print_json(const struct bench_result *r)
+{
+    json_t *passes = json_array();
+    for (int i = 0; i < r->reps; i++)
+        json_array_append_new(passes, json_real(r->pass_ms[i]));
+    json_t *doc = json_pack(
+        "{s:f, s:o, s:f, s:I, s:I, s:i, s:s, s:f, s:f, s:s, s:s, s:s, s:I, s:I, s:I}", "load_ms",
+        r->load_ms, "pass_ms", passes, "median_ms", r->median_ms, "canvas", (json_int_t)r->canvas,
+        "rows", (json_int_t)r->rows, "threads", r->threads, "kernel", r->kernel, "gops", r->gops,
+        "peak_rss_mb", r->peak_rss_mb, "model", r->path, "arch", r->arch, "file_type", r->file_type,
+        "prompt_tokens", (json_int_t)r->n_prompt, "weight_params", (json_int_t)r->weight_params,
+        "output_params", (json_int_t)r->output_params);
+    json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    putchar('\n');
+    json_decref(doc);
+}
+
+int cmd_bench(const struct cli_command *cmd, int argc, char **argv)
+{
+    enum { OPT_JSON = 256, OPT_OFFLINE };
+    static const struct option opts[] = {
+        {"model", required_argument, NULL, 'm'},     {"canvas", required_argument, NULL, 'L'},
+        {"rows", required_argument, NULL, 'r'},      {"reps", required_argument, NULL, 'n'},
+        {"threads", required_argument, NULL, 't'},   {"json", no_argument, NULL, OPT_JSON},
+        {"offline", no_argument, NULL, OPT_OFFLINE}, {0},
+    };
+    const char *model_ref = NULL;
+    int64_t canvas = 160, rows = 0;
+    int reps = 3, threads = (int)sysconf(_SC_NPROCESSORS_ONLN), c;
+    bool json = false, offline = false;
+    while ((c = cli_getopt(cmd, argc, argv, "m:L:r:n:t:", opts)) != -1) {
+        switch (c) {
+        case 'm': model_ref = optarg; break;
+        case 'L': canvas = cli_parse_int(cmd, "--canvas", optarg, 1, INT32_MAX); break;
+        case 'r': rows = cli_parse_int(cmd, "--rows", optarg, 1, INT32_MAX); break;
+        case 'n': reps = (int)cli_parse_int(cmd, "--reps", optarg, 1, 1000); break;
+        case 't': threads = (int)cli_parse_int(cmd, "--threads", optarg, 1, 1024); break;
+        case OPT_JSON: json = true; break;
+        case OPT_OFFLINE: offline = true; break;
+        }
+    }
+    if (optind != argc)
+        cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    if (!model_ref)
+        cli_usage_error(cmd, "--model is missing");
+    if (rows > canvas)
+        cli_usage_error(cmd, "--rows %lld is more than the canvas: use 1 to %lld", (long long)rows,
+                        (long long)canvas);
+    if (!rows)
+        rows = canvas < 32 ? canvas : 32;
+
+    struct dllm_error err;
+    struct bench_result r = {.canvas = canvas, .rows = rows, .threads = threads, .reps = reps};
+    if (dllm_kernels_name(&r.kernel, &err) != DLLM_OK)
+        cli_fail("%s", err.text);
+    char *path = model_ref_path(model_ref, offline);
+    const int64_t n_ctx = context_length(path);
+    if (n_ctx > 0 && canvas > n_ctx)
+        cli_usage_error(cmd, "--canvas %lld is longer than the model's context: use 1 to %lld",
+                        (long long)canvas, (long long)n_ctx);
+
+    struct dllm_model_params params;
+    dllm_model_params_init(&params);
+    params.max_tokens = canvas;
+    double t0 = now_ms();
+    struct dllm_model *model = model_ref_open(path, &params, false);
+    struct dllm_forward *fwd;
+    if (dllm_forward_new(model, canvas, rows, threads, &fwd, &err) != DLLM_OK)
+        cli_fail("%s", err.text);
+    r.load_ms = now_ms() - t0;
+    r.path = path;
+    r.arch = dllm_model_arch(model);
+    r.file_type = dllm_model_file_type(model);
+    r.n_prompt = canvas > BENCH_MASKS ? canvas - BENCH_MASKS : 0;
+    count_params(dllm_model_gguf(model), &r.weight_params, &r.output_params);
+
+    int32_t *ids = make_canvas(model, canvas, r.n_prompt);
+    int32_t *row_pos = malloc((size_t)rows * sizeof *row_pos);
+    float *logits = malloc((size_t)(rows * dllm_model_n_vocab(model)) * sizeof *logits);
+    r.pass_ms = malloc((size_t)reps * sizeof *r.pass_ms);
+    if (!row_pos || !logits || !r.pass_ms)
+        cli_fail("out of memory for %lld rows of logits", (long long)rows);
+    for (int64_t i = 0; i < rows; i++)
+        row_pos[i] = (int32_t)(canvas - rows + i);
+    for (int i = 0; i < reps; i++) {
+        double t = now_ms();
+        if (dllm_forward_run(fwd, ids, canvas, row_pos, rows, logits, &err) != DLLM_OK)
+            cli_fail("%s", err.text);
+        r.pass_ms[i] = now_ms() - t;
+    }
+    r.median_ms = median(r.pass_ms, reps);
+    r.gops = 2.0 * ((double)r.weight_params * canvas + (double)r.output_params * rows) /
+             (r.median_ms * 1e6);
+    r.peak_rss_mb = peak_rss_mb();
+    if (json)
+        print_json(&r);
+    else
+        print_text(&r);
+
+    free(r.pass_ms);
+    free(logits);
+    free(row_pos);
+    free(ids);
+    dllm_forward_free(fwd);
+    dllm_model_close(model);
+    free(path);
+    if (fflush(stdout) != 0)
+        cli_fail("cannot write the output");
+    return CLI_EXIT_OK;
+}
