@@ -20,7 +20,7 @@ d = json.load(open(path))
 types = {"load_ms": float, "pass_ms": list, "median_ms": float, "canvas": int, "rows": int,
          "threads": int, "kernel": str, "gops": float, "peak_rss_mb": float, "model": str,
          "arch": str, "file_type": str, "prompt_tokens": int, "weight_params": int,
-         "output_params": int}
+         "output_params": int, "cpu_ms": list}
 for k, t in types.items():
     assert isinstance(d.get(k), t), "%s: %r is not %s" % (k, d.get(k), t.__name__)
 assert d["canvas"] == int(canvas) and d["rows"] == int(rows), (d["canvas"], d["rows"])
@@ -31,6 +31,7 @@ assert d["output_params"] == int(output), d["output_params"]
 assert d["kernel"] in ("ref", "avx2", "avxvnni", "avx512"), d["kernel"]
 assert d["file_type"] == "Q4_K_M", d["file_type"]
 assert len(d["pass_ms"]) == int(reps) and all(p > 0 for p in d["pass_ms"]), d["pass_ms"]
+assert len(d["cpu_ms"]) == int(reps) and all(c > 0 for c in d["cpu_ms"]), d["cpu_ms"]
 assert abs(d["median_ms"] - statistics.median(d["pass_ms"])) < 1e-6, d["median_ms"]
 gops = 2 * (int(weights) * int(canvas) + int(output) * int(rows)) / (d["median_ms"] * 1e6)
 assert abs(d["gops"] - gops) <= 1e-6 * gops, (d["gops"], gops)
@@ -63,8 +64,8 @@ expect_out "model line" "^model .*llada-tiny-q4km.gguf: llada Q4_K_M, kernel [a-
 expect_out "load line" '^load: [0-9]+ ms$'
 expect_out "canvas line" \
     '^canvas 140 tokens \(12 prompt, 128 masks\), logits for the last 32 rows$'
-expect_out "first pass" '^pass 1: [0-9.]+ ms$'
-expect_out "second pass" '^pass 2: [0-9.]+ ms$'
+expect_out "first pass" '^pass 1: [0-9.]+ ms \(CPU [0-9.]+ ms\)$'
+expect_out "second pass" '^pass 2: [0-9.]+ ms \(CPU [0-9.]+ ms\)$'
 expect_out "median line" '^median: [0-9.]+ ms, [0-9.]+ GOPS, peak RSS [0-9]+ MB$'
 
 # Usage errors: exit 2, nothing on stdout, the flag named.
