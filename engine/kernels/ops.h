@@ -7,6 +7,9 @@
 #ifndef DLLM_KERNELS_OPS_H
 #define DLLM_KERNELS_OPS_H
 
+#include "dllm.h"
+
+#include <stddef.h>
 #include <stdint.h>
 
 /* How RoPE pairs the dimensions of a head: (2j, 2j+1), or (j, j + n_rot/2) for NeoX. */
@@ -50,5 +53,81 @@ void dllm_swiglu_ref(float *gate, const float *up, int64_t n);
 
 /* y[i] += x[i]. */
 void dllm_add_ref(float *y, const float *x, int64_t n);
+
+/*
+ * Vectorized variants of the kernels above, chosen at run time like the matrix kernels
+ * (kernels/cpu.h). Each computes what its *_ref function does, in the same order of operations
+ * where it can; tests/test_ops.c names the tolerances that remain:
+ * - rms_norm and rope: the same float operations; the sum of squares still in double, in
+ *   another order, so the mean may differ in its last bit.
+ * - attention: dot products and weighted sums by FMA (one rounding instead of two per term,
+ *   terms in the reference's order); e^x by a polynomial within 2 ulp of expf over the whole
+ *   float range (0 below about -103.9, inf above 88.72); the denominator still in double.
+ * - swiglu: the same e^x.
+ * Attention processes its queries (token, head) in tiles of DLLM_ATTN_TILE per kv head, so a
+ * range [i0, i1) is fastest when (i1 - i0) * n_head / n_kv is a multiple of it; splitting the
+ * rows over threads needs one scratch per thread.
+ */
+#define DLLM_ATTN_TILE 16
+
+struct dllm_kernels;
+
+/* One variant: the name and CPU features as in struct dllm_kernels, the *_ref signatures. */
+struct dllm_ops {
+    const char *name;  /* "ref", "avx2" or "avx512" */
+    unsigned features; /* the enum dllm_cpu_feature bits it needs */
+    void (*rms_norm)(const float *x, const float *g, float eps, int64_t n, float *y);
+    void (*rope)(float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
+                 enum dllm_rope_mode mode, const float *cos, const float *sin);
+    void (*attention)(const float *q, const float *k, const float *v, int64_t L, int64_t n_head,
+                      int64_t n_kv, int64_t head_dim, float scale, int64_t i0, int64_t i1,
+                      float *scores, float *out);
+    void (*swiglu)(float *gate, const float *up, int64_t n);
+    void (*add)(float *y, const float *x, int64_t n);
+};
+
+/*
+ * Floats of scratch (the scores argument) any variant's attention needs for L tokens:
+ * DLLM_ATTN_TILE * (head_dim + L) + 2 * L * head_dim (a query tile, its scores, and one kv
+ * head's keys and values packed). 64-byte alignment is best.
+ */
+int64_t dllm_ops_attention_scratch(int64_t L, int64_t head_dim);
+
+/* All variants, slowest first; *n receives their count. */
+const struct dllm_ops *dllm_ops_all(size_t *n);
+
+/* Whether this CPU runs a variant. */
+bool dllm_ops_usable(const struct dllm_ops *ops);
+
+/* The fastest variant that needs no CPU feature beyond those of the matrix kernels k. */
+const struct dllm_ops *dllm_ops_for(const struct dllm_kernels *k);
+
+/*
+ * The variant that goes with the matrix kernels dllm_kernels_select picks for force (so
+ * "ref" gives the reference and "avxvnni" gives avx2), with its errors.
+ */
+enum dllm_status dllm_ops_select(const char *force, const struct dllm_ops **out,
+                                 struct dllm_error *err);
+
+/* dllm_ops_select with the environment variable DLLM_KERNELS as force. */
+enum dllm_status dllm_ops_select_env(const struct dllm_ops **out, struct dllm_error *err);
+
+/* The SIMD variants' entry points, defined in ops-<name>.c. */
+void dllm_rms_norm_avx2(const float *x, const float *g, float eps, int64_t n, float *y);
+void dllm_rope_avx2(float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
+                    enum dllm_rope_mode mode, const float *cos, const float *sin);
+void dllm_attention_avx2(const float *q, const float *k, const float *v, int64_t L, int64_t n_head,
+                         int64_t n_kv, int64_t head_dim, float scale, int64_t i0, int64_t i1,
+                         float *scores, float *out);
+void dllm_swiglu_avx2(float *gate, const float *up, int64_t n);
+void dllm_add_avx2(float *y, const float *x, int64_t n);
+void dllm_rms_norm_avx512(const float *x, const float *g, float eps, int64_t n, float *y);
+void dllm_rope_avx512(float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
+                      enum dllm_rope_mode mode, const float *cos, const float *sin);
+void dllm_attention_avx512(const float *q, const float *k, const float *v, int64_t L,
+                           int64_t n_head, int64_t n_kv, int64_t head_dim, float scale, int64_t i0,
+                           int64_t i1, float *scores, float *out);
+void dllm_swiglu_avx512(float *gate, const float *up, int64_t n);
+void dllm_add_avx512(float *y, const float *x, int64_t n);
 
 #endif
