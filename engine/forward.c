@@ -33,13 +33,15 @@ struct dllm_forward {
     float *att;    /* [max_tokens, n_head * head_dim] attention output, heads side by side */
     float *gate;   /* [max_tokens, n_ff] gate projection, then SwiGLU */
     float *up;     /* [max_tokens, n_ff] */
-    float *scores; /* [n_threads, max_tokens] each thread's attention weights of one query */
+    float *scores; /* [n_threads, dllm_ops_attention_scratch(max_tokens, head_dim)] each thread's
+                      attention scratch */
     float *cos;    /* [max_tokens, n_rot / 2] RoPE table for positions 0 .. max_tokens-1 */
     float *sin;    /* [max_tokens, n_rot / 2] */
     float *out;    /* [max_rows, n_embd] the final-normed rows to project to logits */
     void *act;     /* [max_tokens] rows of activations converted for a matrix kernel, each
                       as long as the largest dllm_matmul_scratch_bytes(type, K, 1) */
     const struct dllm_kernels *kernels; /* the matrix-kernel variant (DLLM_KERNELS or the CPU) */
+    const struct dllm_ops *ops;         /* the block kernels of the same instruction set */
     struct dllm_threadpool *pool;       /* n_threads threads, the caller of a pass included */
     int n_threads;
 };
@@ -96,7 +98,7 @@ static bool buffer_sizes(const struct dllm_model *m, int64_t L, int64_t R, int T
         [BUF_ATT] = {L, dq, sizeof(float)},
         [BUF_GATE] = {L, hp->n_ff, sizeof(float)},
         [BUF_UP] = {L, hp->n_ff, sizeof(float)},
-        [BUF_SCORES] = {T, L, sizeof(float)},
+        [BUF_SCORES] = {T, dllm_ops_attention_scratch(L, hp->head_dim), sizeof(float)},
         [BUF_COS] = {L, hp->n_rot / 2, sizeof(float)},
         [BUF_SIN] = {L, hp->n_rot / 2, sizeof(float)},
         [BUF_OUT] = {R, hp->n_embd, sizeof(float)},
@@ -180,6 +182,7 @@ enum dllm_status dllm_forward_new(const struct dllm_model *model, int64_t max_to
         return st;
     }
     f->kernels = kernels;
+    f->ops = dllm_ops_for(kernels);
     f->n_threads = n_threads;
     void *bufs[N_BUFS];
     char *p = f->arena;
@@ -227,29 +230,30 @@ static void linear(struct dllm_forward *f, const struct dllm_gguf_tensor *w, con
 }
 
 /* Adds a bias b[n] to each of L rows of y [L, n]; no-op when b is NULL. */
-static void add_bias(float *y, const float *b, int64_t L, int64_t n)
+static void add_bias(const struct dllm_forward *f, float *y, const float *b, int64_t L, int64_t n)
 {
     if (!b)
         return;
     for (int64_t i = 0; i < L; i++)
-        dllm_add_ref(y + i * n, b, n);
+        f->ops->add(y + i * n, b, n);
 }
 
 /* RMSNorm of L rows of n elements, x to y. */
-static void rms_norm_rows(const float *x, const float *g, float eps, int64_t L, int64_t n, float *y)
+static void rms_norm_rows(const struct dllm_forward *f, const float *x, const float *g, float eps,
+                          int64_t L, int64_t n, float *y)
 {
     for (int64_t i = 0; i < L; i++)
-        dllm_rms_norm_ref(x + i * n, g, eps, n, y + i * n);
+        f->ops->rms_norm(x + i * n, g, eps, n, y + i * n);
 }
 
-#define ATTENTION_ROWS 4 /* query rows per attention work item */
+#define ATTENTION_ROWS 16 /* query rows per attention work item (a multiple of the ops' tile) */
 
 struct attention_job {
     struct dllm_forward *f;
     int64_t L;
 };
 
-/* One work item of the attention: query rows [4 item, 4 item + 4), with the thread's scores. */
+/* One work item of the attention: ATTENTION_ROWS query rows, with the thread's scratch. */
 static void attention_rows(void *ctx, int64_t item, int thread)
 {
     const struct attention_job *job = ctx;
@@ -257,9 +261,10 @@ static void attention_rows(void *ctx, int64_t item, int thread)
     const struct dllm_hparams *hp = &f->model->hp;
     int64_t i0 = item * ATTENTION_ROWS,
             i1 = i0 + ATTENTION_ROWS < job->L ? i0 + ATTENTION_ROWS : job->L;
-    dllm_attention_ref(f->q, f->k, f->v, job->L, hp->n_head, hp->n_head_kv, hp->head_dim,
-                       1.0f / sqrtf((float)hp->head_dim), i0, i1,
-                       f->scores + (size_t)thread * (size_t)f->max_tokens, f->att);
+    const size_t scratch = (size_t)dllm_ops_attention_scratch(f->max_tokens, hp->head_dim);
+    f->ops->attention(f->q, f->k, f->v, job->L, hp->n_head, hp->n_head_kv, hp->head_dim,
+                      1.0f / sqrtf((float)hp->head_dim), i0, i1,
+                      f->scores + (size_t)thread * scratch, f->att);
 }
 
 /* x += Wo attention(rope(Wq a + bq), rope(Wk a + bk), Wv a + bv) with a = RMSNorm(x). */
@@ -268,35 +273,35 @@ static void attention_block(struct dllm_forward *f, const struct dllm_layer *l, 
     const struct dllm_hparams *hp = &f->model->hp;
     const int64_t dq = hp->n_head * hp->head_dim, dkv = hp->n_head_kv * hp->head_dim;
     const int64_t half = hp->n_rot / 2;
-    rms_norm_rows(f->x, l->attn_norm, hp->norm_eps, L, hp->n_embd, f->xn);
+    rms_norm_rows(f, f->x, l->attn_norm, hp->norm_eps, L, hp->n_embd, f->xn);
     linear(f, l->wq, f->xn, L, f->q, dq);
     linear(f, l->wk, f->xn, L, f->k, dkv);
     linear(f, l->wv, f->xn, L, f->v, dkv);
-    add_bias(f->q, l->bq, L, dq);
-    add_bias(f->k, l->bk, L, dkv);
-    add_bias(f->v, l->bv, L, dkv);
+    add_bias(f, f->q, l->bq, L, dq);
+    add_bias(f, f->k, l->bk, L, dkv);
+    add_bias(f, f->v, l->bv, L, dkv);
     for (int64_t i = 0; i < L; i++) {
-        dllm_rope_ref(f->q + i * dq, hp->n_head, hp->head_dim, hp->n_rot, hp->rope_mode,
-                      f->cos + i * half, f->sin + i * half);
-        dllm_rope_ref(f->k + i * dkv, hp->n_head_kv, hp->head_dim, hp->n_rot, hp->rope_mode,
-                      f->cos + i * half, f->sin + i * half);
+        f->ops->rope(f->q + i * dq, hp->n_head, hp->head_dim, hp->n_rot, hp->rope_mode,
+                     f->cos + i * half, f->sin + i * half);
+        f->ops->rope(f->k + i * dkv, hp->n_head_kv, hp->head_dim, hp->n_rot, hp->rope_mode,
+                     f->cos + i * half, f->sin + i * half);
     }
     struct attention_job job = {f, L};
     dllm_threadpool_run(f->pool, (L + ATTENTION_ROWS - 1) / ATTENTION_ROWS, attention_rows, &job);
     linear(f, l->wo, f->att, L, f->xn, hp->n_embd);
-    dllm_add_ref(f->x, f->xn, L * hp->n_embd);
+    f->ops->add(f->x, f->xn, L * hp->n_embd);
 }
 
 /* x += W_down (SiLU(W_gate a) * W_up a) with a = RMSNorm(x). */
 static void ffn_block(struct dllm_forward *f, const struct dllm_layer *l, int64_t L)
 {
     const struct dllm_hparams *hp = &f->model->hp;
-    rms_norm_rows(f->x, l->ffn_norm, hp->norm_eps, L, hp->n_embd, f->xn);
+    rms_norm_rows(f, f->x, l->ffn_norm, hp->norm_eps, L, hp->n_embd, f->xn);
     linear(f, l->w_gate, f->xn, L, f->gate, hp->n_ff);
     linear(f, l->w_up, f->xn, L, f->up, hp->n_ff);
-    dllm_swiglu_ref(f->gate, f->up, L * hp->n_ff);
+    f->ops->swiglu(f->gate, f->up, L * hp->n_ff);
     linear(f, l->w_down, f->gate, L, f->xn, hp->n_embd);
-    dllm_add_ref(f->x, f->xn, L * hp->n_embd);
+    f->ops->add(f->x, f->xn, L * hp->n_embd);
 }
 
 /* Checks a pass's arguments against the context and the vocabulary. */
@@ -349,8 +354,13 @@ enum dllm_status dllm_forward_run(struct dllm_forward *fwd, const int32_t *ids, 
         ffn_block(fwd, &m->layers[il], n);
     }
     for (int64_t r = 0; r < n_rows; r++)
-        dllm_rms_norm_ref(fwd->x + rows[r] * d, m->output_norm, hp->norm_eps, d, fwd->out + r * d);
+        fwd->ops->rms_norm(fwd->x + rows[r] * d, m->output_norm, hp->norm_eps, d, fwd->out + r * d);
     if (n_rows > 0)
         linear(fwd, m->output, fwd->out, n_rows, logits, hp->n_vocab);
     return DLLM_OK;
+}
+
+struct dllm_threadpool *dllm_forward_pool(struct dllm_forward *fwd)
+{
+    return fwd->pool;
 }
