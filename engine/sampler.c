@@ -7,6 +7,8 @@
 #include "sampler.h"
 
 #include "error.h"
+#include "kernels/rowmath.h"
+#include "threadpool.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -22,14 +24,26 @@ struct candidate {
     int32_t token;
 };
 
-/* A vocabulary entry ranked for top-p. */
+/*
+ * Vocabulary entries ranked for top-p and top-k, in two arrays (copying an entry then stores
+ * and loads like-sized values, which the CPU forwards without a stall).
+ */
 struct ranked {
-    double p;
-    int32_t id;
+    double *p;   /* [n_vocab] probabilities; LLaDA's uniform draws */
+    int32_t *id; /* [n_vocab] */
+};
+
+/* One thread's scratch for the rows it proposes. */
+struct row_scratch {
+    double *probs;        /* [n_vocab] a Dream row's softmax numerators, then probabilities */
+    struct ranked ranked; /* Dream's filters; ranked.p holds LLaDA's draws */
+    int64_t failed_row;   /* the first row of the step that failed here; -1: none */
+    struct dllm_error failed_err; /* its error */
 };
 
 struct dllm_sampler {
     int64_t max_canvas, n_vocab;
+    const struct dllm_rowmath *rm; /* the row-maths variant (DLLM_KERNELS or the CPU) */
 
     /* the run */
     bool running;
@@ -52,9 +66,8 @@ struct dllm_sampler {
     int32_t *positions;          /* [max_canvas] rows of the prepared step */
     struct candidate *cands;     /* [max_canvas] */
     struct dllm_commit *commits; /* [max_canvas] */
-    double *probs;               /* [n_vocab] one row's probabilities */
-    struct ranked *ranked;       /* [n_vocab] top-p candidates */
-    double *heap;                /* [n_vocab] top-k min-heap */
+    struct row_scratch *scratch; /* [max_threads] */
+    int max_threads;
 };
 
 /* ---- random numbers --------------------------------------------------------------------- */
@@ -118,27 +131,35 @@ double dllm_sampler_rng_uniform_open(struct dllm_rng *rng)
 
 /* ---- maths on one logits row ------------------------------------------------------------ */
 
-enum dllm_status dllm_sampler_softmax(const float *logits, int64_t n, double temperature,
-                                      double *probs, struct dllm_error *err)
+/*
+ * The softmax numerators of a row by the row maths rm, given its largest entry max:
+ * y[v] = e^((logits[v] - max) / T) (y may be NULL), and their sum in *sum. A row without a
+ * finite maximum, or with a NaN, is DLLM_ERR_ARG.
+ */
+static enum dllm_status softmax_numerators(const struct dllm_rowmath *rm, const float *logits,
+                                           int64_t n, float max, double temperature, double *y,
+                                           double *sum, struct dllm_error *err)
 {
-    float max = -INFINITY;
-    for (int64_t v = 0; v < n; v++)
-        if (logits[v] > max)
-            max = logits[v];
     if (!isfinite(max))
         return dllm_error_set(err, DLLM_ERR_ARG, "logits row has no finite maximum (%g)",
                               (double)max);
-    double inv_t = 1.0 / temperature, sum = 0.0;
-    for (int64_t v = 0; v < n; v++) {
-        probs[v] = exp(((double)logits[v] - max) * inv_t);
-        sum += probs[v];
-    }
-    if (!isfinite(sum))
+    *sum = rm->exp(logits, n, max, 1.0 / temperature, y);
+    if (!isfinite(*sum))
         return dllm_error_set(err, DLLM_ERR_ARG, "logits row holds a NaN");
-    double inv_sum = 1.0 / sum;
-    for (int64_t v = 0; v < n; v++)
-        probs[v] *= inv_sum;
     return DLLM_OK;
+}
+
+enum dllm_status dllm_sampler_softmax(const float *logits, int64_t n, double temperature,
+                                      double *probs, struct dllm_error *err)
+{
+    size_t n_variants;
+    const struct dllm_rowmath *ref = dllm_rowmath_all(&n_variants);
+    double sum;
+    enum dllm_status st =
+        softmax_numerators(ref, logits, n, ref->max(logits, n), temperature, probs, &sum, err);
+    if (st == DLLM_OK)
+        ref->scale(probs, n, 1.0 / sum);
+    return st;
 }
 
 void dllm_sampler_cfg(float *cond, const float *uncond, int64_t n, double scale)
@@ -435,36 +456,51 @@ bool dllm_sampler_eog_settled(const int32_t *canvas, int64_t start, int64_t end,
 
 /* ---- the sampler -------------------------------------------------------------------------- */
 
-enum dllm_status dllm_sampler_new(int64_t max_canvas, int64_t n_vocab, struct dllm_sampler **out,
-                                  struct dllm_error *err)
+enum dllm_status dllm_sampler_new(int64_t max_canvas, int64_t n_vocab, int max_threads,
+                                  struct dllm_sampler **out, struct dllm_error *err)
 {
     *out = NULL;
-    if (max_canvas < 1 || max_canvas > INT32_MAX || n_vocab < 2 || n_vocab > INT32_MAX)
+    if (max_canvas < 1 || max_canvas > INT32_MAX || n_vocab < 2 || n_vocab > INT32_MAX ||
+        max_threads < 1 || max_threads > 1024)
         return dllm_error_set(err, DLLM_ERR_ARG,
                               "sampler sizes out of range: %" PRId64 " canvas slots (1 .. 2^31-1)"
-                              ", %" PRId64 " vocabulary entries (2 .. 2^31-1)",
-                              max_canvas, n_vocab);
+                              ", %" PRId64 " vocabulary entries (2 .. 2^31-1), %d threads "
+                              "(1 .. 1024)",
+                              max_canvas, n_vocab, max_threads);
+    const struct dllm_rowmath *rm;
+    enum dllm_status st = dllm_rowmath_select_env(&rm, err);
+    if (st != DLLM_OK)
+        return st;
     struct dllm_sampler *s = calloc(1, sizeof *s);
     if (!s)
         goto fail;
     s->max_canvas = max_canvas;
     s->n_vocab = n_vocab;
+    s->rm = rm;
     size_t c = (size_t)max_canvas, v = (size_t)n_vocab;
     s->positions = malloc(c * sizeof *s->positions);
     s->cands = malloc(c * sizeof *s->cands);
     s->commits = malloc(c * sizeof *s->commits);
-    s->probs = malloc(v * sizeof *s->probs);
-    s->ranked = malloc(v * sizeof *s->ranked);
-    s->heap = malloc(v * sizeof *s->heap);
-    if (!s->positions || !s->cands || !s->commits || !s->probs || !s->ranked || !s->heap)
+    s->scratch = calloc((size_t)max_threads, sizeof *s->scratch);
+    if (!s->positions || !s->cands || !s->commits || !s->scratch)
         goto fail;
+    s->max_threads = max_threads;
+    for (int t = 0; t < max_threads; t++) {
+        struct row_scratch *w = &s->scratch[t];
+        w->probs = malloc(v * sizeof *w->probs);
+        w->ranked.p = malloc(v * sizeof *w->ranked.p);
+        w->ranked.id = malloc(v * sizeof *w->ranked.id);
+        if (!w->probs || !w->ranked.p || !w->ranked.id)
+            goto fail;
+    }
     *out = s;
     return DLLM_OK;
 fail:
     dllm_sampler_free(s);
     return dllm_error_set(err, DLLM_ERR_NOMEM,
-                          "out of memory for a sampler (%" PRId64 " slots, %" PRId64 " ids)",
-                          max_canvas, n_vocab);
+                          "out of memory for a sampler (%" PRId64 " slots, %" PRId64
+                          " ids, %d threads)",
+                          max_canvas, n_vocab, max_threads);
 }
 
 void dllm_sampler_free(struct dllm_sampler *s)
@@ -474,9 +510,12 @@ void dllm_sampler_free(struct dllm_sampler *s)
     free(s->positions);
     free(s->cands);
     free(s->commits);
-    free(s->probs);
-    free(s->ranked);
-    free(s->heap);
+    for (int t = 0; t < s->max_threads; t++) {
+        free(s->scratch[t].probs);
+        free(s->scratch[t].ranked.p);
+        free(s->scratch[t].ranked.id);
+    }
+    free(s->scratch);
     free(s);
 }
 
@@ -598,148 +637,457 @@ enum dllm_status dllm_sampler_next(struct dllm_sampler *s, const int32_t *canvas
     return DLLM_OK;
 }
 
-/* Index of the largest entry of x[0 .. n-1] other than skip (the first of equal maxima). */
-static int32_t argmax_f32(const float *x, int64_t n, int32_t skip)
+/* The largest entry of x[0 .. n-1] other than x[skip] (NaNs ignored; -inf when none). */
+static float max_but(const struct dllm_rowmath *rm, const float *x, int64_t n, int32_t skip)
 {
-    int32_t best = skip == 0 ? 1 : 0;
-    for (int64_t v = best + 1; v < n; v++)
-        if (x[v] > x[best] && v != skip)
-            best = (int32_t)v;
-    return best;
+    float a = rm->max(x, skip), b = rm->max(x + skip + 1, n - skip - 1);
+    return a > b ? a : b;
+}
+
+/* The first index other than skip where x[0 .. n-1] holds m; the first other than skip if none. */
+static int32_t first_equal(const float *x, int64_t n, int32_t skip, float m)
+{
+    for (int64_t v = 0; v < n; v++)
+        if (x[v] == m && v != skip)
+            return (int32_t)v;
+    return skip == 0 ? 1 : 0;
+}
+
+/*
+ * The Gumbel-max proposal over every id but skip: the kernel on the ids before skip and on
+ * those after it, the earlier range winning ties.
+ */
+static int32_t gumbel_argmax(const struct dllm_rowmath *rm, const float *logits, const double *u,
+                             int64_t n, double t, int32_t skip)
+{
+    double b0 = -INFINITY, b1 = -INFINITY;
+    int64_t a0 = -1, a1 = -1;
+    if (skip > 0)
+        a0 = rm->gumbel_argmax(logits, u, skip, t, &b0);
+    if (skip + 1 < n)
+        a1 = skip + 1 + rm->gumbel_argmax(logits + skip + 1, u + skip + 1, n - skip - 1, t, &b1);
+    return (int32_t)(a0 >= 0 && !(b1 > b0) ? a0 : a1);
+}
+
+/* dllm_sampler_propose_llada on the scratch w. */
+static enum dllm_status propose_llada(const struct dllm_sampler *s, struct row_scratch *w,
+                                      const float *logits, struct dllm_rng *rng, int32_t *token,
+                                      double *conf, struct dllm_error *err)
+{
+    int64_t nv = s->n_vocab;
+    float rest = max_but(s->rm, logits, nv, s->mask_id);
+    float max = logits[s->mask_id] > rest ? logits[s->mask_id] : rest;
+    double sum;
+    enum dllm_status st = softmax_numerators(s->rm, logits, nv, max, 1.0, NULL, &sum, err);
+    if (st != DLLM_OK)
+        return st;
+    double t = s->params.temperature;
+    int32_t x;
+    if (t == 0.0) {
+        x = first_equal(logits, nv, s->mask_id, rest);
+    } else {
+        /* argmax of exp(l) / (-ln u)^T, taken in the log domain: l - T ln(-ln u). */
+        double *u = w->ranked.p;
+        for (int64_t v = 0; v < nv; v++)
+            u[v] = dllm_sampler_rng_uniform_open(rng);
+        x = gumbel_argmax(s->rm, logits, u, nv, t, s->mask_id);
+    }
+    *token = x;
+    /* The softmax numerator of x, as the kernel computed it. */
+    *conf = s->params.remasking == DLLM_REMASKING_RANDOM
+                ? dllm_sampler_rng_uniform(rng)
+                : dllm_rowmath_exp(((double)logits[x] - max) * 1.0) * (1.0 / sum);
+    return DLLM_OK;
 }
 
 enum dllm_status dllm_sampler_propose_llada(struct dllm_sampler *s, const float *logits,
                                             struct dllm_rng *rng, int32_t *token, double *conf,
                                             struct dllm_error *err)
 {
-    enum dllm_status st = dllm_sampler_softmax(logits, s->n_vocab, 1.0, s->probs, err);
-    if (st != DLLM_OK)
-        return st;
-    double t = s->params.temperature;
-    int32_t x;
-    if (t == 0.0) {
-        x = argmax_f32(logits, s->n_vocab, s->mask_id);
-    } else {
-        /* argmax of exp(l) / (-ln u)^T, taken in the log domain: l - T ln(-ln u). */
-        double best = -INFINITY;
-        x = s->mask_id == 0 ? 1 : 0;
-        for (int64_t v = 0; v < s->n_vocab; v++) {
-            double g = logits[v] - t * log(-log(dllm_sampler_rng_uniform_open(rng)));
-            if (g > best && v != s->mask_id) {
-                best = g;
-                x = (int32_t)v;
-            }
-        }
-    }
-    *token = x;
-    *conf =
-        s->params.remasking == DLLM_REMASKING_RANDOM ? dllm_sampler_rng_uniform(rng) : s->probs[x];
-    return DLLM_OK;
+    return propose_llada(s, &s->scratch[0], logits, rng, token, conf, err);
 }
 
-/* Orders top-p candidates by probability descending, then id ascending. */
-static int cmp_ranked(const void *a, const void *b)
+/* Whether entry i of r ranks before entry j: probability descending, then id ascending. */
+static bool ranks_before(struct ranked r, int64_t i, int64_t j)
 {
-    const struct ranked *x = a, *y = b;
-    if (x->p != y->p)
-        return x->p > y->p ? -1 : 1;
-    return (x->id > y->id) - (x->id < y->id);
+    return r.p[i] > r.p[j] || (r.p[i] == r.p[j] && r.id[i] < r.id[j]);
+}
+
+static void swap_ranked(struct ranked r, int64_t i, int64_t j)
+{
+    double p = r.p[i];
+    int32_t id = r.id[i];
+    r.p[i] = r.p[j];
+    r.id[i] = r.id[j];
+    r.p[j] = p;
+    r.id[j] = id;
 }
 
 /*
- * Zeroes the probabilities outside the top-p nucleus. Only entries of at least a cut-off c
- * are ranked; c is lowered (1/64, 1/4096, 1/262144, then 0) until their cumulative mass
- * exceeds top_p, which places the nucleus boundary among them, since every lower entry ranks
- * after them.
+ * Partitions entries [lo, hi) of r (at least 3) around the median by rank of the first,
+ * middle and last: returns the pivot's final index k, with the entries ranked before it in
+ * [lo, k) and those after it in (k, hi). Ids are distinct, so no two entries rank equal. The
+ * scan has no data-dependent branch (nearly flat rows would mispredict half of them): each
+ * entry is swapped with the first one not ranked before the pivot, and that boundary advances
+ * by the comparison's 0 or 1.
  */
-static void filter_top_p(struct dllm_sampler *s, double top_p)
+static int64_t partition(struct ranked r, int64_t lo, int64_t hi)
 {
-    double *p = s->probs;
-    struct ranked *r = s->ranked;
-    int64_t n, keep;
-    double cum;
-    for (double c = 1.0 / 64;; c = c > 1e-6 ? c / 64 : 0.0) {
-        n = 0;
-        for (int64_t v = 0; v < s->n_vocab; v++)
-            if (p[v] >= c && p[v] > 0.0)
-                r[n++] = (struct ranked){p[v], (int32_t)v};
-        qsort(r, (size_t)n, sizeof *r, cmp_ranked);
-        cum = 0.0;
-        for (keep = 0; keep < n && !(cum > top_p); keep++)
-            cum += r[keep].p;
-        if (cum > top_p || c == 0.0)
-            break;
+    int64_t mid = lo + (hi - lo) / 2, last = hi - 1;
+    if (ranks_before(r, mid, lo))
+        swap_ranked(r, mid, lo);
+    if (ranks_before(r, last, mid))
+        swap_ranked(r, last, mid);
+    if (ranks_before(r, mid, lo))
+        swap_ranked(r, mid, lo);
+    swap_ranked(r, mid, last);
+    const double pivot_p = r.p[last];
+    const int32_t pivot_id = r.id[last];
+    int64_t k = lo;
+    for (int64_t j = lo; j < last; j++) {
+        double p = r.p[j];
+        int32_t id = r.id[j];
+        int before = (p > pivot_p) | ((p == pivot_p) & (id < pivot_id));
+        r.p[j] = r.p[k];
+        r.id[j] = r.id[k];
+        r.p[k] = p;
+        r.id[k] = id;
+        k += before;
     }
-    if (keep == 0)
-        return;
-    double theta = r[keep - 1].p;
-    int32_t last = r[keep - 1].id;
-    for (int64_t v = 0; v < s->n_vocab; v++)
-        if (p[v] < theta || (p[v] == theta && v > last))
-            p[v] = 0.0;
+    swap_ranked(r, k, last);
+    return k;
 }
 
-/* Restores the min-heap property below node i of heap[0 .. n-1]. */
-static void sift_down(double *heap, int64_t n, int64_t i)
+/* Restores the heap below node i of the n entries from base (the entry ranked last on top). */
+static void sift_down(struct ranked r, int64_t base, int64_t n, int64_t i)
 {
     for (;;) {
-        int64_t l = 2 * i + 1, m = i;
-        if (l < n && heap[l] < heap[m])
-            m = l;
-        if (l + 1 < n && heap[l + 1] < heap[m])
-            m = l + 1;
-        if (m == i)
+        int64_t c = 2 * i + 1;
+        if (c >= n)
             return;
-        double t = heap[i];
-        heap[i] = heap[m];
-        heap[m] = t;
-        i = m;
+        if (c + 1 < n && ranks_before(r, base + c, base + c + 1))
+            c++;
+        if (!ranks_before(r, base + i, base + c))
+            return;
+        swap_ranked(r, base + i, base + c);
+        i = c;
     }
 }
 
-/* Zeroes the probabilities below the k-th largest one (k < n_vocab), keeping ties with it. */
-static void filter_top_k(struct dllm_sampler *s, int64_t k)
+/* Sorts entries [lo, hi) of r by rank (heapsort: no allocation, O(n log n) whatever the data). */
+static void sort_ranked(struct ranked r, int64_t lo, int64_t hi)
 {
-    double *p = s->probs, *heap = s->heap;
-    for (int64_t v = 0; v < k; v++)
-        heap[v] = p[v];
-    for (int64_t i = k / 2 - 1; i >= 0; i--)
-        sift_down(heap, k, i);
-    for (int64_t v = k; v < s->n_vocab; v++)
-        if (p[v] > heap[0]) {
-            heap[0] = p[v];
-            sift_down(heap, k, 0);
+    int64_t n = hi - lo;
+    for (int64_t i = n / 2 - 1; i >= 0; i--)
+        sift_down(r, lo, n, i);
+    for (int64_t m = n - 1; m > 0; m--) {
+        swap_ranked(r, lo, lo + m);
+        sift_down(r, lo, m, 0);
+    }
+}
+
+/*
+ * Ranges this short are sorted rather than partitioned, and so is any range left after
+ * PARTITION_ROUNDS rounds (pivots that keep splitting badly), so that the cost stays
+ * O(n log n) whatever the row.
+ */
+#define PARTITION_SHORT  16
+#define PARTITION_ROUNDS 64
+
+/* A probability in whole units of 2^-62, truncated: exact sums of up to 2 in 64 bits. */
+static uint64_t fixed_mass(double p)
+{
+    return (uint64_t)(int64_t)(p * 0x1p62); /* below 2^63: one signed conversion */
+}
+
+/*
+ * The index among the n entries of r (reordered) of the last entry of the top-p nucleus, when
+ * `before` is the fixed-point mass of the entries ranked before all of them: the first by
+ * rank at which the mass up to and including it exceeds top_p; -1 when none does (all stay).
+ * Partitions narrow the range holding it without sorting the rest: an entry ranked before a
+ * kept pivot is kept, one ranked after a dropped pivot is dropped.
+ */
+static int64_t nucleus_end(struct ranked r, int64_t n, uint64_t before, double top_p)
+{
+    /* For a whole number m, m > top_p 2^62 exactly when m > floor(top_p 2^62). */
+    uint64_t limit = (uint64_t)floor(top_p * 0x1p62);
+    int64_t lo = 0, hi = n; /* before: the mass ranked before entry lo */
+    for (int round = 0; hi - lo > PARTITION_SHORT && round < PARTITION_ROUNDS; round++) {
+        int64_t k = partition(r, lo, hi);
+        uint64_t left = 0;
+        for (int64_t i = lo; i < k; i++)
+            left += fixed_mass(r.p[i]);
+        if (before + left > limit) {
+            hi = k;
+            continue;
         }
-    double kth = heap[0];
-    for (int64_t v = 0; v < s->n_vocab; v++)
-        if (p[v] < kth)
-            p[v] = 0.0;
+        before += left + fixed_mass(r.p[k]);
+        if (before > limit)
+            return k;
+        lo = k + 1;
+    }
+    sort_ranked(r, lo, hi);
+    for (int64_t i = lo; i < hi; i++) {
+        before += fixed_mass(r.p[i]);
+        if (before > limit)
+            return i;
+    }
+    return -1;
+}
+
+/* Reorders the n entries of r so that entry k is the one of rank k (0 <= k < n). */
+static void select_rank(struct ranked r, int64_t n, int64_t k)
+{
+    int64_t lo = 0, hi = n;
+    for (int round = 0; hi - lo > PARTITION_SHORT && round < PARTITION_ROUNDS; round++) {
+        int64_t m = partition(r, lo, hi);
+        if (m == k)
+            return;
+        if (k < m)
+            hi = m;
+        else
+            lo = m + 1;
+    }
+    sort_ranked(r, lo, hi);
+}
+
+/*
+ * Copies the positive entries of p[0 .. n-1] in [lo, hi) to r in id order and returns their
+ * count; adds the fixed-point mass of the entries >= hi to *above. The branches are predictable:
+ * the bracket is narrow, or holds nearly everything.
+ */
+static int64_t gather(const double *p, int64_t n, double lo, double hi, struct ranked r,
+                      uint64_t *above)
+{
+    int64_t m = 0;
+    for (int64_t v = 0; v < n; v++) {
+        if (p[v] >= hi) {
+            *above += fixed_mass(p[v]);
+        } else if (p[v] >= lo && p[v] > 0.0) {
+            r.p[m] = p[v];
+            r.id[m++] = (int32_t)v;
+        }
+    }
+    return m;
+}
+
+/*
+ * The margin by which a floating-point mass must clear top_p to decide a side: far above its
+ * rounding (n 2^-53) and the fixed-point truncation (n 2^-62) for any vocabulary below 2^31.
+ */
+#define TOP_P_SLACK 1e-6
+
+/* Entries of the bracket around the nucleus boundary few enough to rank directly. */
+#define TOP_P_BAND 1024
+
+/* The double whose bit pattern is b (positive doubles are ordered as their patterns). */
+static double double_of(uint64_t b)
+{
+    double x;
+    memcpy(&x, &b, sizeof x);
+    return x;
+}
+
+/*
+ * Narrows the bracket [*lo, *hi) of the nucleus boundary by one sum_from pass over the
+ * cut-offs c (ascending): the largest whose mass exceeds top_p by TOP_P_SLACK becomes lo, the
+ * smallest whose mass is below it by as much becomes hi, with their entry counts.
+ */
+static void narrow(const struct dllm_rowmath *rm, const double *p, int64_t n, double top_p,
+                   const double *c, double *lo, int64_t *n_lo, double *hi, int64_t *n_hi)
+{
+    double sum[DLLM_ROWMATH_CUTS];
+    int64_t count[DLLM_ROWMATH_CUTS];
+    rm->sum_from(p, n, c, sum, count);
+    for (int j = 0; j < DLLM_ROWMATH_CUTS; j++) {
+        if (sum[j] > top_p + TOP_P_SLACK && c[j] > *lo) {
+            *lo = c[j];
+            *n_lo = count[j];
+        }
+        int k = DLLM_ROWMATH_CUTS - 1 - j;
+        if (sum[k] < top_p - TOP_P_SLACK && c[k] < *hi) {
+            *hi = c[k];
+            *n_hi = count[k];
+        }
+    }
+}
+
+/*
+ * The last entry of the top-p nucleus of p (w->probs), by probability *theta and id *last;
+ * false when every entry stays. Its probability is first bracketed in [lo, hi): the mass of
+ * the entries >= lo exceeds top_p (so the boundary is not below lo) and that of the entries
+ * >= hi does not (so all of those stay), the masses summed in floating point and required to
+ * clear top_p by TOP_P_SLACK. A first pass tries the cut-offs 2^-18, 2^-12, 2^-6 (lo stays 0
+ * when none holds); while more than TOP_P_BAND entries lie in the bracket, passes at the
+ * DLLM_ROWMATH_CUTS points that split its bit patterns (which order positive doubles) evenly
+ * narrow it. Only the entries of the bracket are then ranked, after the exact mass of those
+ * above it.
+ */
+static bool nucleus(const struct dllm_sampler *s, struct row_scratch *w, double top_p,
+                    double *theta, int32_t *last)
+{
+    const double *p = w->probs, first[DLLM_ROWMATH_CUTS] = {0x1p-18, 0x1p-12, 0x1p-6};
+    double lo = 0.0, hi = 2.0;                  /* no probability reaches 2 */
+    int64_t n = s->n_vocab, n_lo = n, n_hi = 0; /* entries >= lo, >= hi */
+    narrow(s->rm, p, n, top_p, first, &lo, &n_lo, &hi, &n_hi);
+    while (lo > 0.0 && n_lo - n_hi > TOP_P_BAND) {
+        uint64_t a, b;
+        memcpy(&a, &lo, sizeof a);
+        memcpy(&b, &hi, sizeof b);
+        double c[DLLM_ROWMATH_CUTS], was_lo = lo, was_hi = hi;
+        for (int j = 0; j < DLLM_ROWMATH_CUTS; j++)
+            c[j] = double_of(a + (b - a) / (DLLM_ROWMATH_CUTS + 1) * (uint64_t)(j + 1));
+        narrow(s->rm, p, n, top_p, c, &lo, &n_lo, &hi, &n_hi);
+        if (lo == was_lo && hi == was_hi)
+            break; /* the boundary is within rounding of the cut-offs: rank the bracket */
+    }
+    uint64_t above = 0;
+    int64_t n_band = gather(p, n, lo, hi, w->ranked, &above);
+    int64_t end = nucleus_end(w->ranked, n_band, above, top_p);
+    if (end < 0)
+        return false;
+    *theta = w->ranked.p[end];
+    *last = w->ranked.id[end];
+    return true;
+}
+
+/*
+ * Copies to r, in id order, the entries of p[0 .. n-1] that are positive, rank no later than
+ * (theta, last) by probability descending then id ascending, and are at least kth; returns
+ * their count.
+ */
+static int64_t keep(const double *p, int64_t n, double theta, int32_t last, double kth,
+                    struct ranked r)
+{
+    int64_t m = 0;
+    for (int64_t v = 0; v < n; v++)
+        if (p[v] > 0.0 && (p[v] > theta || (p[v] == theta && v <= last)) && p[v] >= kth) {
+            r.p[m] = p[v];
+            r.id[m++] = (int32_t)v;
+        }
+    return m;
+}
+
+/*
+ * The k-th largest probability of p (w->probs) among the entries the top-p nucleus (theta,
+ * last) keeps, in *kth; false when k or fewer are positive (then it is 0 or the smallest
+ * positive one, and nothing drops).
+ */
+static bool kth_largest(const struct dllm_sampler *s, struct row_scratch *w, int64_t k,
+                        double theta, int32_t last, double *kth)
+{
+    int64_t n = keep(w->probs, s->n_vocab, theta, last, 0.0, w->ranked);
+    if (n <= k)
+        return false;
+    select_rank(w->ranked, n, k - 1);
+    *kth = w->ranked.p[k - 1];
+    return true;
+}
+
+/*
+ * The entries a Dream row keeps after its filters, in id order: p[i] for id id[i]; or, with
+ * id NULL, the whole row (p[v] for id v, zeros included).
+ */
+struct kept {
+    double *p;
+    const int32_t *id;
+    int64_t n;
+};
+
+/*
+ * dllm_sampler_probs_dream on the scratch w, as the kept entries: the whole of w->probs when
+ * no filter drops anything, else the survivors of both filters in w->ranked.
+ */
+static enum dllm_status probs_dream(const struct dllm_sampler *s, struct row_scratch *w,
+                                    const float *logits, struct kept *kept, struct dllm_error *err)
+{
+    const struct dllm_sampler_params *par = &s->params;
+    const struct dllm_rowmath *rm = s->rm;
+    int64_t nv = s->n_vocab;
+    double t = par->temperature > 0.0 ? par->temperature : 1.0, sum;
+    double *p = w->probs;
+    enum dllm_status st = softmax_numerators(rm, logits, nv, rm->max(logits, nv), t, p, &sum, err);
+    if (st != DLLM_OK)
+        return st;
+    rm->scale(p, nv, 1.0 / sum);
+    p[s->mask_id] = 0.0;
+    double theta = 0.0, kth = 0.0;
+    int32_t last = INT32_MAX;
+    bool filtered = par->top_p < 1.0 && nucleus(s, w, par->top_p, &theta, &last);
+    if (par->top_k > 0 && par->top_k < nv && kth_largest(s, w, par->top_k, theta, last, &kth))
+        filtered = true;
+    *kept = (struct kept){p, NULL, nv};
+    if (filtered)
+        *kept = (struct kept){w->ranked.p, w->ranked.id, keep(p, nv, theta, last, kth, w->ranked)};
+    sum = rm->sum(kept->p, kept->n);
+    if (!(sum > 0.0))
+        return dllm_error_set(err, DLLM_ERR_ARG,
+                              "logits row puts all its probability on the mask token");
+    rm->scale(kept->p, kept->n, 1.0 / sum);
+    return DLLM_OK;
 }
 
 enum dllm_status dllm_sampler_probs_dream(struct dllm_sampler *s, const float *logits,
                                           const double **probs, struct dllm_error *err)
 {
-    const struct dllm_sampler_params *par = &s->params;
-    double t = par->temperature > 0.0 ? par->temperature : 1.0;
-    enum dllm_status st = dllm_sampler_softmax(logits, s->n_vocab, t, s->probs, err);
+    struct row_scratch *w = &s->scratch[0];
+    struct kept kept;
+    enum dllm_status st = probs_dream(s, w, logits, &kept, err);
     if (st != DLLM_OK)
         return st;
-    double *p = s->probs;
-    p[s->mask_id] = 0.0;
-    if (par->top_p < 1.0)
-        filter_top_p(s, par->top_p);
-    if (par->top_k > 0 && par->top_k < s->n_vocab)
-        filter_top_k(s, par->top_k);
-    double sum = 0.0;
-    for (int64_t v = 0; v < s->n_vocab; v++)
-        sum += p[v];
-    if (!(sum > 0.0))
-        return dllm_error_set(err, DLLM_ERR_ARG,
-                              "logits row puts all its probability on the mask token");
-    double inv = 1.0 / sum;
-    for (int64_t v = 0; v < s->n_vocab; v++)
-        p[v] *= inv;
-    *probs = p;
+    if (kept.id) {
+        memset(w->probs, 0, (size_t)s->n_vocab * sizeof *w->probs);
+        for (int64_t i = 0; i < kept.n; i++)
+            w->probs[kept.id[i]] = kept.p[i];
+    }
+    *probs = w->probs;
+    return DLLM_OK;
+}
+
+/* dllm_sampler_propose_dream on the scratch w. */
+static enum dllm_status propose_dream(const struct dllm_sampler *s, struct row_scratch *w,
+                                      const float *logits, struct dllm_rng *rng, int32_t *token,
+                                      double *conf, struct dllm_error *err)
+{
+    struct kept k;
+    enum dllm_status st = probs_dream(s, w, logits, &k, err);
+    if (st != DLLM_OK)
+        return st;
+    int64_t at = 0; /* the proposal's place among the kept entries */
+    if (s->params.temperature > 0.0) {
+        /* Inverse CDF in id order; rounding can leave u above the total: take the last id. */
+        double u = dllm_sampler_rng_uniform(rng), cum = 0.0;
+        for (int64_t i = 0; i < k.n; i++) {
+            if (k.p[i] <= 0.0)
+                continue;
+            at = i;
+            cum += k.p[i];
+            if (cum > u)
+                break;
+        }
+    } else {
+        for (int64_t i = 1; i < k.n; i++)
+            if (k.p[i] > k.p[at])
+                at = i;
+    }
+    *token = k.id ? k.id[at] : (int32_t)at;
+    switch (s->params.alg) {
+    case DLLM_ALG_TOPK_MARGIN: {
+        double first = 0.0, second = 0.0;
+        for (int64_t i = 0; i < k.n; i++) {
+            if (k.p[i] > first) {
+                second = first;
+                first = k.p[i];
+            } else if (k.p[i] > second) {
+                second = k.p[i];
+            }
+        }
+        *conf = first - second;
+        break;
+    }
+    case DLLM_ALG_ENTROPY: *conf = s->rm->neg_entropy(k.p, k.n); break;
+    default: *conf = k.p[at]; break;
+    }
     return DLLM_OK;
 }
 
@@ -747,55 +1095,7 @@ enum dllm_status dllm_sampler_propose_dream(struct dllm_sampler *s, const float 
                                             struct dllm_rng *rng, int32_t *token, double *conf,
                                             struct dllm_error *err)
 {
-    const double *p;
-    enum dllm_status st = dllm_sampler_probs_dream(s, logits, &p, err);
-    if (st != DLLM_OK)
-        return st;
-    int64_t nv = s->n_vocab;
-    int32_t x = -1;
-    if (s->params.temperature > 0.0) {
-        /* Inverse CDF in id order; rounding can leave u above the total: take the last id. */
-        double u = dllm_sampler_rng_uniform(rng), cum = 0.0;
-        for (int64_t v = 0; v < nv; v++) {
-            if (p[v] <= 0.0)
-                continue;
-            x = (int32_t)v;
-            cum += p[v];
-            if (cum > u)
-                break;
-        }
-    } else {
-        x = 0;
-        for (int64_t v = 1; v < nv; v++)
-            if (p[v] > p[x])
-                x = (int32_t)v;
-    }
-    *token = x;
-    switch (s->params.alg) {
-    case DLLM_ALG_TOPK_MARGIN: {
-        double first = 0.0, second = 0.0;
-        for (int64_t v = 0; v < nv; v++) {
-            if (p[v] > first) {
-                second = first;
-                first = p[v];
-            } else if (p[v] > second) {
-                second = p[v];
-            }
-        }
-        *conf = first - second;
-        break;
-    }
-    case DLLM_ALG_ENTROPY: {
-        double h = 0.0;
-        for (int64_t v = 0; v < nv; v++)
-            if (p[v] > 0.0)
-                h += p[v] * log(p[v] + 1e-10);
-        *conf = h;
-        break;
-    }
-    default: *conf = p[x]; break;
-    }
-    return DLLM_OK;
+    return propose_dream(s, &s->scratch[0], logits, rng, token, conf, err);
 }
 
 /* Orders candidates by key descending, then position ascending. */
@@ -833,7 +1133,39 @@ static int64_t select_commits(struct dllm_sampler *s, int64_t n)
     return k;
 }
 
-enum dllm_status dllm_sampler_step(struct dllm_sampler *s, int32_t *canvas, const float *logits,
+/* One step's proposals: the sampler and the logits rows. */
+struct step_job {
+    struct dllm_sampler *s;
+    const float *logits;
+};
+
+/*
+ * Proposes row r into candidate r on thread's scratch (a dllm_work_fn). A failure is kept in
+ * the scratch when it is the first row to fail there.
+ */
+static void propose_row(void *ctx, int64_t r, int thread)
+{
+    const struct step_job *job = ctx;
+    struct dllm_sampler *s = job->s;
+    struct row_scratch *w = &s->scratch[thread];
+    struct candidate *c = &s->cands[r];
+    const float *row = job->logits + r * s->n_vocab;
+    c->pos = s->positions[r];
+    struct dllm_rng rng;
+    dllm_sampler_rng_seed_at(&rng, s->params.seed, s->step, c->pos, DLLM_DRAW_ROW);
+    struct dllm_error row_err;
+    enum dllm_status st = s->params.kind == DLLM_SAMPLER_LLADA
+                              ? propose_llada(s, w, row, &rng, &c->token, &c->conf, &row_err)
+                              : propose_dream(s, w, row, &rng, &c->token, &c->conf, &row_err);
+    c->key = c->conf;
+    if (st != DLLM_OK && (w->failed_row < 0 || r < w->failed_row)) {
+        w->failed_row = r;
+        w->failed_err = row_err;
+    }
+}
+
+enum dllm_status dllm_sampler_step(struct dllm_sampler *s, struct dllm_threadpool *pool,
+                                   int32_t *canvas, const float *logits,
                                    struct dllm_sampler_result *res, struct dllm_error *err)
 {
     enum dllm_status st = DLLM_OK;
@@ -842,21 +1174,33 @@ enum dllm_status dllm_sampler_step(struct dllm_sampler *s, int32_t *canvas, cons
     int64_t n = s->n_rows;
     if (n > 0 && !logits)
         return dllm_error_set(err, DLLM_ERR_ARG, "the step needs %" PRId64 " logits rows", n);
+    int n_threads = pool ? dllm_threadpool_size(pool) : 1;
+    if (n_threads > s->max_threads)
+        return dllm_error_set(
+            err, DLLM_ERR_ARG,
+            "a pool of %d threads is more than the %d the sampler has scratch for", n_threads,
+            s->max_threads);
     s->prepared = false;
-    bool llada = s->params.kind == DLLM_SAMPLER_LLADA;
-    for (int64_t r = 0; r < n; r++) {
-        struct candidate *c = &s->cands[r];
-        const float *row = logits + r * s->n_vocab;
-        c->pos = s->positions[r];
-        struct dllm_rng rng;
-        dllm_sampler_rng_seed_at(&rng, s->params.seed, s->step, c->pos, DLLM_DRAW_ROW);
-        st = llada ? dllm_sampler_propose_llada(s, row, &rng, &c->token, &c->conf, err)
-                   : dllm_sampler_propose_dream(s, row, &rng, &c->token, &c->conf, err);
-        if (st != DLLM_OK) {
-            dllm_error_prefix(err, "step %" PRId64 ", canvas slot %" PRId32, s->step, c->pos);
-            goto fail;
-        }
-        c->key = c->conf;
+    struct step_job job = {s, logits};
+    for (int t = 0; t < n_threads; t++)
+        s->scratch[t].failed_row = -1;
+    if (pool)
+        dllm_threadpool_run(pool, n, propose_row, &job);
+    else
+        for (int64_t r = 0; r < n; r++)
+            propose_row(&job, r, 0);
+    const struct row_scratch *failed = NULL;
+    for (int t = 0; t < n_threads; t++)
+        if (s->scratch[t].failed_row >= 0 &&
+            (!failed || s->scratch[t].failed_row < failed->failed_row))
+            failed = &s->scratch[t];
+    if (failed) {
+        st = failed->failed_err.status;
+        if (err)
+            *err = failed->failed_err;
+        dllm_error_prefix(err, "step %" PRId64 ", canvas slot %" PRId32, s->step,
+                          s->cands[failed->failed_row].pos);
+        goto fail;
     }
 
     int64_t k = select_commits(s, n);

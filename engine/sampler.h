@@ -9,8 +9,12 @@
  *     do {
  *         dllm_sampler_next(s, canvas, &pos, &n_rows, err);  // positions to read, ascending
  *         // forward pass; logits row r is for canvas slot pos[r] (Dream: output row pos[r]-1)
- *         dllm_sampler_step(s, canvas, n_rows ? logits : NULL, &res, err);
+ *         dllm_sampler_step(s, pool, canvas, n_rows ? logits : NULL, &res, err);
  *     } while (!res.done);
+ *
+ * The rows of a step are proposed on the threads of pool (the forward pass's; NULL: the
+ * calling thread alone), each thread with its own scratch; the commits are then chosen in one
+ * place, so the thread count changes nothing.
  *
  * Randomness: every draw comes from a xoshiro256** stream keyed by (params.seed, step, canvas
  * slot, purpose) through dllm_sampler_rng_seed_at, and inside a stream draws are taken in a
@@ -62,9 +66,10 @@ double dllm_sampler_rng_uniform_open(struct dllm_rng *rng);
 /* ---- maths on one logits row ------------------------------------------------------------ */
 
 /*
- * probs[v] = exp((logits[v] - max) / temperature) / sum, accumulated in float64 (temperature
- * > 0; 1 for the plain softmax). Entries of -inf get probability 0. A row whose maximum is not
- * finite, or that holds a NaN, gives DLLM_ERR_ARG.
+ * probs[v] = exp((logits[v] - max) / temperature) / sum, in float64 (temperature > 0; 1 for
+ * the plain softmax), exp and the sum as kernels/rowmath.h computes them (every variant gives
+ * the same bits). Entries of -inf get probability 0. A row whose maximum is not finite, or
+ * that holds a NaN, gives DLLM_ERR_ARG.
  */
 enum dllm_status dllm_sampler_softmax(const float *logits, int64_t n, double temperature,
                                       double *probs, struct dllm_error *err);
@@ -124,11 +129,14 @@ bool dllm_sampler_eog_settled(const int32_t *canvas, int64_t start, int64_t end,
 
 /* ---- the sampler -------------------------------------------------------------------------- */
 
+struct dllm_threadpool;
+
 #define DLLM_SAMPLER_MAX_EOG 8 /* end-of-generation ids a run can watch */
 
 /*
  * One run's state and every buffer a step needs, sized once for canvases of up to max_canvas
- * slots and n_vocab logits per row: steps allocate nothing. One thread at a time.
+ * slots and n_vocab logits per row, with row scratch (20 bytes per vocabulary entry) for each
+ * of up to max_threads threads: steps allocate nothing. One thread at a time calls it.
  */
 struct dllm_sampler;
 
@@ -151,9 +159,13 @@ struct dllm_sampler_result {
     bool done;             /* nothing left to do: no masks, or stopped early */
 };
 
-/* A sampler for canvases of up to max_canvas slots (< 2^31) and n_vocab (>= 2) logits. */
-enum dllm_status dllm_sampler_new(int64_t max_canvas, int64_t n_vocab, struct dllm_sampler **out,
-                                  struct dllm_error *err);
+/*
+ * A sampler for canvases of up to max_canvas slots (< 2^31) and n_vocab (>= 2) logits, whose
+ * steps run on pools of up to max_threads (1 .. 1024) threads. It uses the row-maths variant
+ * that goes with DLLM_KERNELS (kernels/rowmath.h), whose errors it returns.
+ */
+enum dllm_status dllm_sampler_new(int64_t max_canvas, int64_t n_vocab, int max_threads,
+                                  struct dllm_sampler **out, struct dllm_error *err);
 
 void dllm_sampler_free(struct dllm_sampler *s);
 
@@ -183,18 +195,21 @@ enum dllm_status dllm_sampler_next(struct dllm_sampler *s, const int32_t *canvas
 
 /*
  * Runs the prepared step on logits ([n_rows, n_vocab], row r for slot positions[r], the Dream
- * shift already applied by the caller): proposes a token and a confidence per row, selects the
- * rows to commit, writes their tokens into canvas and reports them in *res. The mask token is
- * never proposed. A failure (a non-finite row) ends the run.
+ * shift already applied by the caller): proposes a token and a confidence per row, on the
+ * threads of pool (at most the sampler's max_threads; NULL: this thread), selects the rows to
+ * commit, writes their tokens into canvas and reports them in *res. The mask token is never
+ * proposed. A failure (a non-finite row) ends the run; the error names the first failing row.
  */
-enum dllm_status dllm_sampler_step(struct dllm_sampler *s, int32_t *canvas, const float *logits,
+enum dllm_status dllm_sampler_step(struct dllm_sampler *s, struct dllm_threadpool *pool,
+                                   int32_t *canvas, const float *logits,
                                    struct dllm_sampler_result *res, struct dllm_error *err);
 
 /*
  * LLaDA's proposal for one row: the argmax (temperature 0; first of equal maxima) or the
  * Gumbel-max sample argmax_v (logits[v] - T ln(-ln u_v)) with one float64 u_v per id, drawn in
- * id order; and its confidence: the temperature-1 softmax probability of the proposal
- * (low_confidence) or one more uniform draw (random). Uses the run's params; draws from rng.
+ * id order (the logs as kernels/rowmath.h computes them); and its confidence: the
+ * temperature-1 softmax probability of the proposal (low_confidence) or one more uniform draw
+ * (random). Uses the run's params and the first thread's scratch; draws from rng.
  */
 enum dllm_status dllm_sampler_propose_llada(struct dllm_sampler *s, const float *logits,
                                             struct dllm_rng *rng, int32_t *token, double *conf,
@@ -203,8 +218,10 @@ enum dllm_status dllm_sampler_propose_llada(struct dllm_sampler *s, const float 
 /*
  * Dream's sample_tokens probabilities for one row: softmax(logits / T) (T = 1 at temperature
  * 0), the mask id zeroed, then top-p (a token is dropped when the mass ranked before it, by
- * probability descending then id ascending, exceeds top_p), then top-k (drop what is below the
- * k-th largest probability; ties with it stay), renormalised. *probs points into the sampler.
+ * probability descending then id ascending, exceeds top_p; masses summed exactly in whole
+ * units of 2^-62, each probability truncated to one, so that the order of the sum does not
+ * matter), then top-k (drop what is below the k-th largest probability; ties with it stay),
+ * renormalised. *probs points into the first thread's scratch.
  */
 enum dllm_status dllm_sampler_probs_dream(struct dllm_sampler *s, const float *logits,
                                           const double **probs, struct dllm_error *err);
@@ -213,7 +230,7 @@ enum dllm_status dllm_sampler_probs_dream(struct dllm_sampler *s, const float *l
  * Dream's proposal for one row from dllm_sampler_probs_dream: a categorical sample (T > 0; one
  * uniform draw) or the argmax, and its confidence by params.alg: the proposal's probability
  * (origin, maskgit_plus), top-1 minus top-2 probability (topk_margin), or sum p ln(p + 1e-10)
- * (entropy). Draws from rng.
+ * (entropy, summed as kernels/rowmath.h does). Draws from rng.
  */
 enum dllm_status dllm_sampler_propose_dream(struct dllm_sampler *s, const float *logits,
                                             struct dllm_rng *rng, int32_t *token, double *conf,

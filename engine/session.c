@@ -11,7 +11,9 @@
 
 #include "dllm.h"
 #include "error.h"
+#include "forward.h"
 #include "sampler.h"
+#include "threadpool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -309,7 +311,8 @@ static void run_request(struct dllm_session *s)
             return;
         }
         double t_sample = now_ms();
-        if (dllm_sampler_step(s->sampler, s->canvas, n_rows ? s->logits : NULL, &res, &err)) {
+        if (dllm_sampler_step(s->sampler, dllm_forward_pool(s->fwd), s->canvas,
+                              n_rows ? s->logits : NULL, &res, &err)) {
             emit_error(s, err.text);
             return;
         }
@@ -407,7 +410,8 @@ enum dllm_status dllm_session_new(const struct dllm_model *model,
         if (dllm_vocab_is_eog(s->vocab, id))
             s->eog[s->n_eog++] = id;
     if ((st = dllm_forward_new(model, max_canvas, max_canvas, params->threads, &s->fwd, err)) ||
-        (st = dllm_sampler_new(max_canvas, s->n_vocab, &s->sampler, err)))
+        (st = dllm_sampler_new(max_canvas, s->n_vocab,
+                               dllm_threadpool_size(dllm_forward_pool(s->fwd)), &s->sampler, err)))
         goto fail;
     s->canvas = malloc((size_t)max_canvas * sizeof *s->canvas);
     s->uncond = malloc((size_t)max_canvas * sizeof *s->uncond);

@@ -7,7 +7,9 @@
  */
 #include "config.h"
 
+#include "kernels/cpu.h"
 #include "sampler.h"
+#include "threadpool.h"
 
 #include <check.h>
 #include <math.h>
@@ -24,7 +26,7 @@ static struct dllm_sampler *new_sampler(int64_t max_canvas, int64_t n_vocab)
 {
     struct dllm_sampler *s = NULL;
     struct dllm_error err = {0};
-    ck_assert_msg(dllm_sampler_new(max_canvas, n_vocab, &s, &err) == DLLM_OK, "%s", err.text);
+    ck_assert_msg(dllm_sampler_new(max_canvas, n_vocab, 1, &s, &err) == DLLM_OK, "%s", err.text);
     return s;
 }
 
@@ -71,7 +73,7 @@ static void step(struct dllm_sampler *s, int32_t *canvas, const float *logits,
                  struct dllm_sampler_result *res)
 {
     struct dllm_error err = {0};
-    ck_assert_msg(dllm_sampler_step(s, canvas, logits, res, &err) == DLLM_OK, "%s", err.text);
+    ck_assert_msg(dllm_sampler_step(s, NULL, canvas, logits, res, &err) == DLLM_OK, "%s", err.text);
 }
 
 /* A canvas of n_prompt ids 1 followed by gen masks. */
@@ -1200,15 +1202,302 @@ START_TEST(test_early_stop_run)
 }
 END_TEST
 
+/* ---- threads, kernel variants and exact filters ------------------------------------------- */
+
+/*
+ * Runs that the thread count and the row-maths variant must not change: both kinds, every
+ * confidence rule, temperatures 0 and above, top-p and top-k, a threshold and alg_temp.
+ */
+static const struct run_case {
+    enum dllm_sampler_kind kind;
+    double temperature, top_p, threshold, alg_temp;
+    int64_t top_k, block;
+    int rule; /* enum dllm_remasking (LLaDA) or enum dllm_alg (Dream) */
+} run_cases[] = {
+    {DLLM_SAMPLER_LLADA, 0.0, 1.0, 0.0, 0.0, 0, 12, DLLM_REMASKING_LOW_CONFIDENCE},
+    {DLLM_SAMPLER_LLADA, 1.0, 1.0, 0.0, 0.0, 0, 0, DLLM_REMASKING_LOW_CONFIDENCE},
+    {DLLM_SAMPLER_LLADA, 0.7, 1.0, 0.0, 0.0, 0, 12, DLLM_REMASKING_RANDOM},
+    {DLLM_SAMPLER_LLADA, 0.5, 1.0, 0.05, 0.0, 0, 12, DLLM_REMASKING_LOW_CONFIDENCE},
+    {DLLM_SAMPLER_DREAM, 0.2, 0.95, 0.0, 0.0, 0, 0, DLLM_ALG_ENTROPY},
+    {DLLM_SAMPLER_DREAM, 1.0, 0.9, 0.0, 0.0, 50, 0, DLLM_ALG_MASKGIT_PLUS},
+    {DLLM_SAMPLER_DREAM, 0.0, 0.5, 0.0, 0.0, 0, 12, DLLM_ALG_TOPK_MARGIN},
+    {DLLM_SAMPLER_DREAM, 0.5, 1.0, 0.0, 0.0, 0, 0, DLLM_ALG_ORIGIN},
+    {DLLM_SAMPLER_DREAM, 0.4, 0.95, 0.0, 0.1, 0, 0, DLLM_ALG_ENTROPY},
+};
+
+#define RV      3001 /* an odd vocabulary: the kernels' tails run */
+#define RMASK   3000
+#define RPROMPT 3
+#define RGEN    24
+
+/*
+ * Logits for slot pos at a step: flat rows (standard deviation 0.05, the nucleus holds most
+ * of the vocabulary) on even slots, peaked ones (3) on odd slots, with repeated values.
+ */
+static void run_logits(float *x, int64_t pos, int64_t step)
+{
+    uint32_t seed = (uint32_t)(pos * 7919 + step * 104729 + 1);
+    double sd = pos % 2 ? 3.0 : 0.05;
+    for (int v = 0; v < RV; v++) {
+        seed = seed * 1664525u + 1013904223u;
+        double u = (double)(seed >> 8) / (double)(1u << 24);
+        x[v] = (float)(sd * 3.4641 * (u - 0.5));
+        if (v % 97 == 0)
+            x[v] = x[v / 2]; /* ties */
+    }
+}
+
+/* What a whole run committed, step by step. */
+struct run_record {
+    int32_t canvas[RPROMPT + RGEN];
+    int64_t steps;
+    struct dllm_commit commits[RGEN];
+    int64_t step_of[RGEN]; /* the step of each commit */
+    int64_t n_commits;
+};
+
+/* Runs case c to the end with a pool of n_threads (0: none), recording every commit. */
+static void record_run(const struct run_case *c, int n_threads, struct run_record *rec)
+{
+    struct dllm_sampler *s = NULL;
+    struct dllm_threadpool *pool = NULL;
+    struct dllm_error err = {0};
+    ck_assert_msg(dllm_sampler_new(RPROMPT + RGEN, RV, n_threads ? n_threads : 1, &s, &err) ==
+                      DLLM_OK,
+                  "%s", err.text);
+    if (n_threads)
+        ck_assert(dllm_threadpool_new(n_threads, &pool, &err) == DLLM_OK);
+    struct dllm_sampler_params p;
+    dllm_sampler_params_init(&p, c->kind);
+    p.gen_length = RGEN;
+    p.steps = 12;
+    p.block_length = c->block;
+    p.temperature = c->temperature;
+    p.top_p = c->top_p;
+    p.top_k = c->top_k;
+    p.threshold = c->threshold;
+    p.alg_temp = c->alg_temp;
+    p.seed = 1234;
+    if (c->kind == DLLM_SAMPLER_LLADA)
+        p.remasking = (enum dllm_remasking)c->rule;
+    else
+        p.alg = (enum dllm_alg)c->rule;
+    memset(rec, 0, sizeof *rec);
+    fill_canvas(rec->canvas, RPROMPT, RGEN, RMASK);
+    start(s, &p, RPROMPT, RMASK, NULL, 0, rec->canvas);
+    static float logits[RGEN * RV];
+    struct dllm_sampler_result res;
+    do {
+        const int32_t *pos;
+        int64_t n = next(s, rec->canvas, &pos);
+        for (int64_t r = 0; r < n; r++)
+            run_logits(logits + r * RV, pos[r], rec->steps);
+        ck_assert_msg(dllm_sampler_step(s, pool, rec->canvas, n ? logits : NULL, &res, &err) ==
+                          DLLM_OK,
+                      "%s", err.text);
+        for (int64_t k = 0; k < res.n_committed; k++) {
+            rec->step_of[rec->n_commits] = res.step;
+            rec->commits[rec->n_commits++] = res.committed[k];
+        }
+        ck_assert_int_lt(++rec->steps, 100);
+    } while (!res.done);
+    dllm_threadpool_free(pool);
+    dllm_sampler_free(s);
+}
+
+/* Two records are the same run: every commit, its step, order, token and confidence bits. */
+static void assert_same_run(const struct run_record *a, const struct run_record *b,
+                            const char *what)
+{
+    ck_assert_msg(a->steps == b->steps && a->n_commits == b->n_commits, "%s: %lld/%lld steps", what,
+                  (long long)a->steps, (long long)b->steps);
+    ck_assert_msg(memcmp(a->canvas, b->canvas, sizeof a->canvas) == 0, "%s: canvases differ", what);
+    for (int64_t k = 0; k < a->n_commits; k++) {
+        const struct dllm_commit *x = &a->commits[k], *y = &b->commits[k];
+        ck_assert_msg(a->step_of[k] == b->step_of[k] && x->pos == y->pos && x->token == y->token &&
+                          memcmp(&x->conf, &y->conf, sizeof x->conf) == 0,
+                      "%s: commit %lld differs: slot %d token %d conf %a vs slot %d token %d "
+                      "conf %a",
+                      what, (long long)k, (int)x->pos, (int)x->token, x->conf, (int)y->pos,
+                      (int)y->token, y->conf);
+    }
+}
+
+/* Rows proposed on 2 or 3 threads commit bit for bit what one thread does. */
+START_TEST(test_threads_same)
+{
+    static struct run_record serial, threaded;
+    record_run(&run_cases[_i], 0, &serial);
+    for (int t = 1; t <= 3; t++) {
+        char what[64];
+        snprintf(what, sizeof what, "case %d, %d threads", _i, t);
+        record_run(&run_cases[_i], t, &threaded);
+        assert_same_run(&serial, &threaded, what);
+    }
+}
+END_TEST
+
+/* Every row-maths variant this CPU runs (chosen by DLLM_KERNELS) commits what the reference does.
+ */
+START_TEST(test_variants_same)
+{
+    static struct run_record ref, other;
+    setenv("DLLM_KERNELS", "ref", 1);
+    record_run(&run_cases[_i], 2, &ref);
+    size_t n;
+    const struct dllm_kernels *all = dllm_kernels_all(&n);
+    for (size_t k = 1; k < n; k++) {
+        if (!dllm_kernels_usable(&all[k])) {
+            printf("SKIP: DLLM_KERNELS=%s: this CPU lacks instructions the variant needs\n",
+                   all[k].name);
+            continue;
+        }
+        setenv("DLLM_KERNELS", all[k].name, 1);
+        record_run(&run_cases[_i], 2, &other);
+        char what[64];
+        snprintf(what, sizeof what, "case %d, DLLM_KERNELS=%s", _i, all[k].name);
+        assert_same_run(&ref, &other, what);
+    }
+    unsetenv("DLLM_KERNELS");
+}
+END_TEST
+
+/* Ranks two (probability, id) pairs for the brute-force filters: probability descending. */
+static int cmp_pair(const void *a, const void *b)
+{
+    const double *x = a, *y = b; /* {p, id} */
+    if (x[0] != y[0])
+        return x[0] > y[0] ? -1 : 1;
+    return (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+/*
+ * The filters against a brute-force implementation of their definitions on rows of 20000 ids
+ * of several shapes: the probabilities before filtering from dllm_sampler_softmax, the mask
+ * zeroed; every entry sorted by probability descending then id; top-p keeps an entry while the
+ * mass before it, summed as whole units of 2^-62 (each probability truncated), does not exceed
+ * top_p; top-k then drops what is below the k-th largest kept probability; the rest is
+ * renormalised. The kept set must match exactly, the values to 1e-15 (the order of the sum).
+ */
+static const struct exact_case {
+    double sd, temperature, top_p;
+    int64_t top_k;
+} exact_cases[] = {
+    {0.05, 1.0, 0.95, 0}, /* flat: the bracket is halved until it is narrow */
+    {1.0, 0.2, 0.95, 0},  /* a few thousand ids */
+    {3.0, 0.2, 0.9, 0},   /* a handful */
+    {0.0, 1.0, 0.5, 0},   /* all equal: the boundary splits equal probabilities by id */
+    {0.02, 1.0, 0.999, 0}, {1.0, 1.0, 1.0, 700}, {0.05, 1.0, 0.9, 5000}, {2.0, 0.5, 0.8, 3},
+};
+
+#define EV 20000
+
+START_TEST(test_filters_exact)
+{
+    const struct exact_case *c = &exact_cases[_i];
+    static float row[EV];
+    static double p[EV], pairs[EV][2];
+    uint32_t seed = 99 + (uint32_t)_i;
+    for (int v = 0; v < EV; v++) {
+        seed = seed * 1664525u + 1013904223u;
+        row[v] = (float)(c->sd * 3.4641 * ((double)(seed >> 8) / (double)(1u << 24) - 0.5));
+        if (v % 50 == 0)
+            row[v] = row[v / 3]; /* ties */
+    }
+    const int32_t mask = EV - 1;
+    ck_assert_int_eq(dllm_sampler_softmax(row, EV, c->temperature, p, NULL), DLLM_OK);
+    p[mask] = 0.0;
+    for (int v = 0; v < EV; v++) {
+        pairs[v][0] = p[v];
+        pairs[v][1] = v;
+    }
+    qsort(pairs, EV, sizeof pairs[0], cmp_pair);
+    int64_t keep_n = EV;
+    if (c->top_p < 1.0) {
+        uint64_t limit = (uint64_t)floor(c->top_p * 0x1p62), before = 0;
+        for (keep_n = 0; keep_n < EV && before <= limit && pairs[keep_n][0] > 0.0; keep_n++)
+            before += (uint64_t)(pairs[keep_n][0] * 0x1p62);
+    }
+    double kth = 0.0;
+    if (c->top_k > 0 && c->top_k < keep_n)
+        kth = pairs[c->top_k - 1][0];
+    static bool kept[EV];
+    memset(kept, 0, sizeof kept);
+    double sum = 0.0;
+    for (int64_t r = 0; r < keep_n; r++)
+        if (pairs[r][0] >= kth && pairs[r][0] > 0.0) {
+            kept[(int)pairs[r][1]] = true;
+            sum += pairs[r][0];
+        }
+
+    struct dllm_sampler *s = new_sampler(1, EV);
+    struct dllm_sampler_params par = dream(1, 1, DLLM_ALG_MASKGIT_PLUS);
+    par.temperature = c->temperature;
+    par.top_p = c->top_p;
+    par.top_k = c->top_k;
+    int32_t canvas[1] = {mask};
+    start(s, &par, 0, mask, NULL, 0, canvas);
+    const double *probs;
+    ck_assert_int_eq(dllm_sampler_probs_dream(s, row, &probs, NULL), DLLM_OK);
+    int n_kept = 0;
+    for (int v = 0; v < EV; v++) {
+        ck_assert_msg((probs[v] > 0.0) == kept[v], "case %d id %d: %s, expected %s", _i, v,
+                      probs[v] > 0.0 ? "kept" : "dropped", kept[v] ? "kept" : "dropped");
+        if (kept[v])
+            ck_assert_double_eq_tol(probs[v], p[v] / sum, 1e-15);
+        n_kept += kept[v];
+    }
+    printf("filters case %d: %d of %d kept\n", _i, n_kept, EV);
+    dllm_sampler_free(s);
+}
+END_TEST
+
+/*
+ * On a pool, the error names the first failing row whichever thread met it; a pool larger
+ * than the sampler's scratch is refused.
+ */
+START_TEST(test_threads_errors)
+{
+    struct dllm_sampler *s = new_sampler(16, V8);
+    struct dllm_threadpool *pool = NULL, *big = NULL;
+    ck_assert(dllm_threadpool_new(2, &pool, NULL) == DLLM_OK);
+    ck_assert(dllm_threadpool_new(3, &big, NULL) == DLLM_OK);
+    struct dllm_sampler *s2 = NULL;
+    struct dllm_error err = {0};
+    ck_assert_int_eq(dllm_sampler_new(16, V8, 2, &s2, &err), DLLM_OK);
+    struct dllm_sampler_params p = llada(8, 8, 0);
+    int32_t canvas[10];
+    fill_canvas(canvas, 2, 8, MASK8);
+    start(s2, &p, 2, MASK8, NULL, 0, canvas);
+    const int32_t *pos;
+    ck_assert_int_eq(next(s2, canvas, &pos), 8);
+    float logits[8 * V8];
+    for (int r = 0; r < 8; r++)
+        row_conf(logits + r * V8, 1, 0.5);
+    struct dllm_sampler_result res;
+    ck_assert_int_eq(dllm_sampler_step(s2, big, canvas, logits, &res, &err), DLLM_ERR_ARG);
+    ck_assert_str_eq(err.text,
+                     "a pool of 3 threads is more than the 2 the sampler has scratch for");
+    logits[6 * V8 + 2] = NAN;
+    logits[3 * V8 + 1] = INFINITY;
+    ck_assert_int_eq(dllm_sampler_step(s2, pool, canvas, logits, &res, &err), DLLM_ERR_ARG);
+    ck_assert_str_eq(err.text, "step 0, canvas slot 5: logits row has no finite maximum (inf)");
+    dllm_sampler_free(s2);
+    dllm_sampler_free(s);
+    dllm_threadpool_free(pool);
+    dllm_threadpool_free(big);
+}
+END_TEST
+
 /* ---- errors ------------------------------------------------------------------------------- */
 
 START_TEST(test_errors)
 {
     struct dllm_sampler *s = NULL;
     struct dllm_error err = {0};
-    ck_assert_int_eq(dllm_sampler_new(0, 8, &s, &err), DLLM_ERR_ARG);
+    ck_assert_int_eq(dllm_sampler_new(0, 8, 1, &s, &err), DLLM_ERR_ARG);
     ck_assert_ptr_null(s);
-    ck_assert_int_eq(dllm_sampler_new(8, 1, &s, &err), DLLM_ERR_ARG);
+    ck_assert_int_eq(dllm_sampler_new(8, 1, 1, &s, &err), DLLM_ERR_ARG);
     dllm_sampler_free(NULL);
 
     s = new_sampler(6, V8);
@@ -1229,15 +1518,15 @@ START_TEST(test_errors)
     ck_assert_str_eq(err.text, "the generation area [2, 6) holds no mask");
 
     start(s, &p, 2, MASK8, NULL, 0, canvas);
-    ck_assert_int_eq(dllm_sampler_step(s, canvas, NULL, &res, &err), DLLM_ERR_ARG);
+    ck_assert_int_eq(dllm_sampler_step(s, NULL, canvas, NULL, &res, &err), DLLM_ERR_ARG);
     ck_assert_int_eq(next(s, canvas, &pos), 4);
     ck_assert_int_eq(dllm_sampler_next(s, canvas, &pos, &n, &err), DLLM_ERR_ARG);
-    ck_assert_int_eq(dllm_sampler_step(s, canvas, NULL, &res, &err), DLLM_ERR_ARG);
+    ck_assert_int_eq(dllm_sampler_step(s, NULL, canvas, NULL, &res, &err), DLLM_ERR_ARG);
     float logits[4 * V8];
     for (int r = 0; r < 4; r++)
         row_conf(logits + r * V8, 1, 0.5);
     logits[2 * V8 + 3] = NAN;
-    ck_assert_int_eq(dllm_sampler_step(s, canvas, logits, &res, &err), DLLM_ERR_ARG);
+    ck_assert_int_eq(dllm_sampler_step(s, NULL, canvas, logits, &res, &err), DLLM_ERR_ARG);
     ck_assert_str_eq(err.text, "step 0, canvas slot 4: logits row holds a NaN");
     /* The failed step ended the run; a new one starts cleanly. */
     ck_assert_int_eq(dllm_sampler_next(s, canvas, &pos, &n, &err), DLLM_ERR_ARG);
@@ -1295,6 +1584,13 @@ static Suite *sampler_suite(void)
     tc = tcase_create("early_stop");
     tcase_add_loop_test(tc, test_eog_settled, 0, N_OF(eog_cases));
     tcase_add_loop_test(tc, test_early_stop_run, 0, 2);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("threads");
+    tcase_add_loop_test(tc, test_threads_same, 0, N_OF(run_cases));
+    tcase_add_loop_test(tc, test_variants_same, 0, N_OF(run_cases));
+    tcase_add_loop_test(tc, test_filters_exact, 0, N_OF(exact_cases));
+    tcase_add_test(tc, test_threads_errors);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("errors");

@@ -1,0 +1,119 @@
+/*
+ * Double-precision maths over one logits row for the samplers (engine/sampler.c): the
+ * largest logit, softmax numerators and their sum, plain and cut-off sums, Dream's negative
+ * entropy and LLaDA's Gumbel-max argmax. Variants are chosen at run time like the matrix
+ * kernels (kernels/cpu.h) and give the same bits as the reference, so a seed samples the same
+ * tokens whichever variant a CPU runs:
+ *
+ * - e^x and ln x come from dllm_rowmath_exp and dllm_rowmath_log below, not from libm, and
+ *   the SIMD variants do the same operations in the same order (no fused multiply-add).
+ * - Sums are taken in 8 partial sums, element v added to partial v mod 8 in index order, and
+ *   the partials combined as ((s0 + s4) + (s1 + s5)) + ((s2 + s6) + (s3 + s7)).
+ *
+ * None allocates; n may be 0.
+ */
+#ifndef DLLM_KERNELS_ROWMATH_H
+#define DLLM_KERNELS_ROWMATH_H
+
+#include "dllm.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * e^x for x <= 0 (or NaN, which it returns), within 2 ulp: x is clamped to -746 (where e^x
+ * rounds to 0), k = round(x / ln 2) by adding and subtracting 1.5 * 2^52,
+ * r = x - k ln2_hi - k ln2_lo with ln 2 split so that k ln2_hi is exact, e^r by its Taylor
+ * series to r^13 in Horner form, then times 2^(k + 1000) and 2^-1000 (so that results below
+ * 2^-1022 round once, as subnormals).
+ */
+double dllm_rowmath_exp(double x);
+
+/*
+ * ln x for a positive normal x, and -inf for x = 0, within 2 ulp: x = 2^e m with m in
+ * [sqrt(1/2), sqrt(2)], s = (m - 1) / (m + 1) and ln m = 2 atanh(s), the odd series
+ * 2 (s + s^3/3 + ... + s^19/19) written as t + t z P(z) with t = 2s, z = s^2; then
+ * e ln2_hi + (e ln2_lo + ln m).
+ */
+double dllm_rowmath_log(double x);
+
+/* The sum of the 8 partial sums s[0 .. 7] in the order the header names. */
+double dllm_rowmath_combine(const double s[8]);
+
+/* Cut-offs a sum_from pass takes. */
+#define DLLM_ROWMATH_CUTS 3
+
+/* One variant. */
+struct dllm_rowmath {
+    const char *name;  /* "ref" or "avx2" */
+    unsigned features; /* the enum dllm_cpu_feature bits it needs */
+
+    /* The largest of x[0 .. n-1], NaNs ignored; -inf when there is none. */
+    float (*max)(const float *x, int64_t n);
+
+    /*
+     * y[v] = dllm_rowmath_exp(((double)x[v] - shift) * scale), which must be <= 0 or NaN;
+     * returns the sum of y. With y NULL only the sum.
+     */
+    double (*exp)(const float *x, int64_t n, double shift, double scale, double *y);
+
+    /* The sum of y[0 .. n-1]. */
+    double (*sum)(const double *y, int64_t n);
+
+    /*
+     * For each of the DLLM_ROWMATH_CUTS cut-offs c[j]: sum[j], the sum of the y[v] >= c[j]
+     * (the others count as +0), and count[j], how many there are. One pass over y.
+     */
+    void (*sum_from)(const double *y, int64_t n, const double *c, double *sum, int64_t *count);
+
+    /* y[v] *= a. */
+    void (*scale)(double *y, int64_t n, double a);
+
+    /*
+     * The sum of p[v] * dllm_rowmath_log(p[v] + 1e-10) over probabilities p[v] >= 0 (a zero
+     * adds nothing, so runs of zeros may be skipped).
+     */
+    double (*neg_entropy)(const double *p, int64_t n);
+
+    /*
+     * The first index of the largest g[v] = (double)l[v] - t * ln(-ln u[v]) (n >= 1,
+     * u[v] in (0, 1], logs by dllm_rowmath_log); 0 when every g[v] is -inf. *best receives
+     * that g.
+     */
+    int64_t (*gumbel_argmax)(const float *l, const double *u, int64_t n, double t, double *best);
+};
+
+/* All variants, slowest (the reference) first; *n receives their count. */
+const struct dllm_rowmath *dllm_rowmath_all(size_t *n);
+
+/* Whether this CPU runs a variant. */
+bool dllm_rowmath_usable(const struct dllm_rowmath *rm);
+
+/*
+ * The fastest variant that goes with the matrix kernels DLLM_KERNELS selects (see
+ * dllm_kernels_select_env): "ref" gives the reference; an unknown or unsupported name is its
+ * error.
+ */
+enum dllm_status dllm_rowmath_select_env(const struct dllm_rowmath **out, struct dllm_error *err);
+
+/* The variants' entry points, defined in rowmath-<name>.c. */
+float dllm_rowmath_max_ref(const float *x, int64_t n);
+double dllm_rowmath_exp_ref(const float *x, int64_t n, double shift, double scale, double *y);
+double dllm_rowmath_sum_ref(const double *y, int64_t n);
+void dllm_rowmath_sum_from_ref(const double *y, int64_t n, const double *c, double *sum,
+                               int64_t *count);
+void dllm_rowmath_scale_ref(double *y, int64_t n, double a);
+double dllm_rowmath_neg_entropy_ref(const double *p, int64_t n);
+int64_t dllm_rowmath_gumbel_argmax_ref(const float *l, const double *u, int64_t n, double t,
+                                       double *best);
+float dllm_rowmath_max_avx2(const float *x, int64_t n);
+double dllm_rowmath_exp_avx2(const float *x, int64_t n, double shift, double scale, double *y);
+double dllm_rowmath_sum_avx2(const double *y, int64_t n);
+void dllm_rowmath_sum_from_avx2(const double *y, int64_t n, const double *c, double *sum,
+                                int64_t *count);
+void dllm_rowmath_scale_avx2(double *y, int64_t n, double a);
+double dllm_rowmath_neg_entropy_avx2(const double *p, int64_t n);
+int64_t dllm_rowmath_gumbel_argmax_avx2(const float *l, const double *u, int64_t n, double t,
+                                        double *best);
+
+#endif
