@@ -3,7 +3,10 @@
  * with the python3 standard library (the derivation is quoted beside each table): splitmix64
  * and xoshiro256** from their published definitions, float32 arithmetic by rounding every
  * operation through struct.pack('f'), and probabilities, entropies and chi-square bounds by
- * hand. Nothing here is computed by the code under test.
+ * hand. Nothing here is computed by the code under test. The top-p and top-k filters are also
+ * checked against a brute-force implementation of their definitions (a full sort) in this
+ * file, and runs on thread pools and on every row-maths variant against the one-thread run
+ * with the reference variant, bit for bit.
  */
 #include "config.h"
 
