@@ -7,6 +7,7 @@
 #include "fixtures.h"
 #include "kernels/cpu.h"
 #include "kernels/ops.h"
+#include "random_data.h"
 
 #include <check.h>
 #include <jansson.h>
@@ -16,15 +17,6 @@
 #include <string.h>
 
 /* ---- deterministic random data ---------------------------------------------------------- */
-
-static uint64_t rng_next(uint64_t *s)
-{
-    /* splitmix64 */
-    uint64_t z = (*s += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
 
 /* Uniform in [-1, 1). */
 static float rng_signed(uint64_t *s)

@@ -4,6 +4,7 @@
  */
 #include "kernels/matmul.h"
 #include "quant.h"
+#include "random_data.h"
 
 #include <check.h>
 #include <math.h>
@@ -12,81 +13,6 @@
 #include <string.h>
 
 /* ---- deterministic random data ---------------------------------------------------------- */
-
-static uint64_t rng_next(uint64_t *s)
-{
-    /* splitmix64 */
-    uint64_t z = (*s += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [0, 1). */
-static double rng_uniform(uint64_t *s)
-{
-    return (double)(rng_next(s) >> 11) * 0x1p-53;
-}
-
-/* Standard normal (Box-Muller). */
-static double rng_gauss(uint64_t *s)
-{
-    double u = 1.0 - rng_uniform(s), v = rng_uniform(s);
-    return sqrt(-2.0 * log(u)) * cos(2.0 * M_PI * v);
-}
-
-/* A scale in [0.5, 1.5) * 2^-6 as fp16: what real block scales look like. */
-static dllm_fp16 rng_scale(uint64_t *s)
-{
-    return dllm_f32_to_fp16((float)((0.5 + rng_uniform(s)) * 0x1p-6));
-}
-
-/*
- * N rows of K random weights of type wtype: random bytes for the quantised values, scales and
- * mins, with sane fp16 block scales; normal values for the float types.
- */
-static void *random_weights(uint32_t wtype, int64_t N, int64_t K, uint64_t *s)
-{
-    const struct dllm_type_traits *tr = dllm_type_traits(wtype);
-    const int64_t nblocks = N * K / tr->block_elems;
-    uint8_t *w = malloc((size_t)nblocks * tr->block_bytes);
-    ck_assert_ptr_nonnull(w);
-    for (size_t i = 0; i < (size_t)nblocks * tr->block_bytes; i++) {
-        w[i] = (uint8_t)rng_next(s);
-    }
-    for (int64_t b = 0; b < nblocks; b++) {
-        void *blk = w + (size_t)b * tr->block_bytes;
-        switch (wtype) {
-        case DLLM_TYPE_Q4_K:
-            ((struct block_q4_K *)blk)->d = rng_scale(s);
-            ((struct block_q4_K *)blk)->dmin = rng_scale(s);
-            break;
-        case DLLM_TYPE_Q5_K:
-            ((struct block_q5_K *)blk)->d = rng_scale(s);
-            ((struct block_q5_K *)blk)->dmin = rng_scale(s);
-            break;
-        case DLLM_TYPE_Q6_K: ((struct block_q6_K *)blk)->d = rng_scale(s); break;
-        case DLLM_TYPE_Q8_0: ((struct block_q8_0 *)blk)->d = rng_scale(s); break;
-        case DLLM_TYPE_Q4_0: ((struct block_q4_0 *)blk)->d = rng_scale(s); break;
-        case DLLM_TYPE_Q5_0: ((struct block_q5_0 *)blk)->d = rng_scale(s); break;
-        case DLLM_TYPE_Q4_1:
-            ((struct block_q4_1 *)blk)->d = rng_scale(s);
-            ((struct block_q4_1 *)blk)->m =
-                dllm_f32_to_fp16(-8.0f * (float)rng_uniform(s) * dllm_fp16_to_f32(rng_scale(s)));
-            break;
-        case DLLM_TYPE_Q5_1:
-            ((struct block_q5_1 *)blk)->d = rng_scale(s);
-            ((struct block_q5_1 *)blk)->m =
-                dllm_f32_to_fp16(-16.0f * (float)rng_uniform(s) * dllm_fp16_to_f32(rng_scale(s)));
-            break;
-        case DLLM_TYPE_F16: ((dllm_fp16 *)w)[b] = dllm_f32_to_fp16((float)rng_gauss(s)); break;
-        case DLLM_TYPE_BF16: ((dllm_bf16 *)w)[b] = dllm_f32_to_bf16((float)rng_gauss(s)); break;
-        case DLLM_TYPE_F32: ((float *)w)[b] = (float)rng_gauss(s); break;
-        default: ck_abort_msg("no weight generator for type %u", wtype);
-        }
-    }
-    return w;
-}
 
 /* L rows of K normal activations; row l is scaled by 4^(l-2) so rows differ in magnitude. */
 static float *random_acts(int64_t L, int64_t K, uint64_t *s)
@@ -455,7 +381,7 @@ START_TEST(test_product)
     const struct product_case *pc = &product_cases[_i];
     const int64_t N = 8, ldy = N + 3, K = pc->K, L = pc->L;
     uint64_t seed = 1000 + (uint64_t)_i;
-    void *w = random_weights(pc->wtype, N, K, &seed);
+    void *w = random_weights(pc->wtype, N, K, RANDOM_SCALES_POSITIVE, &seed);
     float *x = random_acts(L, K, &seed);
     void *scratch = malloc(dllm_matmul_scratch_bytes(pc->wtype, K, L));
     float *y = malloc((size_t)(L * ldy) * sizeof *y);
@@ -504,7 +430,7 @@ START_TEST(test_product_zero)
     const uint32_t wtype = supported[_i].wtype;
     const int64_t N = 4, K = 512, L = 2;
     uint64_t seed = 77;
-    void *w = random_weights(wtype, N, K, &seed);
+    void *w = random_weights(wtype, N, K, RANDOM_SCALES_POSITIVE, &seed);
     float x[2 * 512] = {0};
     for (int64_t k = 0; k < K; k++) {
         x[K + k] = (float)rng_gauss(&seed);

@@ -8,6 +8,7 @@
  */
 #include "kernels/cpu.h"
 #include "kernels/ops.h"
+#include "random_data.h"
 
 #include <check.h>
 #include <float.h>
@@ -54,28 +55,6 @@
 #define ATTENTION_TOL 1e-5
 
 /* ---- deterministic random data ---------------------------------------------------------- */
-
-static uint64_t rng_next(uint64_t *s)
-{
-    /* splitmix64 */
-    uint64_t z = (*s += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [0, 1). */
-static double rng_uniform(uint64_t *s)
-{
-    return (double)(rng_next(s) >> 11) * 0x1p-53;
-}
-
-/* Standard normal (Box-Muller). */
-static double rng_gauss(uint64_t *s)
-{
-    double u = 1.0 - rng_uniform(s), v = rng_uniform(s);
-    return sqrt(-2.0 * log(u)) * cos(2.0 * M_PI * v);
-}
 
 /* n normal values of standard deviation sd, in a 64-byte aligned buffer. */
 static float *random_floats(int64_t n, double sd, uint64_t *s)

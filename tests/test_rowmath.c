@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include "kernels/rowmath.h"
+#include "random_data.h"
 
 #include <check.h>
 #include <float.h>
@@ -19,21 +20,6 @@
 
 /* The polynomials' error bound against libm, which is itself within 1 ulp. */
 #define ULP_TOL 3
-
-/* splitmix64 for the test data. */
-static uint64_t next_u64(uint64_t *s)
-{
-    uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
-}
-
-/* A uniform double in [0, 1). */
-static double next_unit(uint64_t *s)
-{
-    return (double)(next_u64(s) >> 11) * 0x1.0p-53;
-}
 
 /* Distance in units in the last place between two finite doubles of the same sign. */
 static uint64_t ulps(double a, double b)
@@ -53,7 +39,7 @@ START_TEST(test_exp_accuracy)
     double worst_x = 0.0;
     for (int i = 0; i < 200000; i++) {
         /* half over the whole domain, half over [-1, 0] where most softmax terms are */
-        double x = i % 2 ? -745.0 * next_unit(&seed) : -next_unit(&seed);
+        double x = i % 2 ? -745.0 * rng_uniform(&seed) : -rng_uniform(&seed);
         uint64_t d = ulps(dllm_rowmath_exp(x), exp(x));
         if (d > worst) {
             worst = d;
@@ -74,13 +60,13 @@ START_TEST(test_log_accuracy)
     for (int i = 0; i < 200000; i++) {
         double x;
         if (i % 3 == 0) {
-            x = 1.0 + (next_unit(&seed) - 0.5) * 1e-6; /* near 1, where ln x is small */
+            x = 1.0 + (rng_uniform(&seed) - 0.5) * 1e-6; /* near 1, where ln x is small */
         } else if (i % 3 == 1) {
-            x = next_unit(&seed) + 0x1p-60; /* the uniform draws of the Gumbel noise */
+            x = rng_uniform(&seed) + 0x1p-60; /* the uniform draws of the Gumbel noise */
         } else {
             /* any positive normal double: a random exponent and mantissa */
-            uint64_t b = (next_u64(&seed) & UINT64_C(0x000fffffffffffff)) |
-                         ((1 + next_u64(&seed) % 2046) << 52);
+            uint64_t b = (rng_next(&seed) & UINT64_C(0x000fffffffffffff)) |
+                         ((1 + rng_next(&seed) % 2046) << 52);
             memcpy(&x, &b, sizeof x);
         }
         double want = log(x), got = dllm_rowmath_log(x);
@@ -200,8 +186,8 @@ static const int64_t lengths[] = {0, 1, 3, 7, 8, 9, 15, 16, 17, 31, 1000, 4099};
 static void random_logits(float *x, int64_t n, uint64_t seed)
 {
     for (int64_t v = 0; v < n; v++) {
-        double u = next_unit(&seed);
-        x[v] = (float)(6.0 * (u + next_unit(&seed) + next_unit(&seed) - 1.5));
+        double u = rng_uniform(&seed);
+        x[v] = (float)(6.0 * (u + rng_uniform(&seed) + rng_uniform(&seed) - 1.5));
         if (u < 0.03)
             x[v] = -INFINITY;
         else if (u < 0.06)
@@ -226,7 +212,7 @@ START_TEST(test_variants)
     random_logits(x, n, 100 + (uint64_t)n);
     uint64_t seed = 7;
     for (int64_t v = 0; v < n; v++)
-        u[v] = ((double)(next_u64(&seed) >> 11) + 0.5) * 0x1.0p-53;
+        u[v] = ((double)(rng_next(&seed) >> 11) + 0.5) * 0x1.0p-53;
     for (size_t k = 1; k < n_variants; k++) {
         const struct dllm_rowmath *rm = &all[k];
         if (!dllm_rowmath_usable(rm)) {
