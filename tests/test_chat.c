@@ -6,6 +6,7 @@
 #include "chat.h"
 #include "dllm.h"
 #include "fixtures.h"
+#include "vocab_fixture.h"
 
 #include <check.h>
 #include <jansson.h>
@@ -169,20 +170,6 @@ static json_t *read_json(const char *rel, size_t flags)
     ck_assert_msg(j, "%s: %s", rel, jerr.text);
     free(path);
     return j;
-}
-
-/* The id of a token in a GGUF file's token list. */
-static int32_t file_token(const struct dllm_gguf *g, const char *text)
-{
-    const struct dllm_gguf_value *tokens = dllm_gguf_find(g, "tokenizer.ggml.tokens");
-    for (uint64_t i = 0; i < tokens->arr.n; i++) {
-        struct dllm_gguf_value e;
-        dllm_gguf_array_get(tokens, i, &e);
-        if (e.str.len == strlen(text) && memcmp(e.str.ptr, text, e.str.len) == 0)
-            return (int32_t)i;
-    }
-    ck_abort_msg("no token '%s'", text);
-    return -1;
 }
 
 static void assert_ids(const int32_t *got, int64_t n, const int32_t *want, int64_t n_want)

@@ -6,6 +6,7 @@
 #include "dllm.h"
 #include "fixtures.h"
 #include "gguf_edit.h"
+#include "vocab_fixture.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -32,20 +33,6 @@ static struct dllm_vocab *load_vocab(const struct dllm_gguf *g)
     struct dllm_error err;
     ck_assert_msg(dllm_vocab_load(g, &v, &err) == DLLM_OK, "%s", err.text);
     return v;
-}
-
-/* The id of a token found by scanning the file's token list (independent of the tokenizer). */
-static int32_t file_token(const struct dllm_gguf *g, const char *text)
-{
-    const struct dllm_gguf_value *tokens = dllm_gguf_find(g, "tokenizer.ggml.tokens");
-    for (uint64_t i = 0; i < tokens->arr.n; i++) {
-        struct dllm_gguf_value e;
-        dllm_gguf_array_get(tokens, i, &e);
-        if (e.str.len == strlen(text) && memcmp(e.str.ptr, text, e.str.len) == 0)
-            return (int32_t)i;
-    }
-    ck_abort_msg("no token '%s' in the file", text);
-    return -1;
 }
 
 static uint32_t file_u32(const struct dllm_gguf *g, const char *key)
