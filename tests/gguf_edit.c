@@ -126,6 +126,23 @@ void gguf_edit_set_raw(struct gguf_edit *e, const char *key, const void *bytes, 
     check(dllm_gguf_writer_set_raw(e->w, key, bytes, n, &err), &err, key);
 }
 
+size_t gguf_edit_nested_raw(uint8_t raw[64])
+{
+    size_t n = 0;
+    const uint32_t t_array = DLLM_GGUF_ARRAY, t_str = DLLM_GGUF_STRING;
+    const uint64_t two = 2, one = 1, len = 3;
+    memcpy(raw + n, &t_array, 4), n += 4;
+    memcpy(raw + n, &t_array, 4), n += 4;
+    memcpy(raw + n, &two, 8), n += 8;
+    for (int k = 0; k < 2; k++) {
+        memcpy(raw + n, &t_str, 4), n += 4;
+        memcpy(raw + n, &one, 8), n += 8;
+        memcpy(raw + n, &len, 8), n += 8;
+        memcpy(raw + n, k ? "xyz" : "abc", 3), n += 3;
+    }
+    return n;
+}
+
 static struct tensor *find_tensor(struct gguf_edit *e, const char *name)
 {
     for (size_t i = 0; i < e->n_tensors; i++)

@@ -46,6 +46,12 @@ void gguf_edit_set_i32_array(struct gguf_edit *e, const char *key, const int32_t
 /* Sets a key to a value given as raw bytes: type id and encoded value, as the file stores them. */
 void gguf_edit_set_raw(struct gguf_edit *e, const char *key, const void *bytes, size_t n);
 
+/*
+ * Writes into raw (64 bytes) the raw bytes, as gguf_edit_set_raw takes them, of an array of two
+ * arrays of one string each, "abc" then "xyz"; returns their length.
+ */
+size_t gguf_edit_nested_raw(uint8_t raw[64]);
+
 /* Renames a tensor, or changes the recorded shape or type of one (data is kept as is). */
 void gguf_edit_rename_tensor(struct gguf_edit *e, const char *name, const char *new_name);
 void gguf_edit_set_tensor_shape(struct gguf_edit *e, const char *name, int n_dims,

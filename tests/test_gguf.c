@@ -456,18 +456,7 @@ static void deep_nesting(struct gguf_edit *e)
 static void nesting_ok(struct gguf_edit *e)
 {
     uint8_t raw[64];
-    size_t n = 0;
-    uint32_t t_array = DLLM_GGUF_ARRAY, t_str = DLLM_GGUF_STRING;
-    uint64_t two = 2, one = 1, len = 3;
-    memcpy(raw + n, &t_array, 4), n += 4;
-    memcpy(raw + n, &t_array, 4), n += 4;
-    memcpy(raw + n, &two, 8), n += 8;
-    for (int k = 0; k < 2; k++) {
-        memcpy(raw + n, &t_str, 4), n += 4;
-        memcpy(raw + n, &one, 8), n += 8;
-        memcpy(raw + n, &len, 8), n += 8;
-        memcpy(raw + n, k ? "xyz" : "abc", 3), n += 3;
-    }
+    const size_t n = gguf_edit_nested_raw(raw);
     gguf_edit_set_raw(e, "test.nested", raw, n);
 }
 

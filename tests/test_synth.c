@@ -7,6 +7,7 @@
  */
 #include "dllm.h"
 #include "fixtures.h"
+#include "gguf_edit.h"
 #include "gguf_write.h"
 
 #include <check.h>
@@ -229,19 +230,8 @@ END_TEST
 /* Arrays of arrays, as a reader holds them, are copied whole. */
 START_TEST(writer_nested_copy)
 {
-    uint8_t raw[128];
-    size_t n = 0;
-    const uint32_t t_array = DLLM_GGUF_ARRAY, t_str = DLLM_GGUF_STRING;
-    const uint64_t two = 2, one = 1, len = 3;
-    memcpy(raw + n, &t_array, 4), n += 4;
-    memcpy(raw + n, &t_array, 4), n += 4;
-    memcpy(raw + n, &two, 8), n += 8;
-    for (int k = 0; k < 2; k++) {
-        memcpy(raw + n, &t_str, 4), n += 4;
-        memcpy(raw + n, &one, 8), n += 8;
-        memcpy(raw + n, &len, 8), n += 8;
-        memcpy(raw + n, k ? "xyz" : "abc", 3), n += 3;
-    }
+    uint8_t raw[64];
+    const size_t n = gguf_edit_nested_raw(raw);
     struct dllm_gguf_writer *w1, *w2;
     struct dllm_error err;
     void *image1, *image2;
