@@ -1,0 +1,383 @@
+#!/usr/bin/env python3
+"""Runs dllm's benchmarks and writes one JSON result file under bench/results/.
+
+Parts (--parts, default all but compare):
+  gemm      bench/bench_gemm on the LLaDA-8B and Dream-7B layer shapes, with the int8 peak
+  forward   `dllm bench` on the synth models at canvas 160 and 512
+  generate  `dllm run --json --trace` end to end: 128 tokens, 32 steps, block 32, with and
+            without --threshold 0.9; ms per step, tokens/s, time outside the forward pass
+  compare   side by side with llama.cpp on the same file, canvas and threads, runs
+            alternating: `dllm bench` with logits for every row next to llama-diffusion-cli's
+            time per step (one non-causal pass over the canvas plus its sampling), and
+            llama-bench -p L -n 0 (a causal prefill of L tokens) as a second reference.
+            Needs --llama-cpp DIR, a folder holding those two programs (built by you,
+            outside this repository).
+
+The models are written once by `dllm synth` (LLaDA-8B and Dream-7B shapes, Q4_K_M, random
+weights, about 5 GB each) into --cache (default ~/.cache/dllm-bench). Nothing here asserts a
+speed; bench/table.py turns the result files into the README's table.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODELS = {
+    "llada": {"arch": "llada", "preset": "8b", "file": "llada-8b-q4km.gguf",
+              "label": "LLaDA-8B shape"},
+    "dream": {"arch": "dream", "preset": "7b", "file": "dream-7b-q4km.gguf",
+              "label": "Dream-7B shape"},
+}
+# The matrix shapes of one layer, N x K (output x input): q/o, k/v, ffn gate/up, ffn down.
+GEMM_SHAPES = {
+    "llada": "4096x4096,12288x4096,4096x12288",
+    "dream": "3584x3584,512x3584,18944x3584,3584x18944",
+}
+PROMPT = "Explain speculative decoding in two sentences."
+
+
+def log(msg):
+    print("bench: " + msg, file=sys.stderr, flush=True)
+
+
+def children_cpu_s():
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def run(cmd, timeout=3600, cpu=None):
+    """Runs cmd; returns (stdout, stderr, seconds). A failure ends the script with its output.
+    With cpu (a dict), cpu["s"] is set to the CPU seconds the command used, all threads."""
+    log(" ".join(cmd))
+    t, c = time.monotonic(), children_cpu_s()
+    p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout)
+    dt = time.monotonic() - t
+    if cpu is not None:
+        cpu["s"] = children_cpu_s() - c
+    if p.returncode != 0:
+        sys.exit("bench: %s failed (exit %d):\n%s%s" % (cmd[0], p.returncode, p.stdout[-2000:],
+                                                        p.stderr[-4000:]))
+    return p.stdout, p.stderr, dt
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return [float(x) for x in f.read().split()[:3]]
+
+
+def machine():
+    """The CPU model (lscpu), cores, memory and OS: where the figures were measured."""
+    info = {"cpu": platform.processor() or "unknown", "cores": os.cpu_count(),
+            "kernel": platform.release()}
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            key, _, val = line.partition(":")
+            if key.strip() == "Model name":
+                info["cpu"] = val.strip()
+            elif key.strip() == "Flags":
+                flags = val.split()
+                info["int8_dot"] = [f for f in ("avx2", "avx_vnni", "avx512_vnni") if f in flags]
+    except OSError:
+        pass
+    with open("/proc/meminfo") as f:
+        kb = int(re.search(r"MemTotal:\s+(\d+)", f.read()).group(1))
+    info["memory_gb"] = round(kb / 1024 / 1024, 1)
+    return info
+
+
+def commit_of(path):
+    """The commit (and whether the tree had changes) of the checkout a program was built in."""
+    d = os.path.dirname(os.path.abspath(path))
+    try:
+        c = subprocess.run(["git", "-C", d, "rev-parse", "--short", "HEAD"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", d, "status", "--porcelain", "-uno"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return {"commit": c, "dirty": bool(dirty)}
+    except (OSError, subprocess.CalledProcessError):
+        return {"commit": "unknown", "dirty": None}
+
+
+def find_program(given, candidates):
+    if given:
+        return os.path.abspath(given)
+    for c in candidates:
+        p = os.path.join(HERE, "..", c)
+        if os.access(p, os.X_OK):
+            return os.path.abspath(p)
+    sys.exit("bench: cannot find %s; build it or name it (see --help)" % candidates[0])
+
+
+def synth_models(dllm, cache, names):
+    os.makedirs(cache, exist_ok=True)
+    paths = {}
+    for name in names:
+        m = MODELS[name]
+        path = os.path.join(cache, m["file"])
+        if not os.path.exists(path):
+            run([dllm, "synth", "--arch", m["arch"], "--preset", m["preset"], "--type", "Q4_K_M",
+                 "--out", path, "--quiet"])
+        paths[name] = path
+    return paths
+
+
+def part_gemm(bench_gemm, names, threads, reps):
+    out = {}
+    for name in names:
+        doc, _, _ = run([bench_gemm, "--threads", str(threads), "--rows", "160,512", "--types",
+                         "Q4_K,Q6_K", "--shapes", GEMM_SHAPES[name], "--reps", str(reps)])
+        out[name] = json.loads(doc)
+    return out
+
+
+def int8_peak(gemm, threads):
+    for doc in (gemm or {}).values():
+        for p in doc["int8_peak_gops"]:
+            if p["threads"] == threads and p["zmm_vpdpbusd"] > 0:
+                return p["zmm_vpdpbusd"]
+    return None
+
+
+def dllm_bench(dllm, path, canvas, rows, reps, threads):
+    doc, _, _ = run([dllm, "bench", "-m", path, "--canvas", str(canvas), "--rows", str(rows),
+                     "--reps", str(reps), "--threads", str(threads), "--json"])
+    return json.loads(doc)
+
+
+def part_forward(dllm, paths, threads, reps, peak):
+    out = []
+    for name, path in paths.items():
+        for canvas in (160, 512):
+            d = dllm_bench(dllm, path, canvas, 32, reps, threads)
+            d["model"] = name
+            d["pct_int8_peak"] = round(100 * d["gops"] / peak, 1) if peak else None
+            out.append(d)
+    return out
+
+
+def generate_once(dllm, path, threads, threshold, dream, tokens=128):
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = os.path.join(tmp, "trace.jsonl")
+        cmd = [dllm, "run", "-m", path, "-p", PROMPT, "--max-tokens", str(tokens), "--steps",
+               str(min(32, tokens)),
+               "--block-length", "32", "--threads", str(threads), "--json", "--trace", trace,
+               "--verbose"]
+        if threshold:
+            cmd += ["--threshold", str(threshold)]
+            # Dream's default confidence (entropy) is no probability: take the top-1 one.
+            if dream:
+                cmd += ["--alg", "maskgit_plus"]
+        doc, err, wall = run(cmd)
+        with open(trace) as f:
+            steps = [json.loads(line) for line in f if line.strip()]
+    d = json.loads(doc)
+    m = re.search(r"prompt (\d+) tokens, canvas (\d+)", err)
+    fwd = sum(s["forward_ms"] for s in steps)
+    smp = sum(s["sample_ms"] for s in steps)
+    return {
+        "threshold": threshold,
+        "prompt_tokens": int(m.group(1)) if m else None,
+        "canvas": int(m.group(2)) if m else None,
+        "steps": d["steps"],
+        "stopped_early": d["stopped_early"],
+        "generated_tokens": tokens,
+        "load_ms": d["load_ms"],
+        "total_ms": d["total_ms"],
+        "ms_per_step": d["total_ms"] / max(d["steps"], 1),
+        "median_step_ms": statistics.median(d["step_ms"]) if d["step_ms"] else None,
+        "tokens_per_s": tokens / (d["total_ms"] / 1000),
+        "forward_ms": fwd,
+        "sample_ms": smp,
+        "sample_share_pct": 100 * smp / (fwd + smp) if fwd + smp else None,
+        "outside_forward_pct": 100 * (d["total_ms"] - fwd) / d["total_ms"],
+        "peak_rss_mb": d["peak_rss_mb"],
+        "settings": d["settings"],
+        "wall_s": wall,
+    }
+
+
+def part_generate(dllm, paths, threads, threshold_tokens):
+    out = []
+    for name, path in paths.items():
+        for threshold in (None, 0.9):
+            g = generate_once(dllm, path, threads, threshold, name == "dream",
+                              threshold_tokens if threshold else 128)
+            g["model"] = name
+            out.append(g)
+    return out
+
+
+def llama_diffusion(binary, path, arch, canvas, threads):
+    """llama-diffusion-cli over a canvas of `canvas` tokens: its printed time per step, and
+    each step's time from the timestamps (M.SS.mmm.uuu) of its progress lines."""
+    cmd = [binary, "-m", path, "-p", "Hi", "-ub", str(canvas), "-b", str(canvas), "-c",
+           str(canvas), "-t", str(threads), "-tb", str(threads), "--temp", "0", "--load-mode",
+           "none",
+           "--diffusion-steps", "5"]
+    # LLaDA's blocks (5 of 32 at canvas 160, one step each), Dream's timestep schedule.
+    cmd += ["--diffusion-block-length", "32"] if arch == "llada" else ["--diffusion-eps", "0.001"]
+    cpu = {}
+    out, err, wall = run(cmd, cpu=cpu)
+    m = re.search(r"time per step: ([0-9.]+)ms, sampling time per step: ([0-9.]+)ms", out + err)
+    if not m:
+        sys.exit("bench: no 'time per step' in llama-diffusion-cli's output:\n" + err[-3000:])
+    stamps = [60e3 * int(a) + 1e3 * int(b) + int(c) + int(d) / 1e3 for a, b, c, d in
+              re.findall(r"(\d+)\.(\d+)\.(\d+)\.(\d+) I \s*(?:diffusion step: \d+/\d+|$)",
+                         err, re.M)]
+    stamps = stamps[:6]  # the 5 steps' starts, then the end of the last
+    steps = [b - a for a, b in zip(stamps, stamps[1:])]
+    return {"ms_per_step": float(m.group(1)), "sampling_ms_per_step": float(m.group(2)),
+            "step_ms": steps if len(steps) == 5 else None, "process_cpu_s": cpu["s"],
+            "wall_s": wall}
+
+
+def llama_bench(binary, path, canvas, threads):
+    """llama-bench -p canvas -n 0: the mean time of a causal prefill of that many tokens."""
+    out, _, _ = run([binary, "-m", path, "-p", str(canvas), "-n", "0", "-t", str(threads), "-r",
+                     "2", "-o", "json"])
+    rows = json.loads(out)
+    return {"ms": rows[0]["avg_ns"] / 1e6, "samples_ms": [s / 1e6 for s in rows[0]["samples_ns"]],
+            "build_commit": rows[0].get("build_commit")}
+
+
+def part_compare(dllm, llama_dir, paths, threads, rounds, canvas):
+    diff_cli = os.path.join(llama_dir, "llama-diffusion-cli")
+    lbench = os.path.join(llama_dir, "llama-bench")
+    out = []
+    for name, path in paths.items():
+        rec = {"model": name, "canvas": canvas, "threads": threads, "dllm_ms": [],
+               "llama_diffusion_ms_per_step": [], "llama_bench_prefill_ms": []}
+        for _ in range(rounds):
+            d = dllm_bench(dllm, path, canvas, canvas, 2, threads)
+            rec["dllm_ms"].append(d["median_ms"])
+            rec["dllm_kernel"] = d["kernel"]
+            rec["dllm_min_ms"] = min(d["pass_ms"] + [rec.get("dllm_min_ms", 1e30)])
+            if os.access(diff_cli, os.X_OK):
+                ld = llama_diffusion(diff_cli, path, MODELS[name]["arch"], canvas, threads)
+                rec["llama_diffusion_ms_per_step"].append(ld["ms_per_step"])
+                rec.setdefault("llama_diffusion_runs", []).append(ld)
+            if os.access(lbench, os.X_OK):
+                b = llama_bench(lbench, path, canvas, threads)
+                rec["llama_bench_prefill_ms"].append(b["ms"])
+                rec["llama_cpp_commit"] = b["build_commit"]
+        dm = statistics.median(rec["dllm_ms"])
+        rec["dllm_median_ms"] = dm
+        if rec["llama_diffusion_ms_per_step"]:
+            lm = statistics.median(rec["llama_diffusion_ms_per_step"])
+            rec["llama_diffusion_median_ms"] = lm
+            rec["speedup_vs_diffusion_cli"] = lm / dm
+            # The least disturbed figures of each side, for a machine others are using too.
+            steps = [t for r in rec["llama_diffusion_runs"] for t in r["step_ms"] or []]
+            if steps:
+                rec["llama_diffusion_min_step_ms"] = min(steps)
+                rec["speedup_min_vs_min"] = min(steps) / rec["dllm_min_ms"]
+        if rec["llama_bench_prefill_ms"]:
+            pm = statistics.median(rec["llama_bench_prefill_ms"])
+            rec["llama_bench_median_ms"] = pm
+            rec["speedup_vs_llama_bench"] = pm / dm
+        out.append(rec)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dllm", help="the dllm program (default: build*/src/dllm of this checkout)")
+    ap.add_argument("--bench-gemm", help="bench_gemm (default: bench/bench_gemm of dllm's build)")
+    ap.add_argument("--cache", default=os.path.expanduser("~/.cache/dllm-bench"),
+                    help="where the synth models are kept (default ~/.cache/dllm-bench)")
+    ap.add_argument("--out", default=os.path.join(HERE, "results"),
+                    help="folder of the result files (default bench/results)")
+    ap.add_argument("--parts", default="gemm,forward,generate",
+                    help="comma-separated: gemm, forward, generate, compare")
+    ap.add_argument("--models", default="llada,dream", help="llada, dream or both")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=3, help="timed passes per figure (default 3)")
+    ap.add_argument("--threshold-tokens", type=int, default=128,
+                    help="tokens of the --threshold 0.9 runs (default 128; random weights "
+                         "commit one a step, so 32 takes a quarter of the time)")
+    ap.add_argument("--llama-cpp", help="folder with llama-diffusion-cli and llama-bench")
+    ap.add_argument("--rounds", type=int, default=2, help="alternating rounds for compare")
+    ap.add_argument("--compare-canvas", type=int, default=160)
+    ap.add_argument("--note", help="a remark stored with the results")
+    a = ap.parse_args()
+    parts = a.parts.split(",")
+    names = a.models.split(",")
+    if set(parts) - {"gemm", "forward", "generate", "compare"} or set(names) - set(MODELS):
+        ap.error("unknown part or model")
+    if "compare" in parts and not a.llama_cpp:
+        ap.error("compare needs --llama-cpp DIR")
+    dllm = find_program(a.dllm, ["build/src/dllm", "build-bench/src/dllm"])
+    build = os.path.dirname(os.path.dirname(dllm))
+
+    res = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+           "machine": machine(), "threads": a.threads, "loadavg_start": loadavg(),
+           "dllm_version": run([dllm, "--version"])[0].strip(), **commit_of(dllm)}
+    if a.note:
+        res["note"] = a.note
+    res["method"] = {
+        "gemm": "bench_gemm: y = x . W^T with the activation conversion, random valid blocks, "
+                "median of --reps after a warm-up; gops = 2 N K L / time; int8 peak from a "
+                "register-only VPDPBUSD loop",
+        "forward": "dllm bench: canvas of L tokens (L-128 prompt ids, 128 masks), logits for the "
+                   "last 32 rows, median of --reps passes; gops = 2 x (block weights x L + "
+                   "output weights x 32) / median",
+        "generate": "dllm run --json --trace, prompt '%s' through the chat template, 128 tokens, "
+                    "32 steps, block 32, early stop on (--threshold-tokens for the threshold "
+                    "runs); ms per step = total / steps; tokens/s = "
+                    "tokens / total; sampling share = sum sample_ms / sum (forward_ms + "
+                    "sample_ms) from the trace" % PROMPT,
+        "compare": "runs alternate per round: dllm bench with logits for all L rows (the work "
+                   "llama.cpp does), llama-diffusion-cli -ub/-b/-c L --load-mode none (weights "
+                   "read at load, not paged in during the steps), 5 steps: its time per step "
+                   "(one non-causal pass and its sampling) and each step's time from the "
+                   "timestamps of its progress lines; llama-bench -p L -n 0 -r 2 (a causal "
+                   "prefill, as a proxy); medians over rounds; speedup = llama.cpp ms / dllm ms",
+    }
+    paths = synth_models(dllm, a.cache, names) if set(parts) - {"gemm"} else {}
+    if "gemm" in parts:
+        bg = os.path.abspath(a.bench_gemm or os.path.join(build, "bench", "bench_gemm"))
+        res["gemm"] = part_gemm(bg, names, a.threads, a.reps)
+    peak = int8_peak(res.get("gemm"), a.threads) or latest_peak(a.out, a.threads)
+    res["int8_peak_gops"] = peak
+    if "forward" in parts:
+        res["forward"] = part_forward(dllm, paths, a.threads, a.reps, peak)
+    if "generate" in parts:
+        res["generate"] = part_generate(dllm, paths, a.threads, a.threshold_tokens)
+    if "compare" in parts:
+        res["compare"] = part_compare(dllm, a.llama_cpp, paths, a.threads, a.rounds,
+                                      a.compare_canvas)
+    res["loadavg_end"] = loadavg()
+    os.makedirs(a.out, exist_ok=True)
+    name = "%s-%s-%s.json" % (res["date"][:10], res["commit"], "-".join(parts))
+    with open(os.path.join(a.out, name), "w") as f:
+        json.dump(res, f, indent=2)
+        f.write("\n")
+    log("wrote " + os.path.join(a.out, name))
+
+
+def latest_peak(folder, threads):
+    """The int8 peak of the newest result file that measured one, for the forward part."""
+    best = None
+    for fn in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+        if fn.endswith(".json"):
+            with open(os.path.join(folder, fn)) as f:
+                doc = json.load(f)
+            p = int8_peak(doc.get("gemm"), threads)
+            if p and (best is None or doc["date"] > best[0]):
+                best = (doc["date"], p)
+    return best[1] if best else None
+
+
+if __name__ == "__main__":
+    main()

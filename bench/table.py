@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Turns bench/results/*.json (written by bench/run.py) into the README's benchmark tables.
+
+  bench/table.py [--results DIR]            print the Markdown on stdout
+  bench/table.py --update README.md         replace what lies between the markers
+                                            <!-- bench:start --> and <!-- bench:end -->
+
+Each section (gemm, forward, generate, compare) comes from the newest result file that has
+it; the line under each table names that file's commit, date and machine.
+"""
+import argparse
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+LABEL = {"llada": "LLaDA-8B shape", "dream": "Dream-7B shape"}
+
+
+def newest(docs, section):
+    have = [d for d in docs if d.get(section)]
+    return max(have, key=lambda d: d["date"]) if have else None
+
+
+def source(doc):
+    m = doc["machine"]
+    dirty = " (with uncommitted changes)" if doc.get("dirty") else ""
+    return "_%s, commit %s%s, %s, %d cores, %s threads; load average %.1f before the run._" % (
+        doc["date"][:10], doc["commit"], dirty, m["cpu"], m["cores"], doc["threads"],
+        doc["loadavg_start"][0])
+
+
+def fmt(x, digits=0):
+    return "n/a" if x is None else "%.*f" % (digits, x)
+
+
+def secs(ms, digits=2):
+    return fmt(None if ms is None else ms / 1000, digits)
+
+
+def table(head, rows):
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out
+
+
+def forward_section(doc):
+    rows = []
+    for f in doc["forward"]:
+        rows.append([LABEL[f["model"]], str(f["canvas"]), secs(f["median_ms"]),
+                     fmt(f["gops"]), fmt(f.get("pct_int8_peak")) + "%", secs(f["load_ms"], 1),
+                     fmt(f["peak_rss_mb"] / 1024, 2), f["kernel"]])
+    lines = ["**Forward pass** (`dllm bench`, Q4_K_M, logits for the last 32 rows; %% of the "
+             "measured int8 peak, %s GOPS)" % fmt(doc.get("int8_peak_gops")), ""]
+    lines += table(["model", "canvas", "pass s", "GOPS", "% int8 peak", "load s", "peak RSS GB",
+                    "kernel"], rows)
+    return lines + ["", source(doc)]
+
+
+def generate_section(doc):
+    rows = []
+    for g in doc["generate"]:
+        mode = "threshold %g" % g["threshold"] if g["threshold"] else "32 steps, block 32"
+        rows.append([LABEL[g["model"]], mode, str(g["generated_tokens"]), str(g["canvas"]),
+                     str(g["steps"]), fmt(g["ms_per_step"]), fmt(g["tokens_per_s"], 2),
+                     fmt(g["sample_ms"] / g["steps"], 1), fmt(g["sample_share_pct"], 2) + "%",
+                     fmt(g["outside_forward_pct"], 2) + "%"])
+    lines = ["**Generation** (`dllm run`; canvas = prompt + tokens)", ""]
+    lines += table(["model", "decoding", "tokens", "canvas", "steps", "ms/step", "tokens/s",
+                    "sampling ms/step", "sampling share", "outside forward"], rows)
+    return lines + ["", source(doc)]
+
+
+def pair(a, b, digits=2):
+    return "%s / %s" % (secs(a, digits), secs(b, digits))
+
+
+def ratio(a, b):
+    return "%s / %s" % (fmt(a, 2), fmt(b, 2))
+
+
+def compare_section(doc):
+    rows = []
+    for c in doc["compare"]:
+        rows.append([LABEL[c["model"]], str(c["canvas"]),
+                     pair(c["dllm_median_ms"], c.get("dllm_min_ms")),
+                     pair(c.get("llama_diffusion_median_ms"), c.get("llama_diffusion_min_step_ms")),
+                     ratio(c.get("speedup_vs_diffusion_cli"), c.get("speedup_min_vs_min")),
+                     secs(c.get("llama_bench_median_ms")),
+                     fmt(c.get("speedup_vs_llama_bench"), 2)])
+    commit = next((c.get("llama_cpp_commit") for c in doc["compare"] if c.get("llama_cpp_commit")),
+                  "unknown")
+    lines = ["**Against llama.cpp** (commit %s; same file, canvas and threads, runs alternating; "
+             "logits for every row on both sides; median / fastest, speedup = llama.cpp time / "
+             "dllm time)" % commit, ""]
+    lines += table(["model", "canvas", "dllm pass s", "llama-diffusion-cli s/step",
+                    "speedup", "llama-bench causal prefill s", "speedup"], rows)
+    return lines + ["", source(doc)]
+
+
+def gemm_section(doc):
+    rows = []
+    peak = doc.get("int8_peak_gops")
+    for name, g in doc["gemm"].items():
+        best = {}
+        for r in g["results"]:
+            key = (r["type"], r["N"], r["K"], r["L"])
+            if key not in best or r["gops"] > best[key]["gops"]:
+                best[key] = r
+        for (typ, n, k, l), r in sorted(best.items(), key=lambda kv: (kv[0][0], kv[0][3])):
+            rows.append([LABEL[name], typ, "%d x %d" % (n, k), str(l), r["variant"],
+                         fmt(r["gops"]), fmt(100 * r["gops"] / peak if peak else None) + "%"])
+    lines = ["**GEMM alone** (`bench/bench_gemm`, one layer's shapes N x K, L activation rows, the "
+             "fastest variant; int8 peak %s GOPS)" % fmt(peak), ""]
+    lines += table(["model", "type", "N x K", "L", "variant", "GOPS", "% int8 peak"], rows)
+    return lines + ["", source(doc)]
+
+
+def render(docs):
+    out = []
+    for section, fn in (("forward", forward_section), ("compare", compare_section),
+                        ("generate", generate_section), ("gemm", gemm_section)):
+        doc = newest(docs, section)
+        if doc:
+            out += fn(doc) + [""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--results", default=os.path.join(HERE, "results"))
+    ap.add_argument("--update", metavar="FILE", help="rewrite the marked part of FILE")
+    a = ap.parse_args()
+    docs = []
+    for fn in sorted(os.listdir(a.results)):
+        if fn.endswith(".json"):
+            with open(os.path.join(a.results, fn)) as f:
+                d = json.load(f)
+            if "date" in d and "machine" in d:
+                docs.append(d)
+    md = render(docs)
+    if not a.update:
+        sys.stdout.write(md)
+        return
+    with open(a.update) as f:
+        text = f.read()
+    i, j = text.find(START), text.find(END)
+    if i < 0 or j < i:
+        sys.exit("table.py: %s has no %s ... %s markers" % (a.update, START, END))
+    with open(a.update, "w") as f:
+        f.write(text[:i + len(START)] + "\n" + md + text[j:])
+
+
+if __name__ == "__main__":
+    main()
