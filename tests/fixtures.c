@@ -65,3 +65,12 @@ char *test_tmpdir(void)
         abort();
     return strdup(tmpl);
 }
+
+int test_run_suite(Suite *suite)
+{
+    SRunner *sr = srunner_create(suite);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

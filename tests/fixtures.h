@@ -1,7 +1,11 @@
-/* Finding the reference fixtures (../shared/fixtures, or $DLLM_FIXTURES) from a test. */
+/*
+ * Finding the reference fixtures (../shared/fixtures, or $DLLM_FIXTURES) from a test, and what
+ * every test program does: temporary folders, running its check suite.
+ */
 #ifndef DLLM_TESTS_FIXTURES_H
 #define DLLM_TESTS_FIXTURES_H
 
+#include <check.h>
 #include <stddef.h>
 
 /*
@@ -18,5 +22,8 @@ void *fixture_read(const char *rel, size_t *size);
 
 /* A malloc'd path to a new, empty temporary directory for this test. */
 char *test_tmpdir(void);
+
+/* Runs a check suite, frees it, and returns the exit status: EXIT_SUCCESS when all passed. */
+int test_run_suite(Suite *suite);
 
 #endif

@@ -389,9 +389,5 @@ static Suite *chat_suite(void)
 int main(void)
 {
     fixtures_dir();
-    SRunner *sr = srunner_create(chat_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return test_run_suite(chat_suite());
 }

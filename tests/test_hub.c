@@ -1316,10 +1316,7 @@ int main(void)
         const char *ci = getenv("CI");
         return ci && strcmp(ci, "true") == 0 ? 1 : 77;
     }
-    SRunner *sr = srunner_create(hub_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int status = test_run_suite(hub_suite());
     kill(hub_pid, SIGTERM);
     waitpid(hub_pid, NULL, 0);
     char port[4200];
@@ -1328,5 +1325,5 @@ int main(void)
     rmdir(dir);
     free(dir);
     curl_global_cleanup();
-    return failed ? 1 : 0;
+    return status;
 }

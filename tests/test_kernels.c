@@ -4,6 +4,7 @@
  * reference on random data of the real layer shapes: activation conversion byte for byte, and
  * products within a named tolerance. Variants this CPU lacks print a SKIP line per case.
  */
+#include "fixtures.h"
 #include "kernels/cpu.h"
 #include "kernels/matmul.h"
 #include "quant.h"
@@ -498,9 +499,5 @@ static Suite *kernels_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(kernels_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return test_run_suite(kernels_suite());
 }

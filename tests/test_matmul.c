@@ -2,6 +2,7 @@
  * Reference matrix kernels: activation quantisers against their definitions (reference.md
  * C.6), and y = x · W^T against float64 products of the weights decoded by quant.c.
  */
+#include "fixtures.h"
 #include "kernels/matmul.h"
 #include "quant.h"
 #include "random_data.h"
@@ -482,9 +483,5 @@ static Suite *matmul_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(matmul_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return test_run_suite(matmul_suite());
 }

@@ -6,6 +6,7 @@
  * vector tails), each within a named tolerance. Variants this CPU lacks print a SKIP line per
  * case.
  */
+#include "fixtures.h"
 #include "kernels/cpu.h"
 #include "kernels/ops.h"
 #include "random_data.h"
@@ -525,9 +526,5 @@ static Suite *ops_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(ops_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return test_run_suite(ops_suite());
 }

@@ -437,10 +437,7 @@ int main(void)
         fprintf(stderr, "dequant/manifest.json: not a non-empty array (%s)\n", jerr.text);
         return EXIT_FAILURE;
     }
-    SRunner *sr = srunner_create(quant_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int status = test_run_suite(quant_suite());
     json_decref(manifest);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return status;
 }

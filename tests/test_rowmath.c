@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include "fixtures.h"
 #include "kernels/rowmath.h"
 #include "random_data.h"
 
@@ -314,9 +315,5 @@ static Suite *rowmath_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(rowmath_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return test_run_suite(rowmath_suite());
 }

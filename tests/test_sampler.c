@@ -10,6 +10,7 @@
  */
 #include "config.h"
 
+#include "fixtures.h"
 #include "kernels/cpu.h"
 #include "sampler.h"
 #include "threadpool.h"
@@ -1604,9 +1605,5 @@ static Suite *sampler_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(sampler_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return test_run_suite(sampler_suite());
 }

@@ -298,9 +298,5 @@ static Suite *session_suite(void)
 int main(void)
 {
     fixtures_dir();
-    SRunner *sr = srunner_create(session_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return test_run_suite(session_suite());
 }

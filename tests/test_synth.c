@@ -1156,9 +1156,5 @@ static Suite *synth_suite(void)
 int main(void)
 {
     fixtures_dir(); /* SKIP (or fail under CI) before forking when the fixtures are absent */
-    SRunner *sr = srunner_create(synth_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return test_run_suite(synth_suite());
 }

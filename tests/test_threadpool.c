@@ -3,6 +3,7 @@
  * various item and thread counts; runs back to back (10,000 of them) stay correct and quick;
  * bad thread counts are refused.
  */
+#include "fixtures.h"
 #include "threadpool.h"
 
 #include <check.h>
@@ -120,9 +121,5 @@ static Suite *threadpool_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(threadpool_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return test_run_suite(threadpool_suite());
 }

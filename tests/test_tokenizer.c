@@ -724,9 +724,5 @@ static Suite *tokenizer_suite(void)
 int main(void)
 {
     fixtures_dir();
-    SRunner *sr = srunner_create(tokenizer_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return test_run_suite(tokenizer_suite());
 }

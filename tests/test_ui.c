@@ -1879,9 +1879,5 @@ int main(void)
         fprintf(stderr, "test_ui: the C.UTF-8 locale is missing\n");
         return EXIT_FAILURE;
     }
-    SRunner *sr = srunner_create(ui_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return test_run_suite(ui_suite());
 }
