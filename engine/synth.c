@@ -11,6 +11,7 @@
 #include "gguf_write.h"
 #include "quant.h"
 #include "sampler.h"
+#include "tokenizer.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -414,33 +415,6 @@ struct vocab {
     char *pool;          /* [n_vocab][TOKEN_MAX]: texts of byte, merge and filler tokens */
 };
 
-/* GPT-2's byte-to-character table: printable Latin-1 bytes stand for themselves, the other 68
- * for U+0100 upwards in byte order. */
-static uint32_t byte_char(unsigned b)
-{
-    if (b <= 0x20)
-        return 0x100 + b;
-    if (b >= 0x7f && b <= 0xa0)
-        return 0x100 + 0x21 + (b - 0x7f);
-    if (b == 0xad)
-        return 0x100 + 0x21 + 0x22;
-    return b;
-}
-
-/* The UTF-8 text of the token of byte b (a code point below U+0800). */
-static void byte_token_text(unsigned b, char *out)
-{
-    uint32_t c = byte_char(b);
-    if (c < 0x80) {
-        out[0] = (char)c;
-        out[1] = 0;
-    } else {
-        out[0] = (char)(0xc0 | (c >> 6));
-        out[1] = (char)(0x80 | (c & 0x3f));
-        out[2] = 0;
-    }
-}
-
 static void vocab_fini(struct vocab *v)
 {
     free(v->tokens);
@@ -461,7 +435,7 @@ static enum dllm_status vocab_init(struct vocab *v, const struct arch_desc *a, i
     for (int64_t i = 0; i < n; i++) {
         char *text = v->pool + (size_t)i * TOKEN_MAX;
         if (i < 256) {
-            byte_token_text((unsigned)i, text);
+            text[dllm_tokenizer_byte_text((unsigned char)i, text)] = 0;
         } else if (i < FIRST_FREE) {
             const char *m = merges[i - 256], *space = strchr(m, ' ');
             snprintf(text, TOKEN_MAX, "%.*s%s", (int)(space - m), m, space + 1);

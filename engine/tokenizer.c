@@ -158,22 +158,16 @@ size_t dllm_utf8_char_len(const char *s, size_t n)
     return dllm_tokenizer_utf8_decode(s, n, &c);
 }
 
-/* Writes the UTF-8 form of a code point below U+10000 to out; returns its length. */
-static size_t utf8_encode_bmp(uint32_t c, char *out)
+size_t dllm_tokenizer_byte_text(unsigned char b, char *out)
 {
+    const uint32_t c = byte_char(b); /* below U+0800: one or two UTF-8 bytes */
     if (c < 0x80) {
         out[0] = (char)c;
         return 1;
     }
-    if (c < 0x800) {
-        out[0] = (char)(0xc0 | c >> 6);
-        out[1] = (char)(0x80 | (c & 0x3f));
-        return 2;
-    }
-    out[0] = (char)(0xe0 | c >> 12);
-    out[1] = (char)(0x80 | ((c >> 6) & 0x3f));
-    out[2] = (char)(0x80 | (c & 0x3f));
-    return 3;
+    out[0] = (char)(0xc0 | c >> 6);
+    out[1] = (char)(0x80 | (c & 0x3f));
+    return 2;
 }
 
 /*
@@ -527,7 +521,7 @@ static enum dllm_status load_pieces(struct dllm_vocab *v, struct dllm_error *err
 {
     for (unsigned b = 0; b < 256; b++) {
         char buf[4];
-        v->byte_token[b] = dllm_vocab_find(v, buf, utf8_encode_bmp(byte_char(b), buf));
+        v->byte_token[b] = dllm_vocab_find(v, buf, dllm_tokenizer_byte_text((unsigned char)b, buf));
         if (v->byte_token[b] < 0)
             return dllm_error_set(err, DLLM_ERR_FORMAT,
                                   "tokenizer.ggml.tokens lacks the token of byte 0x%02x, which "
@@ -820,7 +814,7 @@ static bool encode_word(const struct dllm_vocab *v, struct bpe *w, const unsigne
     if (v->pre->ignore_merges) {
         size_t len = 0;
         for (size_t i = 0; i < n; i++)
-            len += utf8_encode_bmp(byte_char(s[i]), w->word + len);
+            len += dllm_tokenizer_byte_text(s[i], w->word + len);
         int32_t id = dllm_vocab_find(v, w->word, len);
         if (id >= 0)
             return ids_push(out, id);
