@@ -12,6 +12,7 @@
 
 #include "dllm.h"
 #include "error.h"
+#include "gguf.h"
 #include "quant.h"
 
 #include <errno.h>
@@ -26,7 +27,6 @@
 #define GGUF_DEFAULT_ALIGNMENT 32
 #define GGUF_MAX_NAME          64 /* ggml's GGML_MAX_NAME, terminator included */
 #define GGUF_MAX_DEPTH         8  /* nesting of arrays of arrays */
-#define GGUF_N_TYPES           13
 
 /* Elements of string and array arrays, parsed; numeric arrays stay in the file. */
 struct gguf_array {
@@ -65,20 +65,24 @@ struct cursor {
     struct dllm_error *err;
 };
 
-static const size_t value_type_size[GGUF_N_TYPES] = {
-    [DLLM_GGUF_UINT8] = 1,   [DLLM_GGUF_INT8] = 1,  [DLLM_GGUF_UINT16] = 2,  [DLLM_GGUF_INT16] = 2,
-    [DLLM_GGUF_UINT32] = 4,  [DLLM_GGUF_INT32] = 4, [DLLM_GGUF_FLOAT32] = 4, [DLLM_GGUF_BOOL] = 1,
-    [DLLM_GGUF_STRING] = 0,  [DLLM_GGUF_ARRAY] = 0, [DLLM_GGUF_UINT64] = 8,  [DLLM_GGUF_INT64] = 8,
-    [DLLM_GGUF_FLOAT64] = 8,
-};
+size_t dllm_gguf_value_size(uint32_t type)
+{
+    static const size_t size[DLLM_GGUF_N_TYPES] = {
+        [DLLM_GGUF_UINT8] = 1,   [DLLM_GGUF_INT8] = 1,    [DLLM_GGUF_UINT16] = 2,
+        [DLLM_GGUF_INT16] = 2,   [DLLM_GGUF_UINT32] = 4,  [DLLM_GGUF_INT32] = 4,
+        [DLLM_GGUF_FLOAT32] = 4, [DLLM_GGUF_BOOL] = 1,    [DLLM_GGUF_UINT64] = 8,
+        [DLLM_GGUF_INT64] = 8,   [DLLM_GGUF_FLOAT64] = 8,
+    };
+    return type < DLLM_GGUF_N_TYPES ? size[type] : 0;
+}
 
 const char *dllm_gguf_type_name(enum dllm_gguf_type type)
 {
-    static const char *const names[GGUF_N_TYPES] = {
+    static const char *const names[DLLM_GGUF_N_TYPES] = {
         "uint8", "int8",   "uint16", "int16",  "uint32", "int32",   "float32",
         "bool",  "string", "array",  "uint64", "int64",  "float64",
     };
-    return (unsigned)type < GGUF_N_TYPES ? names[type] : "invalid";
+    return (unsigned)type < DLLM_GGUF_N_TYPES ? names[type] : "invalid";
 }
 
 static enum dllm_status truncated(struct cursor *c, size_t need, const char *what)
@@ -167,7 +171,7 @@ static enum dllm_status read_array(struct dllm_gguf *g, struct cursor *c, int de
     enum dllm_status st;
     if ((st = read_u32(c, &elem, "array element type")) || (st = read_u64(c, &n, "array length")))
         return st;
-    if (elem >= GGUF_N_TYPES)
+    if (elem >= DLLM_GGUF_N_TYPES)
         return dllm_error_set(c->err, DLLM_ERR_FORMAT,
                               "metadata key %s: invalid array element type %u at byte %zu", key,
                               elem, at);
@@ -177,9 +181,8 @@ static enum dllm_status read_array(struct dllm_gguf *g, struct cursor *c, int de
                               GGUF_MAX_DEPTH, at);
     /* Every element takes at least its fixed size, or 8 bytes (a length) for strings and
      * 12 bytes (type and length) for arrays: the count cannot exceed what the file holds. */
-    size_t min_elem = value_type_size[elem]      ? value_type_size[elem]
-                      : elem == DLLM_GGUF_STRING ? 8
-                                                 : 12;
+    const size_t width = dllm_gguf_value_size(elem);
+    const size_t min_elem = width ? width : elem == DLLM_GGUF_STRING ? 8 : 12;
     if (n > (c->size - c->off) / min_elem)
         return dllm_error_set(c->err, DLLM_ERR_FORMAT,
                               "metadata key %s: array of %llu %s elements at byte %zu does not "
@@ -193,9 +196,9 @@ static enum dllm_status read_array(struct dllm_gguf *g, struct cursor *c, int de
     out->arr.type = (enum dllm_gguf_type)elem;
     out->arr.n = n;
     out->arr.impl = impl;
-    if (value_type_size[elem]) {
+    if (width) {
         impl->raw = c->base + c->off;
-        c->off += n * value_type_size[elem];
+        c->off += n * width;
         return DLLM_OK;
     }
     if (n == 0)
@@ -266,7 +269,7 @@ static enum dllm_status read_value(struct dllm_gguf *g, struct cursor *c, enum d
     }
     if (type == DLLM_GGUF_ARRAY)
         return read_array(g, c, depth, key, out);
-    size_t n = value_type_size[type];
+    size_t n = dllm_gguf_value_size(type);
     if ((st = need(c, n, "metadata value")))
         return st;
     if (type == DLLM_GGUF_BOOL && c->base[c->off] > 1)
@@ -285,7 +288,7 @@ void dllm_gguf_array_get(const struct dllm_gguf_value *array, uint64_t i,
     if (impl->items)
         *out = impl->items[i];
     else
-        decode_scalar(array->arr.type, impl->raw + i * value_type_size[array->arr.type], out);
+        decode_scalar(array->arr.type, impl->raw + i * dllm_gguf_value_size(array->arr.type), out);
 }
 
 /* A NUL-terminated copy of a GGUF string that must hold no NUL byte. */
@@ -359,7 +362,7 @@ static enum dllm_status read_metadata(struct dllm_gguf *g, struct cursor *c)
                                   (long long)i, at);
         if ((st = read_u32(c, &type, "metadata value type")))
             return st;
-        if (type >= GGUF_N_TYPES)
+        if (type >= DLLM_GGUF_N_TYPES)
             return dllm_error_set(c->err, DLLM_ERR_FORMAT,
                                   "metadata key %s: invalid value type %u at byte %zu",
                                   g->kvs[i].key, type, c->off - 4);

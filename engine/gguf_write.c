@@ -9,6 +9,7 @@
 #include "gguf_write.h"
 
 #include "error.h"
+#include "gguf.h"
 #include "quant.h"
 
 #include <errno.h>
@@ -21,7 +22,6 @@
 #define GGUF_VERSION      3
 #define DEFAULT_ALIGNMENT 32
 #define MAX_ALIGNMENT     (1u << 20)
-#define N_VALUE_TYPES     13
 #define FILE_BUFFER       (4u << 20) /* stdio buffer of a file being written */
 
 /* A growable byte buffer; failed records an allocation failure. */
@@ -74,13 +74,6 @@ struct dllm_gguf_writer {
     uint64_t cur_done; /* bytes of it written */
 };
 
-/* Bytes of one element of a scalar value type; 0 for strings and arrays. */
-static const size_t scalar_size[N_VALUE_TYPES] = {
-    [DLLM_GGUF_UINT8] = 1,  [DLLM_GGUF_INT8] = 1,  [DLLM_GGUF_UINT16] = 2,  [DLLM_GGUF_INT16] = 2,
-    [DLLM_GGUF_UINT32] = 4, [DLLM_GGUF_INT32] = 4, [DLLM_GGUF_FLOAT32] = 4, [DLLM_GGUF_BOOL] = 1,
-    [DLLM_GGUF_UINT64] = 8, [DLLM_GGUF_INT64] = 8, [DLLM_GGUF_FLOAT64] = 8,
-};
-
 static void put(struct bytes *b, const void *src, size_t n)
 {
     if (b->failed)
@@ -125,7 +118,7 @@ static void put_str(struct bytes *b, const char *s, uint64_t len)
 
 static bool valid_type(int type)
 {
-    return type >= 0 && type < N_VALUE_TYPES;
+    return type >= 0 && type < DLLM_GGUF_N_TYPES;
 }
 
 /* Encodes a value without its type id: little-endian scalars, strings, arrays recursively. */
@@ -163,12 +156,13 @@ static enum dllm_status put_value(struct bytes *b, const struct dllm_gguf_value 
     case DLLM_GGUF_INT16:
     case DLLM_GGUF_INT32:
     case DLLM_GGUF_INT64:
-        put(b, &v->i64, scalar_size[v->type]); /* little-endian: the low bytes come first */
+        /* little-endian: the low bytes come first */
+        put(b, &v->i64, dllm_gguf_value_size(v->type));
         return DLLM_OK;
     case DLLM_GGUF_UINT8:
     case DLLM_GGUF_UINT16:
     case DLLM_GGUF_UINT32:
-    case DLLM_GGUF_UINT64: put(b, &v->u64, scalar_size[v->type]); return DLLM_OK;
+    case DLLM_GGUF_UINT64: put(b, &v->u64, dllm_gguf_value_size(v->type)); return DLLM_OK;
     }
     return dllm_error_set(err, DLLM_ERR_ARG, "invalid value type %d", (int)v->type);
 }
@@ -349,12 +343,12 @@ enum dllm_status dllm_gguf_writer_set_array(struct dllm_gguf_writer *w, const ch
                                             enum dllm_gguf_type elem, const void *values,
                                             uint64_t n, struct dllm_error *err)
 {
-    if (!valid_type(elem) || !scalar_size[elem])
+    if (!dllm_gguf_value_size(elem)) /* 0 for strings, arrays and invalid types */
         return dllm_error_set(err, DLLM_ERR_ARG,
                               "GGUF key %s: arrays of %s take dllm_gguf_writer_set_str_array "
                               "or a reader's array",
                               key, dllm_gguf_type_name(elem));
-    const size_t width = scalar_size[elem];
+    const size_t width = dllm_gguf_value_size(elem);
     if (n > SIZE_MAX / width)
         return dllm_error_set(err, DLLM_ERR_ARG, "GGUF key %s: array of %llu elements is too long",
                               key, (unsigned long long)n);
