@@ -220,55 +220,50 @@ void dllm_k4_scales_mins(const uint8_t s[12], uint8_t sc[8], uint8_t mn[8])
 }
 
 /*
- * Q4_K: 8 sub-blocks of 32. Chunk c (0..3) of 32 qs bytes holds sub-block 2c in its low
- * nibbles and 2c+1 in its high nibbles; y = (d * sc) * q - dmin * mn.
+ * One Q4_K or Q5_K block: 8 sub-blocks of 32. Chunk c (0..3) of 32 qs bytes holds sub-block 2c
+ * in its low nibbles and 2c+1 in its high nibbles; Q5_K adds a fifth bit (value 16): element
+ * 32k + l of the block takes bit k of qh[l] (qh is NULL for Q4_K). y = (d * sc) * q - dmin * mn.
  */
+static void decode_k4_block(dllm_fp16 d16, dllm_fp16 dmin16, const uint8_t scales[12],
+                            const uint8_t *qs, const uint8_t *qh, float *dst)
+{
+    float d = dllm_fp16_to_f32(d16);
+    float dmin = dllm_fp16_to_f32(dmin16);
+    uint8_t sc[8], mn[8];
+    dllm_k4_scales_mins(scales, sc, mn);
+    for (int c = 0; c < 4; c++) {
+        const uint8_t *q = qs + 32 * c;
+        float d0 = d * sc[2 * c], m0 = dmin * mn[2 * c];
+        float d1 = d * sc[2 * c + 1], m1 = dmin * mn[2 * c + 1];
+        for (int l = 0; l < 32; l++) {
+            int lo = q[l] & 15, hi = q[l] >> 4;
+            if (qh) {
+                lo |= ((qh[l] >> (2 * c)) & 1) << 4;
+                hi |= ((qh[l] >> (2 * c + 1)) & 1) << 4;
+            }
+            dst[64 * c + l] = d0 * lo - m0;
+            dst[64 * c + 32 + l] = d1 * hi - m1;
+        }
+    }
+}
+
 static void decode_q4_K(const void *src, float *dst, int64_t n)
 {
     const uint8_t *p = src;
     for (int64_t i = 0; i < n / QK_K; i++, p += sizeof(struct block_q4_K), dst += QK_K) {
         struct block_q4_K b;
         memcpy(&b, p, sizeof b);
-        float d = dllm_fp16_to_f32(b.d);
-        float dmin = dllm_fp16_to_f32(b.dmin);
-        uint8_t sc[8], mn[8];
-        dllm_k4_scales_mins(b.scales, sc, mn);
-        for (int c = 0; c < 4; c++) {
-            const uint8_t *q = b.qs + 32 * c;
-            float d0 = d * sc[2 * c], m0 = dmin * mn[2 * c];
-            float d1 = d * sc[2 * c + 1], m1 = dmin * mn[2 * c + 1];
-            for (int l = 0; l < 32; l++) {
-                dst[64 * c + l] = d0 * (q[l] & 15) - m0;
-                dst[64 * c + 32 + l] = d1 * (q[l] >> 4) - m1;
-            }
-        }
+        decode_k4_block(b.d, b.dmin, b.scales, b.qs, NULL, dst);
     }
 }
 
-/*
- * Q5_K: Q4_K plus a fifth bit (value 16): element 32k + l of the block takes bit k of qh[l].
- */
 static void decode_q5_K(const void *src, float *dst, int64_t n)
 {
     const uint8_t *p = src;
     for (int64_t i = 0; i < n / QK_K; i++, p += sizeof(struct block_q5_K), dst += QK_K) {
         struct block_q5_K b;
         memcpy(&b, p, sizeof b);
-        float d = dllm_fp16_to_f32(b.d);
-        float dmin = dllm_fp16_to_f32(b.dmin);
-        uint8_t sc[8], mn[8];
-        dllm_k4_scales_mins(b.scales, sc, mn);
-        for (int c = 0; c < 4; c++) {
-            const uint8_t *q = b.qs + 32 * c;
-            float d0 = d * sc[2 * c], m0 = dmin * mn[2 * c];
-            float d1 = d * sc[2 * c + 1], m1 = dmin * mn[2 * c + 1];
-            for (int l = 0; l < 32; l++) {
-                int lo = (q[l] & 15) | (((b.qh[l] >> (2 * c)) & 1) << 4);
-                int hi = (q[l] >> 4) | (((b.qh[l] >> (2 * c + 1)) & 1) << 4);
-                dst[64 * c + l] = d0 * lo - m0;
-                dst[64 * c + 32 + l] = d1 * hi - m1;
-            }
-        }
+        decode_k4_block(b.d, b.dmin, b.scales, b.qs, b.qh, dst);
     }
 }
 
