@@ -14,6 +14,7 @@
  */
 #include "config.h"
 
+#include "bench_util.h"
 #include "kernels/cpu.h"
 #include "kernels/matmul.h"
 #include "quant.h"
@@ -29,36 +30,9 @@
 #define MAX_LIST    16
 #define MAX_THREADS 64
 
-static double clock_s(clockid_t id)
-{
-    struct timespec t;
-    clock_gettime(id, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static double now_s(void)
 {
     return clock_s(CLOCK_MONOTONIC);
-}
-
-static uint64_t rng_next(uint64_t *s)
-{
-    /* splitmix64 */
-    uint64_t z = (*s += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
-
-/* A normal-ish value: the sum of four uniforms, centred, unit variance. */
-static float rng_normal(uint64_t *s)
-{
-    uint64_t r = rng_next(s);
-    double sum = 0.0;
-    for (int i = 0; i < 4; i++) {
-        sum += (double)((r >> (16 * i)) & 0xffff) / 65536.0;
-    }
-    return (float)((sum - 2.0) * 1.7320508);
 }
 
 /* Random blocks of a weight type with fp16 scales of about 2^-6 in every scale field. */
@@ -179,12 +153,6 @@ struct gemm_job {
     int64_t N, K, L;
 };
 
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /*
  * The median wall seconds of reps timed products (after one warm-up), of their conversions,
  * and of the CPU time the process used per product (which preemption by other processes does
@@ -217,17 +185,6 @@ static void time_gemm(struct dllm_threadpool *pool, struct gemm_job *j, int reps
 
 /* ---- options and main -------------------------------------------------------------------- */
 
-/* Splits a comma-separated list into at most MAX_LIST items; returns the count. */
-static int split_list(char *s, char **out)
-{
-    int n = 0;
-    for (char *save = NULL, *tok = strtok_r(s, ",", &save); tok != NULL && n < MAX_LIST;
-         tok = strtok_r(NULL, ",", &save)) {
-        out[n++] = tok;
-    }
-    return n;
-}
-
 static uint32_t type_by_name(const char *name)
 {
     for (uint32_t t = 0; t < DLLM_TYPE_COUNT; t++) {
@@ -244,26 +201,6 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: bench_gemm [--variants LIST] [--types LIST] [--threads LIST] [--rows LIST]\n"
                "                  [--shapes NxK,...] [--reps N]\n");
-}
-
-/* The first "model name" line of /proc/cpuinfo, or "unknown". */
-static void cpu_name(char *buf, size_t size)
-{
-    snprintf(buf, size, "unknown");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f == NULL) {
-        return;
-    }
-    char line[256];
-    while (fgets(line, sizeof line, f) != NULL) {
-        char *colon = strchr(line, ':');
-        if (strncmp(line, "model name", 10) == 0 && colon != NULL) {
-            snprintf(buf, size, "%s", colon + 2);
-            buf[strcspn(buf, "\n")] = '\0';
-            break;
-        }
-    }
-    fclose(f);
 }
 
 int main(int argc, char **argv)
@@ -295,9 +232,11 @@ int main(int argc, char **argv)
     }
     char *variants[MAX_LIST], *types[MAX_LIST], *threads[MAX_LIST], *rows[MAX_LIST],
         *shapes[MAX_LIST];
-    int n_variants = split_list(variants_s, variants), n_types = split_list(types_s, types),
-        n_threads = split_list(threads_s, threads), n_rows = split_list(rows_s, rows),
-        n_shapes = split_list(shapes_s, shapes);
+    int n_variants = split_list(variants_s, variants, MAX_LIST),
+        n_types = split_list(types_s, types, MAX_LIST),
+        n_threads = split_list(threads_s, threads, MAX_LIST),
+        n_rows = split_list(rows_s, rows, MAX_LIST),
+        n_shapes = split_list(shapes_s, shapes, MAX_LIST);
     if (n_variants == 0) {
         size_t n;
         const struct dllm_kernels *all = dllm_kernels_all(&n);
@@ -309,7 +248,7 @@ int main(int argc, char **argv)
     }
 
     char cpu_model[128];
-    cpu_name(cpu_model, sizeof cpu_model);
+    read_line("/proc/cpuinfo", "model name\t: ", cpu_model, sizeof cpu_model);
     const bool has_vnni512 =
         (dllm_cpu_features() & (DLLM_CPU_AVX512F | DLLM_CPU_AVX512VL | DLLM_CPU_AVX512VNNI)) ==
         (DLLM_CPU_AVX512F | DLLM_CPU_AVX512VL | DLLM_CPU_AVX512VNNI);

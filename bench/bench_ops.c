@@ -12,6 +12,7 @@
  */
 #include "config.h"
 
+#include "bench_util.h"
 #include "kernels/ops.h"
 
 #include <getopt.h>
@@ -43,13 +44,6 @@ struct buffers {
     float *gate, *up;                /* [L, n_ff] */
     float *cos, *sin;                /* [L, hd / 2] */
 };
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* n floats uniform in [-1, 1) from a xorshift stream, 64-byte aligned; NULL when out of memory. */
 static float *random_floats(int64_t n, uint64_t *s)
@@ -120,12 +114,6 @@ static void run_elementwise(const struct dllm_ops *ops, const struct layer *ly, 
     ops->add(b->x, b->xn, L * d);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* The median time of reps runs of fn after a warm-up run, in ms. */
 static double median_ms(void (*fn)(const struct dllm_ops *, const struct layer *, int64_t,
                                    struct buffers *),
@@ -135,9 +123,9 @@ static double median_ms(void (*fn)(const struct dllm_ops *, const struct layer *
     double t[MAX_REPS];
     fn(ops, ly, L, b);
     for (int r = 0; r < reps; r++) {
-        const double t0 = now_s();
+        const double t0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
         fn(ops, ly, L, b);
-        t[r] = 1e3 * (now_s() - t0);
+        t[r] = 1e3 * (clock_s(CLOCK_THREAD_CPUTIME_ID) - t0);
     }
     qsort(t, (size_t)reps, sizeof t[0], cmp_double);
     return t[reps / 2];

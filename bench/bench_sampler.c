@@ -19,6 +19,7 @@
  */
 #include "config.h"
 
+#include "bench_util.h"
 #include "kernels/rowmath.h"
 #include "sampler.h"
 #include "threadpool.h"
@@ -50,65 +51,6 @@ static const struct bench_case cases[] = {
     {"dream-flat", DLLM_SAMPLER_DREAM, 152064, 151666, 128, -1.0, 0.05},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
-
-static double clock_ms(clockid_t id)
-{
-    struct timespec t;
-    clock_gettime(id, &t);
-    return 1e3 * (double)t.tv_sec + 1e-6 * (double)t.tv_nsec;
-}
-
-/* splitmix64, for the random logits. */
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
-
-/* A normal-ish value: the sum of four 16-bit uniforms, centred, unit variance. */
-static float rng_normal(uint64_t *s)
-{
-    uint64_t r = rng_next(s);
-    double sum = 0.0;
-    for (int i = 0; i < 4; i++)
-        sum += (double)((r >> (16 * i)) & 0xffff) / 65536.0;
-    return (float)((sum - 2.0) * 1.7320508);
-}
-
-/* The first line of a text file into buf (newline dropped), or "unknown". */
-static void read_line(const char *path, const char *prefix, char *buf, size_t size)
-{
-    snprintf(buf, size, "unknown");
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return;
-    char line[256];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, prefix, strlen(prefix)) == 0) {
-            snprintf(buf, size, "%s", line + strlen(prefix));
-            buf[strcspn(buf, "\n")] = '\0';
-            break;
-        }
-    }
-    fclose(f);
-}
-
-/* Splits a comma-separated list in place; returns the count (at most MAX_LIST). */
-static int split_list(char *s, char **out)
-{
-    int n = 0;
-    for (char *tok = strtok(s, ","); tok && n < MAX_LIST; tok = strtok(NULL, ","))
-        out[n++] = tok;
-    return n;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /*
  * Times reps + 1 first steps of case c on a pool of n_threads (the first is the warm-up):
@@ -149,11 +91,11 @@ static double time_case(const struct bench_case *c, int n_threads, int reps, con
                     (long long)n_rows, (long long)c->rows);
             goto done;
         }
-        double t0 = clock_ms(CLOCK_MONOTONIC), c0 = clock_ms(CLOCK_PROCESS_CPUTIME_ID);
+        double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
         if (dllm_sampler_step(s, pool, canvas, logits, &res, &err))
             goto fail;
-        times[k] = clock_ms(CLOCK_MONOTONIC) - t0;
-        cpu[k] = clock_ms(CLOCK_PROCESS_CPUTIME_ID) - c0;
+        times[k] = 1e3 * (clock_s(CLOCK_MONOTONIC) - t0);
+        cpu[k] = 1e3 * (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0);
     }
     qsort(times + 1, (size_t)reps, sizeof *times, cmp_double);
     qsort(cpu + 1, (size_t)reps, sizeof *cpu, cmp_double);
@@ -196,7 +138,8 @@ int main(int argc, char **argv)
         }
     }
     char *names[MAX_LIST], *threads[MAX_LIST];
-    int n_names = split_list(cases_s, names), n_threads = split_list(threads_s, threads);
+    int n_names = split_list(cases_s, names, MAX_LIST),
+        n_threads = split_list(threads_s, threads, MAX_LIST);
     if (reps < 1 || reps > MAX_REPS || optind != argc || n_names == 0 || n_threads == 0) {
         usage(stderr);
         return 2;
