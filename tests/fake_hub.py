@@ -183,6 +183,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def authorized(self, repo):
         return repo != "test/gated" or self.headers.get("Authorization") == "Bearer " + TOKEN
 
+    def lookup_commit(self, repo, rev, head):
+        """The commit rev names in repo, or None after answering 404 or 401 as the hub does."""
+        if not any(r == repo for r, _ in REFS):
+            self.error(404, "RepoNotFound", head)
+            return None
+        if not self.authorized(repo):
+            self.error(401, None, head)
+            return None
+        commit = REFS.get((repo, rev))
+        if commit is None:
+            self.error(404, "RevisionNotFound", head)
+        return commit
+
     def do_HEAD(self):
         self.record()
         self.route(head=True)
@@ -242,13 +255,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         fault = STATE.take_fault("api" if kind == "revision" else "tree", repo)
         if self.status_fault(fault, head):
             return
-        if not any(r == repo for r, _ in REFS):
-            return self.error(404, "RepoNotFound", head)
-        if not self.authorized(repo):
-            return self.error(401, None, head)
-        commit = REFS.get((repo, rev))
+        commit = self.lookup_commit(repo, rev, head)
         if commit is None:
-            return self.error(404, "RevisionNotFound", head)
+            return
         canon = "test/tiny-GGUF" if repo == "test/renamed" else repo
         files = COMMITS[(canon, commit)]
         if kind == "revision":
@@ -284,13 +293,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if repo == "test/renamed":
             loc = "/test/tiny-GGUF/resolve/%s/%s" % (rev, urllib.parse.quote(path))
             return self.send(307, b"", {"Location": loc}, head)
-        if not any(r == repo for r, _ in REFS):
-            return self.error(404, "RepoNotFound", head)
-        if not self.authorized(repo):
-            return self.error(401, None, head)
-        commit = REFS.get((repo, rev))
+        commit = self.lookup_commit(repo, rev, head)
         if commit is None:
-            return self.error(404, "RevisionNotFound", head)
+            return
         f = next((f for f in COMMITS[(repo, commit)] if f.path == path), None)
         if f is None:
             return self.error(404, "EntryNotFound", head)
