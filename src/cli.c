@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 
 void cli_fail(const char *fmt, ...)
 {
@@ -86,4 +88,29 @@ double cli_parse_float(const struct cli_command *cmd, const char *flag, const ch
     if (errno || end == text || *end || !isfinite(v) || v < min || v > max)
         cli_usage_error(cmd, "%s takes a number from %g to %g, not '%s'", flag, min, max, text);
     return v;
+}
+
+/* The time of clock id in milliseconds. */
+static double clock_ms(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+double cli_now_ms(void)
+{
+    return clock_ms(CLOCK_MONOTONIC);
+}
+
+double cli_cpu_ms(void)
+{
+    return clock_ms(CLOCK_PROCESS_CPUTIME_ID);
+}
+
+double cli_peak_rss_mb(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss / 1024.0;
 }

@@ -41,4 +41,13 @@ long long cli_parse_int(const struct cli_command *cmd, const char *flag, const c
 double cli_parse_float(const struct cli_command *cmd, const char *flag, const char *text,
                        double min, double max);
 
+/* Milliseconds on the monotonic clock, from an arbitrary start. */
+double cli_now_ms(void);
+
+/* Milliseconds of CPU time the process has used, all threads. */
+double cli_cpu_ms(void);
+
+/* The process's peak resident set size so far, in MB. */
+double cli_peak_rss_mb(void);
+
 #endif

@@ -12,8 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 /* The masks at the end of the canvas: dllm run's default generation length. */
@@ -54,27 +52,6 @@ struct bench_result {
     double *cpu_ms;  /* [reps] the process's CPU time in each pass, all threads */
     int reps;
 };
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static double process_cpu_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static double peak_rss_mb(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_maxrss / 1024.0;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -232,12 +209,12 @@ int cmd_bench(const struct cli_command *cmd, int argc, char **argv)
     struct dllm_model_params params;
     dllm_model_params_init(&params);
     params.max_tokens = canvas;
-    double t0 = now_ms();
+    double t0 = cli_now_ms();
     struct dllm_model *model = model_ref_open(path, &params, false);
     struct dllm_forward *fwd;
     if (dllm_forward_new(model, canvas, rows, threads, &fwd, &err) != DLLM_OK)
         cli_fail("%s", err.text);
-    r.load_ms = now_ms() - t0;
+    r.load_ms = cli_now_ms() - t0;
     r.path = path;
     r.arch = dllm_model_arch(model);
     r.file_type = dllm_model_file_type(model);
@@ -254,16 +231,16 @@ int cmd_bench(const struct cli_command *cmd, int argc, char **argv)
     for (int64_t i = 0; i < rows; i++)
         row_pos[i] = (int32_t)(canvas - rows + i);
     for (int i = 0; i < reps; i++) {
-        double t = now_ms(), cpu = process_cpu_ms();
+        double t = cli_now_ms(), cpu = cli_cpu_ms();
         if (dllm_forward_run(fwd, ids, canvas, row_pos, rows, logits, &err) != DLLM_OK)
             cli_fail("%s", err.text);
-        r.pass_ms[i] = now_ms() - t;
-        r.cpu_ms[i] = process_cpu_ms() - cpu;
+        r.pass_ms[i] = cli_now_ms() - t;
+        r.cpu_ms[i] = cli_cpu_ms() - cpu;
     }
     r.median_ms = median(r.pass_ms, reps);
     r.gops = 2.0 * ((double)r.weight_params * canvas + (double)r.output_params * rows) /
              (r.median_ms * 1e6);
-    r.peak_rss_mb = peak_rss_mb();
+    r.peak_rss_mb = cli_peak_rss_mb();
     if (json)
         print_json(&r);
     else

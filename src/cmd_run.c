@@ -12,8 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 const char cmd_run_usage[] =
@@ -55,20 +53,6 @@ static void on_sigint(int sig)
     (void)sig;
     if (interrupted_session)
         dllm_session_cancel(interrupted_session);
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static double peak_rss_mb(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_maxrss / 1024.0;
 }
 
 /* One JSON line of the trace for a step. */
@@ -221,7 +205,7 @@ static void print_json(const struct run_state *st, const struct dllm_sampler_par
         json_pack("{s:o, s:O, s:I, s:b, s:b, s:o, s:f, s:f, s:f, s:I, s:o}", "text",
                   json_text(st->text), "tokens", st->tokens, "steps", (json_int_t)st->steps_run,
                   "stopped_early", st->stopped_early, "cancelled", st->cancelled, "step_ms", ms,
-                  "load_ms", load_ms, "total_ms", st->total_ms, "peak_rss_mb", peak_rss_mb(),
+                  "load_ms", load_ms, "total_ms", st->total_ms, "peak_rss_mb", cli_peak_rss_mb(),
                   "seed", (json_int_t)p->seed, "settings", settings_json(p, threads, chat));
     json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     putchar('\n');
@@ -261,10 +245,10 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
         cli_usage_error(cmd, "-p/--prompt is missing (use -p - to read standard input)");
 
     char *path = model_ref_path(o.model, o.offline);
-    double t0 = now_ms();
+    double t0 = cli_now_ms();
     struct dllm_error err;
     struct dllm_model *model = model_ref_open(path, NULL, verbose);
-    double load_ms = now_ms() - t0;
+    double load_ms = cli_now_ms() - t0;
     struct dllm_sampler_params sp;
     gen_options_sampler(cmd, &o, model, &sp);
     char *prompt = strcmp(o.prompt, "-") == 0 ? read_stdin() : strdup(o.prompt);
@@ -326,7 +310,7 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
     if (verbose)
         fprintf(stderr, "%lld steps%s, %.0f ms in all, peak RSS %.0f MB\n", (long long)st.steps_run,
                 st.stopped_early ? " (stopped early: the answer was final)" : "", st.total_ms,
-                peak_rss_mb());
+                cli_peak_rss_mb());
     if (st.cancelled)
         fprintf(stderr, "dllm: stopped after %lld steps; the answer above is partial\n",
                 (long long)st.steps_run);

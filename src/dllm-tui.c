@@ -26,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #define FRAME_MS       33.0    /* at most about 30 redraws a second */
@@ -130,13 +129,6 @@ static void close_screen(void)
 
 /* ---- scripts ------------------------------------------------------------------------------ */
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 /* Reads a whole file (a script) into a malloc'd buffer; NULL with errno set on failure. */
 static char *read_file(const char *path, size_t *len)
 {
@@ -198,7 +190,7 @@ static bool play(struct player *p, struct ui_app *app, struct ui_screen *scr, ch
 {
     while (p->next < p->script.n && !app->quit) {
         const struct ui_script_cmd *cmd = &p->script.cmds[p->next];
-        double now = now_ms();
+        double now = cli_now_ms();
         bool wait = false;
         switch (cmd->op) {
         case UI_SCRIPT_TEXT: type_text(app, cmd->text, cmd->len, now); break;
@@ -259,7 +251,7 @@ static bool run(struct ui_app *app, struct ui_screen *scr, struct player *player
     while (!app->quit && got_signal != SIGTERM && got_signal != SIGHUP && got_signal != SIGQUIT) {
         if (got_signal == SIGINT) {
             got_signal = 0;
-            ui_app_key(app, UI_KEY_CTRL('c'), now_ms());
+            ui_app_key(app, UI_KEY_CTRL('c'), cli_now_ms());
             dirty = true;
         }
         if (player) {
@@ -270,7 +262,7 @@ static bool run(struct ui_app *app, struct ui_screen *scr, struct player *player
             if (player->next == player->script.n || app->quit)
                 break;
         }
-        double now = now_ms();
+        double now = cli_now_ms();
         if (dirty && now - last_draw >= FRAME_MS) {
             ui_screen_draw(scr, app);
             last_draw = now;
@@ -293,7 +285,7 @@ static bool run(struct ui_app *app, struct ui_screen *scr, struct player *player
         bool look = !player && (rc < 0 || (fds[1].revents & POLLIN) || typed);
         typed = look && (fds[1].revents & POLLIN);
         while (look && ui_screen_read_key(scr, &key)) {
-            ui_app_key(app, key, now_ms());
+            ui_app_key(app, key, cli_now_ms());
             dirty = true;
         }
     }
@@ -383,7 +375,7 @@ int main(int argc, char **argv)
 
     if (o.gen.prompt) {
         ui_editor_set(&app.editor, o.gen.prompt);
-        ui_app_key(&app, UI_KEY_ENTER, now_ms());
+        ui_app_key(&app, UI_KEY_ENTER, cli_now_ms());
     }
     bool ok = run(&app, &screen, play_it, err_text, sizeof err_text);
     if (ok && o.dump) {
