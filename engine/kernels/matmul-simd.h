@@ -9,13 +9,13 @@
  *
  * The product works on panels of NR weight rows. A call unpacks each panel once, a few blocks
  * at a time, into a stack buffer where vector i holds, in lane r, the i-th group of four
- * consecutive weights of row r (the K-quants' blocks are loaded row by row and transposed in
- * registers; the other types are gathered). One 4-byte group of an activation row, broadcast
- * to every lane, then multiplies a whole vector with one u8 x s8 dot-product instruction, and
- * each unpacked vector serves a tile of TT activation rows while it is in a register; a few
- * panels share each tile's prepared activations. Block results accumulate in float, so the
- * results differ from the reference by float rounding and summation order only: the integer
- * dot products inside a block are exact.
+ * consecutive weights of row r: K-quant, Q8_0 and float blocks are loaded row by row and
+ * transposed in registers, the small Q4_0, Q4_1, Q5_0 and Q5_1 blocks and a few scale words
+ * gathered. One 4-byte group of an activation row, broadcast to every lane, then multiplies a
+ * whole vector with one u8 x s8 dot-product instruction, and each unpacked vector serves a tile
+ * of TT activation rows while it is in a register; a few panels share each tile's prepared
+ * activations. Block results accumulate in float, so the results differ from the reference by
+ * float rounding and summation order only: the integer dot products inside a block are exact.
  *
  * Three kinds of weight types:
  *   K-quants (Q4_K, Q5_K, Q6_K) x Q8_K32: weights unsigned (0..63) against signed activations.
