@@ -346,6 +346,7 @@ int main(int argc, char **argv)
         cli_fail("cannot create the frame slot: %s", strerror(errno));
     /* A hub model (or, without -m, the default one) is downloaded before the screen opens. */
     char *model_path = model_ref_path(o.gen.model, o.gen.offline);
+    model_ref_announce(model_path, false);
     struct ui_engine_params params = {
         .model = model_path, .threads = o.gen.threads, .no_chat = o.gen.no_chat};
     struct ui_engine *engine;

@@ -255,8 +255,7 @@ char *model_ref_path(const char *ref, bool offline)
     return path;
 }
 
-struct dllm_model *model_ref_open(const char *path, const struct dllm_model_params *params,
-                                  bool verbose)
+void model_ref_announce(const char *path, bool verbose)
 {
     if (verbose || isatty(STDERR_FILENO)) {
         char name[40], size[16] = "size unknown";
@@ -266,6 +265,12 @@ struct dllm_model *model_ref_open(const char *path, const struct dllm_model_para
             model_ref_bytes(size, (double)sb.st_size);
         fprintf(stderr, "dllm: loading %s (%s)\n", name, size);
     }
+}
+
+struct dllm_model *model_ref_open(const char *path, const struct dllm_model_params *params,
+                                  bool verbose)
+{
+    model_ref_announce(path, verbose);
     struct dllm_model *model;
     struct dllm_error err = {0};
     if (dllm_model_open(path, params, &model, &err) != DLLM_OK)

@@ -32,6 +32,9 @@ enum dllm_status model_ref_resolve(const char *ref, struct dllm_hub_params *para
  */
 char *model_ref_path(const char *ref, bool offline);
 
+/* Says "dllm: loading FILE (SIZE)" on stderr when it is a terminal or verbose is set. */
+void model_ref_announce(const char *path, bool verbose);
+
 /*
  * Opens a model for generation, first saying "dllm: loading FILE (SIZE)" on stderr when it
  * is a terminal or verbose is set. A failure ends the program with "dllm: error: ...".
