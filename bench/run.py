@@ -49,6 +49,10 @@ def log(msg):
     print("bench: " + msg, file=sys.stderr, flush=True)
 
 
+class RunError(Exception):
+    """A benchmarked program failed; the message holds its last line of output."""
+
+
 def children_cpu_s():
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     return ru.ru_utime + ru.ru_stime
@@ -64,8 +68,9 @@ def run(cmd, timeout=3600, cpu=None):
     if cpu is not None:
         cpu["s"] = children_cpu_s() - c
     if p.returncode != 0:
-        sys.exit("bench: %s failed (exit %d):\n%s%s" % (cmd[0], p.returncode, p.stdout[-2000:],
-                                                        p.stderr[-4000:]))
+        lines = [l for l in (p.stderr or p.stdout).splitlines() if l.strip()]
+        raise RunError("%s exited %d: %s" % (os.path.basename(cmd[0]), p.returncode,
+                                             lines[-1] if lines else "no output"))
     return p.stdout, p.stderr, dt
 
 
@@ -141,11 +146,11 @@ def part_gemm(bench_gemm, names, threads, reps):
 
 
 def int8_peak(gemm, threads):
-    for doc in (gemm or {}).values():
-        for p in doc["int8_peak_gops"]:
-            if p["threads"] == threads and p["zmm_vpdpbusd"] > 0:
-                return p["zmm_vpdpbusd"]
-    return None
+    """The highest int8 peak bench_gemm measured (each model's run measures it once): a peak
+    taken while other programs ran is lower, never higher."""
+    peaks = [p["zmm_vpdpbusd"] for doc in (gemm or {}).values() for p in doc["int8_peak_gops"]
+             if p["threads"] == threads and p["zmm_vpdpbusd"] > 0]
+    return max(peaks) if peaks else None
 
 
 def dllm_bench(dllm, path, canvas, rows, reps, threads):
@@ -158,9 +163,12 @@ def part_forward(dllm, paths, threads, reps, peak):
     out = []
     for name, path in paths.items():
         for canvas in (160, 512):
-            d = dllm_bench(dllm, path, canvas, 32, reps, threads)
+            try:
+                d = dllm_bench(dllm, path, canvas, 32, reps, threads)
+                d["pct_int8_peak"] = round(100 * d["gops"] / peak, 1) if peak else None
+            except RunError as e:
+                d = {"canvas": canvas, "error": str(e)}
             d["model"] = name
-            d["pct_int8_peak"] = round(100 * d["gops"] / peak, 1) if peak else None
             out.append(d)
     return out
 
@@ -210,8 +218,11 @@ def part_generate(dllm, paths, threads, threshold_tokens):
     out = []
     for name, path in paths.items():
         for threshold in (None, 0.9):
-            g = generate_once(dllm, path, threads, threshold, name == "dream",
-                              threshold_tokens if threshold else 128)
+            tokens = threshold_tokens if threshold else 128
+            try:
+                g = generate_once(dllm, path, threads, threshold, name == "dream", tokens)
+            except RunError as e:
+                g = {"threshold": threshold, "generated_tokens": tokens, "error": str(e)}
             g["model"] = name
             out.append(g)
     return out
@@ -230,7 +241,7 @@ def llama_diffusion(binary, path, arch, canvas, threads):
     out, err, wall = run(cmd, cpu=cpu)
     m = re.search(r"time per step: ([0-9.]+)ms, sampling time per step: ([0-9.]+)ms", out + err)
     if not m:
-        sys.exit("bench: no 'time per step' in llama-diffusion-cli's output:\n" + err[-3000:])
+        raise RunError("no 'time per step' in llama-diffusion-cli's output")
     stamps = [60e3 * int(a) + 1e3 * int(b) + int(c) + int(d) / 1e3 for a, b, c, d in
               re.findall(r"(\d+)\.(\d+)\.(\d+)\.(\d+) I \s*(?:diffusion step: \d+/\d+|$)",
                          err, re.M)]
@@ -257,36 +268,44 @@ def part_compare(dllm, llama_dir, paths, threads, rounds, canvas):
     for name, path in paths.items():
         rec = {"model": name, "canvas": canvas, "threads": threads, "dllm_ms": [],
                "llama_diffusion_ms_per_step": [], "llama_bench_prefill_ms": []}
-        for _ in range(rounds):
-            d = dllm_bench(dllm, path, canvas, canvas, 2, threads)
-            rec["dllm_ms"].append(d["median_ms"])
-            rec["dllm_kernel"] = d["kernel"]
-            rec["dllm_min_ms"] = min(d["pass_ms"] + [rec.get("dllm_min_ms", 1e30)])
-            if os.access(diff_cli, os.X_OK):
-                ld = llama_diffusion(diff_cli, path, MODELS[name]["arch"], canvas, threads)
-                rec["llama_diffusion_ms_per_step"].append(ld["ms_per_step"])
-                rec.setdefault("llama_diffusion_runs", []).append(ld)
-            if os.access(lbench, os.X_OK):
-                b = llama_bench(lbench, path, canvas, threads)
-                rec["llama_bench_prefill_ms"].append(b["ms"])
-                rec["llama_cpp_commit"] = b["build_commit"]
-        dm = statistics.median(rec["dllm_ms"])
-        rec["dllm_median_ms"] = dm
-        if rec["llama_diffusion_ms_per_step"]:
-            lm = statistics.median(rec["llama_diffusion_ms_per_step"])
-            rec["llama_diffusion_median_ms"] = lm
-            rec["speedup_vs_diffusion_cli"] = lm / dm
-            # The least disturbed figures of each side, for a machine others are using too.
-            steps = [t for r in rec["llama_diffusion_runs"] for t in r["step_ms"] or []]
-            if steps:
-                rec["llama_diffusion_min_step_ms"] = min(steps)
-                rec["speedup_min_vs_min"] = min(steps) / rec["dllm_min_ms"]
-        if rec["llama_bench_prefill_ms"]:
-            pm = statistics.median(rec["llama_bench_prefill_ms"])
-            rec["llama_bench_median_ms"] = pm
-            rec["speedup_vs_llama_bench"] = pm / dm
+        try:
+            compare_rounds(rec, dllm, diff_cli, lbench, name, path, threads, rounds, canvas)
+        except RunError as e:
+            rec["error"] = str(e)
         out.append(rec)
     return out
+
+
+def compare_rounds(rec, dllm, diff_cli, lbench, name, path, threads, rounds, canvas):
+    """Fills rec with the alternating runs of one model and the speedups."""
+    for _ in range(rounds):
+        d = dllm_bench(dllm, path, canvas, canvas, 2, threads)
+        rec["dllm_ms"].append(d["median_ms"])
+        rec["dllm_kernel"] = d["kernel"]
+        rec["dllm_min_ms"] = min(d["pass_ms"] + [rec.get("dllm_min_ms", 1e30)])
+        if os.access(diff_cli, os.X_OK):
+            ld = llama_diffusion(diff_cli, path, MODELS[name]["arch"], canvas, threads)
+            rec["llama_diffusion_ms_per_step"].append(ld["ms_per_step"])
+            rec.setdefault("llama_diffusion_runs", []).append(ld)
+        if os.access(lbench, os.X_OK):
+            b = llama_bench(lbench, path, canvas, threads)
+            rec["llama_bench_prefill_ms"].append(b["ms"])
+            rec["llama_cpp_commit"] = b["build_commit"]
+    dm = statistics.median(rec["dllm_ms"])
+    rec["dllm_median_ms"] = dm
+    if rec["llama_diffusion_ms_per_step"]:
+        lm = statistics.median(rec["llama_diffusion_ms_per_step"])
+        rec["llama_diffusion_median_ms"] = lm
+        rec["speedup_vs_diffusion_cli"] = lm / dm
+        # The least disturbed figures of each side, for a machine others are using too.
+        steps = [t for r in rec["llama_diffusion_runs"] for t in r["step_ms"] or []]
+        if steps:
+            rec["llama_diffusion_min_step_ms"] = min(steps)
+            rec["speedup_min_vs_min"] = min(steps) / rec["dllm_min_ms"]
+    if rec["llama_bench_prefill_ms"]:
+        pm = statistics.median(rec["llama_bench_prefill_ms"])
+        rec["llama_bench_median_ms"] = pm
+        rec["speedup_vs_llama_bench"] = pm / dm
 
 
 def main():
@@ -344,26 +363,38 @@ def main():
                    "timestamps of its progress lines; llama-bench -p L -n 0 -r 2 (a causal "
                    "prefill, as a proxy); medians over rounds; speedup = llama.cpp ms / dllm ms",
     }
+    os.makedirs(a.out, exist_ok=True)
+    stamp = res["date"][:16].replace(":", "")  # 2026-11-30T0243: one file per run
+    out = os.path.join(a.out, "%s-%s-%s.json" % (stamp, res["commit"], "-".join(parts)))
+
+    def save():
+        """Writes what was measured so far: a later part's failure loses nothing."""
+        res["loadavg_end"] = loadavg()
+        with open(out, "w") as f:
+            json.dump(res, f, indent=2)
+            f.write("\n")
+
     paths = synth_models(dllm, a.cache, names) if set(parts) - {"gemm"} else {}
     if "gemm" in parts:
         bg = os.path.abspath(a.bench_gemm or os.path.join(build, "bench", "bench_gemm"))
-        res["gemm"] = part_gemm(bg, names, a.threads, a.reps)
+        try:
+            res["gemm"] = part_gemm(bg, names, a.threads, a.reps)
+        except RunError as e:
+            res["gemm_error"] = str(e)
+        save()
     peak = int8_peak(res.get("gemm"), a.threads) or latest_peak(a.out, a.threads)
     res["int8_peak_gops"] = peak
     if "forward" in parts:
         res["forward"] = part_forward(dllm, paths, a.threads, a.reps, peak)
+        save()
     if "generate" in parts:
         res["generate"] = part_generate(dllm, paths, a.threads, a.threshold_tokens)
+        save()
     if "compare" in parts:
         res["compare"] = part_compare(dllm, a.llama_cpp, paths, a.threads, a.rounds,
                                       a.compare_canvas)
-    res["loadavg_end"] = loadavg()
-    os.makedirs(a.out, exist_ok=True)
-    name = "%s-%s-%s.json" % (res["date"][:10], res["commit"], "-".join(parts))
-    with open(os.path.join(a.out, name), "w") as f:
-        json.dump(res, f, indent=2)
-        f.write("\n")
-    log("wrote " + os.path.join(a.out, name))
+        save()
+    log("wrote " + out)
 
 
 def latest_peak(folder, threads):

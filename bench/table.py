@@ -18,6 +18,24 @@ START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 LABEL = {"llada": "LLaDA-8B shape", "dream": "Dream-7B shape"}
 
 
+def peak_of(doc):
+    """The run's int8 peak: the highest bench_gemm measured in it, else the one it recorded."""
+    peaks = [p["zmm_vpdpbusd"] for g in (doc.get("gemm") or {}).values()
+             for p in g["int8_peak_gops"] if p["threads"] == doc["threads"]]
+    return max(peaks) if peaks else doc.get("int8_peak_gops")
+
+
+def failed(msg):
+    """A failure for a table cell: the program's message without the file path, shortened."""
+    msg = msg.split("error: ")[-1]
+    msg = msg.split(": ", 1)[-1] if msg.startswith("/") else msg
+    return "failed: " + (msg if len(msg) <= 90 else msg[:87] + "...")
+
+
+def pct(gops, peak):
+    return fmt(100 * gops / peak if peak else None) + "%"
+
+
 def newest(docs, section):
     have = [d for d in docs if d.get(section)]
     return max(have, key=lambda d: d["date"]) if have else None
@@ -47,13 +65,17 @@ def table(head, rows):
 
 def forward_section(doc):
     rows = []
+    peak = peak_of(doc)
     for f in doc["forward"]:
+        if "error" in f:
+            rows.append([LABEL[f["model"]], str(f["canvas"]), failed(f["error"])] + [""] * 5)
+            continue
         rows.append([LABEL[f["model"]], str(f["canvas"]), secs(f["median_ms"]),
-                     fmt(f["gops"]), fmt(f.get("pct_int8_peak")) + "%", secs(f["load_ms"], 1),
+                     fmt(f["gops"]), pct(f["gops"], peak), fmt(f["load_ms"]),
                      fmt(f["peak_rss_mb"] / 1024, 2), f["kernel"]])
     lines = ["**Forward pass** (`dllm bench`, Q4_K_M, logits for the last 32 rows; %% of the "
-             "measured int8 peak, %s GOPS)" % fmt(doc.get("int8_peak_gops")), ""]
-    lines += table(["model", "canvas", "pass s", "GOPS", "% int8 peak", "load s", "peak RSS GB",
+             "measured int8 peak, %s GOPS)" % fmt(peak), ""]
+    lines += table(["model", "canvas", "pass s", "GOPS", "% int8 peak", "load ms", "peak RSS GB",
                     "kernel"], rows)
     return lines + ["", source(doc)]
 
@@ -62,6 +84,10 @@ def generate_section(doc):
     rows = []
     for g in doc["generate"]:
         mode = "threshold %g" % g["threshold"] if g["threshold"] else "32 steps, block 32"
+        if "error" in g:
+            rows.append([LABEL[g["model"]], mode, str(g["generated_tokens"]),
+                         failed(g["error"])] + [""] * 6)
+            continue
         rows.append([LABEL[g["model"]], mode, str(g["generated_tokens"]), str(g["canvas"]),
                      str(g["steps"]), fmt(g["ms_per_step"]), fmt(g["tokens_per_s"], 2),
                      fmt(g["sample_ms"] / g["steps"], 1), fmt(g["sample_share_pct"], 2) + "%",
@@ -83,6 +109,9 @@ def ratio(a, b):
 def compare_section(doc):
     rows = []
     for c in doc["compare"]:
+        if "error" in c:
+            rows.append([LABEL[c["model"]], str(c["canvas"]), failed(c["error"])] + [""] * 4)
+            continue
         rows.append([LABEL[c["model"]], str(c["canvas"]),
                      pair(c["dllm_median_ms"], c.get("dllm_min_ms")),
                      pair(c.get("llama_diffusion_median_ms"), c.get("llama_diffusion_min_step_ms")),
@@ -100,20 +129,32 @@ def compare_section(doc):
 
 
 def gemm_section(doc):
-    rows = []
-    peak = doc.get("int8_peak_gops")
+    peak = peak_of(doc)
+    rows, variants = [], set()
     for name, g in doc["gemm"].items():
-        best = {}
+        best, shapes = {}, []
         for r in g["results"]:
-            key = (r["type"], r["N"], r["K"], r["L"])
+            if r["threads"] != doc["threads"]:
+                continue
+            key = (r["N"], r["K"], r["type"], r["L"])
+            if (r["N"], r["K"]) not in shapes:
+                shapes.append((r["N"], r["K"]))
             if key not in best or r["gops"] > best[key]["gops"]:
                 best[key] = r
-        for (typ, n, k, l), r in sorted(best.items(), key=lambda kv: (kv[0][0], kv[0][3])):
-            rows.append([LABEL[name], typ, "%d x %d" % (n, k), str(l), r["variant"],
-                         fmt(r["gops"]), fmt(100 * r["gops"] / peak if peak else None) + "%"])
-    lines = ["**GEMM alone** (`bench/bench_gemm`, one layer's shapes N x K, L activation rows, the "
-             "fastest variant; int8 peak %s GOPS)" % fmt(peak), ""]
-    lines += table(["model", "type", "N x K", "L", "variant", "GOPS", "% int8 peak"], rows)
+        for n, k in shapes:
+            cells = []
+            for typ in ("Q4_K", "Q6_K"):
+                for l in (160, 512):
+                    r = best.get((n, k, typ, l))
+                    cells.append("%s (%s)" % (fmt(r["gops"]), pct(r["gops"], peak)) if r else "")
+                    if r:
+                        variants.add(r["variant"])
+            rows.append([LABEL[name], "%d x %d" % (n, k)] + cells)
+    lines = ["**GEMM alone** (`bench/bench_gemm`: one layer's matrices N x K times L activation "
+             "rows, with the activation conversion; GOPS (%% of the int8 peak, %s GOPS), the "
+             "fastest variant: %s)" % (fmt(peak), ", ".join(sorted(variants))), ""]
+    lines += table(["model", "N x K", "Q4_K L=160", "Q4_K L=512", "Q6_K L=160", "Q6_K L=512"],
+                   rows)
     return lines + ["", source(doc)]
 
 
