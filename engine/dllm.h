@@ -451,12 +451,20 @@ DLLM_API enum dllm_status dllm_chat_encode(const struct dllm_chat_template *tmpl
  * freely (a Q4_K_M file holds Q4_K, Q6_K and F32).
  */
 
+/*
+ * The longest canvas (prompt plus generation area) that model loading and sessions plan for
+ * when not told otherwise, or the model's context length when that is shorter. Dream's
+ * context length is 131072, far beyond what a diffusion canvas uses.
+ */
+#define DLLM_MAX_CANVAS_DEFAULT 4096
+
 /* Options of dllm_model_open; dllm_model_params_init fills the defaults. */
 struct dllm_model_params {
     /*
      * The longest canvas (prompt plus generation area) the caller will run, at most the
      * context length. The memory check counts the weights, a forward context for this many
-     * tokens and their logits. 0 (the default) means the model's context length.
+     * tokens and their logits. 0 (the default): DLLM_MAX_CANVAS_DEFAULT, or the model's
+     * context length when shorter.
      */
     int64_t max_tokens;
 };
@@ -819,7 +827,7 @@ struct dllm_session;
 /* Options of dllm_session_new; dllm_session_params_init fills the defaults. */
 struct dllm_session_params {
     /* The longest canvas (prompt plus generation area) a request may use; 0 (the default):
-     * the model's context length, at most 4096. */
+     * DLLM_MAX_CANVAS_DEFAULT, or the model's context length when shorter. */
     int64_t max_canvas;
     /* Threads of the forward pass, the worker included; 0 (the default): one per core. */
     int threads;

@@ -424,7 +424,9 @@ enum dllm_status dllm_model_open(const char *path, const struct dllm_model_param
         (st = check_hparams(arch->name, &m->hp, err)))
         goto fail;
     m->arch = arch->name;
-    const int64_t max_tokens = params->max_tokens ? params->max_tokens : m->hp.n_ctx;
+    const int64_t max_tokens = params->max_tokens                      ? params->max_tokens
+                               : m->hp.n_ctx < DLLM_MAX_CANVAS_DEFAULT ? m->hp.n_ctx
+                                                                       : DLLM_MAX_CANVAS_DEFAULT;
     if (max_tokens < 0 || max_tokens > m->hp.n_ctx) {
         st = dllm_error_set(err, DLLM_ERR_ARG,
                             "a canvas of %" PRId64 " tokens does not fit the context length "

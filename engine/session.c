@@ -22,8 +22,6 @@
 #include <string.h>
 #include <time.h>
 
-#define MAX_CANVAS_DEFAULT 4096
-
 /* A request as the worker keeps it: deep copies of the caller's strings. */
 struct owned_request {
     struct dllm_chat_message *messages;
@@ -385,9 +383,9 @@ enum dllm_status dllm_session_new(const struct dllm_model *model,
         params = &defaults;
     }
     int64_t n_ctx = dllm_model_n_ctx(model);
-    int64_t max_canvas = params->max_canvas           ? params->max_canvas
-                         : n_ctx < MAX_CANVAS_DEFAULT ? n_ctx
-                                                      : MAX_CANVAS_DEFAULT;
+    int64_t max_canvas = params->max_canvas                ? params->max_canvas
+                         : n_ctx < DLLM_MAX_CANVAS_DEFAULT ? n_ctx
+                                                           : DLLM_MAX_CANVAS_DEFAULT;
     if (max_canvas < 2 || max_canvas > n_ctx)
         return dllm_error_set(err, DLLM_ERR_ARG,
                               "a canvas of %lld tokens does not fit the model's context of %lld",

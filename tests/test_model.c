@@ -257,8 +257,9 @@ START_TEST(test_defaults)
 END_TEST
 
 /*
- * The memory check: a context length of 2^30 tokens makes the default canvas need terabytes;
- * the same file opens with a short canvas.
+ * The memory check: a canvas of 2^30 tokens (the context length allows it) needs terabytes;
+ * the same file opens with a short canvas, and with the default one, which plans for at most
+ * DLLM_MAX_CANVAS_DEFAULT tokens however long the context (Dream's is 131072).
  */
 START_TEST(test_memory)
 {
@@ -267,7 +268,10 @@ START_TEST(test_memory)
     char *path = edited_copy(&c, dir);
     struct dllm_model *m = NULL;
     struct dllm_error err = {0};
-    ck_assert_int_eq(dllm_model_open(path, NULL, &m, &err), DLLM_ERR_NOMEM);
+    struct dllm_model_params params;
+    dllm_model_params_init(&params);
+    params.max_tokens = 1 << 30;
+    ck_assert_int_eq(dllm_model_open(path, &params, &m, &err), DLLM_ERR_NOMEM);
     ck_assert_ptr_null(m);
     double need, avail;
     char tail[DLLM_ERROR_TEXT_MAX];
@@ -281,10 +285,10 @@ START_TEST(test_memory)
     ck_assert_str_eq(tail, " (for a canvas of 1073741824 tokens): use a smaller model or a "
                            "shorter canvas");
 
-    struct dllm_model_params params;
-    dllm_model_params_init(&params);
     params.max_tokens = 600;
     ck_assert_msg(dllm_model_open(path, &params, &m, &err) == DLLM_OK, "%s", err.text);
+    dllm_model_close(m);
+    ck_assert_msg(dllm_model_open(path, NULL, &m, &err) == DLLM_OK, "%s", err.text);
     dllm_model_close(m);
     unlink(path);
     rmdir(dir);
