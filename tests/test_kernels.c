@@ -177,8 +177,8 @@ static const struct quantize_case {
 
 /*
  * Rows that also hit the rounding corners: ties (x * 127 / max landing on k + 1/2 for Q8_0's
- * round-half-away and Q8_K32's round-half-even), a largest magnitude that is negative and one
- * that occurs twice with both signs, and an all-zero block.
+ * round-half-away and Q8_K128's round-half-even), a largest magnitude that is negative and one
+ * that occurs twice with both signs, and all-zero blocks (128 elements, for Q8_K128 too).
  */
 static void add_corners(float *x, int64_t K)
 {
@@ -190,8 +190,8 @@ static void add_corners(float *x, int64_t K)
     for (int j = 34; j < 64; j++) {
         x[j] = (float)j + 0.5f;
     }
-    if (K >= 128) {
-        memset(x + 96, 0, 32 * sizeof *x);
+    if (K >= 256) {
+        memset(x + 128, 0, 128 * sizeof *x);
     }
 }
 

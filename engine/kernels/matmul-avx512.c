@@ -159,6 +159,14 @@ SIMD_INLINE vi vi_dot2_bcast(vi acc, vi w0, vi w1, const void *a)
     return acc;
 }
 
+/* acc + in each lane the sum of the two int16 x int16 products of w and the two int16 at a. */
+SIMD_INLINE vi vi_dot16_bcast(vi acc, vi w, const void *a)
+{
+    const int32_t *p = a;
+    __asm__("vpdpwssd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(p[0]));
+    return acc;
+}
+
 SIMD_INLINE int32_t vi_hsum(vi v)
 {
     return _mm512_reduce_add_epi32(v);

@@ -1,8 +1,8 @@
 /*
  * Scalar reference matrix products: the specification the SIMD variants are tested against.
  * Activations for 32-element weight types are quantised as llama.cpp's CPU backend does
- * (reference.md C.6); those for K-quants take llama.cpp's Q8_K rule per 32 elements instead of
- * per 256 (Q8_K32, see matmul.h for why).
+ * (reference.md C.6); those for K-quants take llama.cpp's Q8_K rule per 128 elements instead of
+ * per 256 (Q8_K128, see matmul.h for why).
  */
 #include "kernels/matmul.h"
 #include "quant.h"
@@ -190,9 +190,9 @@ static float elem_bf16(const void *row, int64_t i)
 }
 
 static const struct matmul_type matmul_types[] = {
-    {DLLM_TYPE_Q4_K, DLLM_ACT_Q8_K32, KIND_K, unpack_q4_K, NULL, NULL},
-    {DLLM_TYPE_Q5_K, DLLM_ACT_Q8_K32, KIND_K, unpack_q5_K, NULL, NULL},
-    {DLLM_TYPE_Q6_K, DLLM_ACT_Q8_K32, KIND_K, unpack_q6_K, NULL, NULL},
+    {DLLM_TYPE_Q4_K, DLLM_ACT_Q8_K128, KIND_K, unpack_q4_K, NULL, NULL},
+    {DLLM_TYPE_Q5_K, DLLM_ACT_Q8_K128, KIND_K, unpack_q5_K, NULL, NULL},
+    {DLLM_TYPE_Q6_K, DLLM_ACT_Q8_K128, KIND_K, unpack_q6_K, NULL, NULL},
     {DLLM_TYPE_Q8_0, DLLM_ACT_Q8_0, KIND_32, NULL, unpack_q8_0, NULL},
     {DLLM_TYPE_Q4_0, DLLM_ACT_Q8_0, KIND_32, NULL, unpack_q4_0, NULL},
     {DLLM_TYPE_Q4_1, DLLM_ACT_Q8_0, KIND_32, NULL, unpack_q4_1, NULL},
@@ -247,7 +247,7 @@ static const struct {
     int64_t elems;
     size_t bytes;
 } act_blocks[] = {
-    [DLLM_ACT_Q8_K32] = {QK_K, sizeof(struct block_q8_K32)},
+    [DLLM_ACT_Q8_K128] = {QK_K, sizeof(struct block_q8_K128)},
     [DLLM_ACT_Q8_0] = {QK8_0, sizeof(struct block_q8_0)},
     [DLLM_ACT_F16] = {1, sizeof(dllm_fp16)},
     [DLLM_ACT_BF16] = {1, sizeof(dllm_bf16)},
@@ -267,18 +267,18 @@ size_t dllm_matmul_scratch_bytes(uint32_t wtype, int64_t K, int64_t L)
 }
 
 /*
- * Q8_K32: llama.cpp's Q8_K rule (quantize_row_q8_K_ref) applied to each 32 elements j: max is
+ * Q8_K128: llama.cpp's Q8_K rule (quantize_row_q8_K_ref) applied to each 128 elements h: max is
  * the signed value of largest magnitude (the first one), q = min(127, round_half_even(-127/max
- * * x)), d[j] = max / -127 as 1 / iscale; an all-zero 32 has d[j] = 0. bsums are the sums of q
- * over 16 elements.
+ * * x)), d[h] = max / -127 as 1 / iscale; an all-zero 128 has d[h] = 0. Then the sums of q over
+ * each 32 and -32 times those over each 16.
  */
-static void quantize_row_q8_K32(const float *x, struct block_q8_K32 *y, int64_t K)
+static void quantize_row_q8_K128(const float *x, struct block_q8_K128 *y, int64_t K)
 {
     for (int64_t b = 0; b < K / QK_K; b++, y++) {
         memset(y, 0, sizeof *y);
-        for (int j = 0; j < QK_K / 32; j++, x += 32) {
+        for (int h = 0; h < QK_K / QK8_K128; h++, x += QK8_K128) {
             float amax = 0.0f, max = 0.0f;
-            for (int e = 0; e < 32; e++) {
+            for (int e = 0; e < QK8_K128; e++) {
                 if (fabsf(x[e]) > amax) {
                     amax = fabsf(x[e]);
                     max = x[e];
@@ -288,13 +288,16 @@ static void quantize_row_q8_K32(const float *x, struct block_q8_K32 *y, int64_t 
                 continue;
             }
             const float iscale = -127.0f / max;
-            int8_t *q = y->qs + 32 * j;
-            for (int e = 0; e < 32; e++) {
+            int8_t *q = y->qs + QK8_K128 * h;
+            for (int e = 0; e < QK8_K128; e++) {
                 long v = lrintf(iscale * x[e]);
                 q[e] = (int8_t)(v < 127 ? v : 127);
-                y->bsums[2 * j + e / 16] += q[e];
             }
-            y->d[j] = 1.0f / iscale;
+            y->d[h] = 1.0f / iscale;
+        }
+        for (int e = 0; e < QK_K; e++) {
+            y->sums[e / 32] = (int16_t)(y->sums[e / 32] + y->qs[e]);
+            y->q6off[e / 16] -= 32 * y->qs[e];
         }
     }
 }
@@ -327,7 +330,7 @@ void dllm_matmul_quantize_ref(uint32_t wtype, const float *x, int64_t K, int64_t
         const float *xl = x + l * K;
         void *dst = (uint8_t *)scratch + (size_t)l * stride;
         switch (act) {
-        case DLLM_ACT_Q8_K32: quantize_row_q8_K32(xl, dst, K); break;
+        case DLLM_ACT_Q8_K128: quantize_row_q8_K128(xl, dst, K); break;
         case DLLM_ACT_Q8_0: quantize_row_q8_0(xl, dst, K); break;
         case DLLM_ACT_F16:
             for (int64_t k = 0; k < K; k++) {
@@ -345,36 +348,32 @@ void dllm_matmul_quantize_ref(uint32_t wtype, const float *x, int64_t K, int64_t
 }
 
 /*
- * One super-block of a K-quant row times one Q8_K32 block a, with da_j = a->d[j] the scale of
- * activation block j (elements 32j..32j+31):
- *   d * sum_j da_j * sumi_j - dmin * sum_j da_j * summ_j,
- *   sumi_j = sum_{s in j} sc[s] * (sum_{e in s} q[e]*a[e] - off * asum_s),
- *   summ_j = sum_{s in j} mn[s] * asum_s,
- * where s runs over the weight sub-blocks inside j (one of 32 for Q4_K and Q5_K, two of 16 for
- * Q6_K) and asum_s is the sum of a over s, read from bsums. sumi_j and summ_j are exact int32
- * (at most 2^24 in magnitude); the sums over j are float.
+ * One super-block of a K-quant row times one Q8_K128 block a, with da_h = a->d[h] the scale of
+ * activation elements 128h..128h+127:
+ *   sum_h da_h * (d * sumi_h - dmin * summ_h),
+ *   sumi_h = sum_{s in h} sc[s] * (sum_{e in s} q[e] * a[e] - off * asum_s),
+ *   summ_h = sum_{s in h} mn[s] * asum_s,
+ * where s runs over the weight sub-blocks inside h (four of 32 for Q4_K and Q5_K, eight of 16
+ * for Q6_K) and asum_s is the sum of a over s. sumi_h and summ_h are exact int32 (below 2^27 in
+ * magnitude); the rest is float.
  */
-static float dot_kblock(const struct kblock *w, const struct block_q8_K32 *a)
+static float dot_kblock(const struct kblock *w, const struct block_q8_K128 *a)
 {
-    const int groups = w->sub / 16; /* bsums per weight sub-block */
-    float sumf = 0.0f, sumfm = 0.0f;
-    for (int j = 0; j < QK_K / 32; j++) {
+    float sum = 0.0f;
+    for (int h = 0; h < QK_K / QK8_K128; h++) {
         int32_t sumi = 0, summ = 0;
-        for (int s = 32 * j / w->sub; s < 32 * (j + 1) / w->sub; s++) {
+        for (int s = QK8_K128 * h / w->sub; s < QK8_K128 * (h + 1) / w->sub; s++) {
             int32_t dot = 0, asum = 0;
             for (int e = s * w->sub; e < (s + 1) * w->sub; e++) {
                 dot += (int32_t)w->q[e] * a->qs[e];
-            }
-            for (int g = s * groups; g < (s + 1) * groups; g++) {
-                asum += a->bsums[g];
+                asum += a->qs[e];
             }
             sumi += w->sc[s] * (dot - w->off * asum);
             summ += w->mn[s] * asum;
         }
-        sumf += a->d[j] * (float)sumi;
-        sumfm += a->d[j] * (float)summ;
+        sum += a->d[h] * (w->d * (float)sumi - w->dmin * (float)summ);
     }
-    return w->d * sumf - w->dmin * sumfm;
+    return sum;
 }
 
 /* One 32-element block times a Q8_0 block: d*da * sum q*qa + m*da * sum qa. */
@@ -403,7 +402,7 @@ static void row_k(const struct matmul_type *t, size_t wblock, const uint8_t *wn,
     for (int64_t b = 0; b < K / QK_K; b++) {
         t->unpack_k(wn + (size_t)b * wblock, &kb);
         for (int64_t l = 0; l < L; l++) {
-            const struct block_q8_K32 *a = (const void *)(scratch + (size_t)l * astride);
+            const struct block_q8_K128 *a = (const void *)(scratch + (size_t)l * astride);
             yn[l * ldy] += dot_kblock(&kb, &a[b]);
         }
     }

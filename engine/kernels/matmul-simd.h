@@ -18,11 +18,12 @@
  * float rounding and summation order only: the integer dot products inside a block are exact.
  *
  * Three kinds of weight types:
- *   K-quants (Q4_K, Q5_K, Q6_K) x Q8_K32: weights unsigned (0..63) against signed activations.
- *     Each 32-element activation block has its own scale, so every sub-block's integer dot
- *     product is scaled in float: 8 dot-product instructions (16 rows x 32 elements) then a
- *     multiply and an FMA, plus an FMA for the Q4_K/Q5_K min through the activation block
- *     sum; Q6_K's offset of 32 enters the integer sums through bsums.
+ *   K-quants (Q4_K, Q5_K, Q6_K) x Q8_K128: weights unsigned (0..63) against signed
+ *     activations. Each weight sub-block's integer dot product (8 dot-product instructions for
+ *     16 rows x 32 elements) is scaled by one FMA into a sum over the 128 elements that share
+ *     an activation scale, which multiplies that sum once. The Q4_K/Q5_K mins enter per 128 as
+ *     integer products of the mins with the activation sums (VPDPWSSD), Q6_K's offset of 32
+ *     through the initial value of each integer sum.
  *   32-element blocks (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) x Q8_0: weights signed (offset removed)
  *     against activations made unsigned by adding 128 (a copy per tile); the 128 * sum(w) this
  *     adds is subtracted by starting each block's sum at -128 * sum(w).
@@ -126,16 +127,10 @@ SIMD_INLINE void store_row(float *y, vf v, int nr, bool accumulate)
 
 /* One super-block of NR rows, unpacked. */
 struct kpanel {
-    vi q[QK_K / 4];     /* lane r of q[i]: elements 4i..4i+3 of row r, unsigned */
-    vf dsc[QK_K / 16];  /* d * scale of each sub-block (8 of 32 or 16 of 16 elements) */
-    vf nmin[QK_K / 32]; /* -dmin * min of each sub-block of 32 (Q4_K, Q5_K) */
-};
-
-/* What ktile needs per activation row of a tile and super-block beside its Q8_K32 block. */
-struct kacts {
-    float d[TT_K][KQ_CHUNK][QK_K / 32];     /* d[j], the scale of block j */
-    float dsum[TT_K][KQ_CHUNK][QK_K / 32];  /* d[j] * (sum of block j): Q4_K, Q5_K */
-    int32_t off[TT_K][KQ_CHUNK][QK_K / 16]; /* -32 * bsums[g]: Q6_K */
+    vi q[QK_K / 4];    /* lane r of q[i]: elements 4i..4i+3 of row r, unsigned */
+    vf dsc[QK_K / 16]; /* d * scale of each sub-block (8 of 32 or 16 of 16 elements) */
+    vi mn[QK_K / 64];  /* Q4_K, Q5_K: the mins of sub-blocks 2i and 2i + 1, two int16 */
+    vf ndmin;          /* Q4_K, Q5_K: -dmin */
 };
 
 /*
@@ -146,17 +141,21 @@ struct kacts {
  */
 SIMD_INLINE void pack_scales_k4(struct kpanel *p, const vi *w)
 {
-    const vf d = half_of(w[0], false), ndmin = vf_sub(vf_zero(), half_of(w[0], true));
+    const vf d = half_of(w[0], false);
     const vi m63 = vi_set1(63), m15 = vi_set1(15);
+    vi mn[8];
     for (int j = 0; j < 4; j++) {
         const vi b0 = byte_of(w[1], j), b1 = byte_of(w[2], j), b2 = byte_of(w[3], j);
         const vi sc_hi = vi_or(vi_and(b2, m15), vi_sll(vi_srl(b0, 6), 4));
-        const vi mn_hi = vi_or(vi_srl(b2, 4), vi_sll(vi_srl(b1, 6), 4));
         p->dsc[j] = vf_mul(d, vf_cvt(vi_and(b0, m63)));
         p->dsc[j + 4] = vf_mul(d, vf_cvt(sc_hi));
-        p->nmin[j] = vf_mul(ndmin, vf_cvt(vi_and(b1, m63)));
-        p->nmin[j + 4] = vf_mul(ndmin, vf_cvt(mn_hi));
+        mn[j] = vi_and(b1, m63);
+        mn[j + 4] = vi_or(vi_srl(b2, 4), vi_sll(vi_srl(b1, 6), 4));
     }
+    for (int i = 0; i < 4; i++) {
+        p->mn[i] = vi_or(mn[2 * i], vi_sll(mn[2 * i + 1], 16));
+    }
+    p->ndmin = vf_sub(vf_zero(), half_of(w[0], true));
 }
 
 /* Q4_K: element 64c + l is the low nibble of qs[32c + l], element 64c + 32 + l its high one. */
@@ -224,93 +223,64 @@ static void pack_q6_K(void *panel, const uint8_t *blk, const struct panel_rows *
     }
 }
 
-/* Fills kacts from super-blocks [0, nb) of the Q8_K32 rows a[t]: off for Q6_K, else dsum. */
-SIMD_INLINE void kprep(struct kacts *ka, const uint8_t *const *a, int nb, bool with_off)
-{
-    for (int t = 0; t < TT_K; t++) {
-        for (int b = 0; b < nb; b++) {
-            const struct block_q8_K32 *src = (const void *)(a[t] + b * sizeof *src);
-            const __m256i bs = _mm256_loadu_si256((const void *)src->bsums);
-            _mm256_storeu_ps(ka->d[t][b], _mm256_loadu_ps(src->d));
-            if (with_off) {
-                for (int h = 0; h < 2; h++) {
-                    const __m256i s16 = _mm256_cvtepi16_epi32(h ? _mm256_extracti128_si256(bs, 1)
-                                                                : _mm256_castsi256_si128(bs));
-                    _mm256_storeu_si256(
-                        (void *)(ka->off[t][b] + 8 * h),
-                        _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(s16, 5)));
-                }
-            } else {
-                const __m256i pairs = _mm256_madd_epi16(bs, _mm256_set1_epi16(1));
-                _mm256_storeu_ps(ka->dsum[t][b],
-                                 _mm256_mul_ps(_mm256_loadu_ps(src->d), _mm256_cvtepi32_ps(pairs)));
-            }
-        }
-    }
-}
-
-static void kprep_sums(void *acts, const uint8_t *const *a, int nb)
-{
-    kprep(acts, a, nb, false);
-}
-
-static void kprep_offsets(void *acts, const uint8_t *const *a, int nb)
-{
-    kprep(acts, a, nb, true);
-}
-
 /*
- * A tile of TT activation rows a[t] (Q8_K32, from the panel's first super-block) times nb
- * packed super-blocks with nsub sub-blocks each. Per activation block j of 32 and row:
- *   Q4_K, Q5_K (nsub 8):  y += d[j] * dsc[j] * dot_j - dmin * mn[j] * d[j] * sum_j
- *   Q6_K (nsub 16):       y += d[j] * (dsc[2j] * dot'_2j + dsc[2j+1] * dot'_2j+1)
- * where dot'_g = dot_g - 32 * bsums[g] starts from kacts.off. Results go to y rows t < nt,
- * lanes < nr.
+ * A tile of TT activation rows a[t] (Q8_K128, from the panel's first super-block) times nb
+ * packed super-blocks with nsub sub-blocks each. Per activation scale da_h of 128 elements and
+ * row, with dot_s the integer dot product of sub-block s and sums over s in h:
+ *   Q4_K, Q5_K (nsub 8): y += da_h * (sum dsc[s] * dot_s - dmin * sum mn[s] * sums[s])
+ *   Q6_K (nsub 16):      y += da_h * sum dsc[s] * (dot_s + q6off[s])
+ * (q6off[s] = -32 times the sum of the activations of s). Results go to y rows t < nt, lanes
+ * < nr.
  */
-SIMD_INLINE void ktile(const struct kpanel *p, int nb, const struct kacts *ka,
-                       const uint8_t *const *a, int nsub, float *y, int64_t ldy, int nt, int nr,
-                       bool accumulate)
+SIMD_INLINE void ktile(const struct kpanel *p, int nb, const uint8_t *const *a, int nsub, float *y,
+                       int64_t ldy, int nt, int nr, bool accumulate)
 {
+    const int len = QK_K / nsub; /* elements per sub-block */
     vf facc[TT_K];
 #pragma GCC unroll 16
     for (int t = 0; t < TT_K; t++) {
         facc[t] = vf_zero();
     }
     for (int b = 0; b < nb; b++, p++) {
-        const size_t ab = (size_t)b * sizeof(struct block_q8_K32);
-        for (int j = 0; j < QK_K / 32; j++) {
-            const size_t at = ab + offsetof(struct block_q8_K32, qs) + 32 * (size_t)j;
-            vi acc[TT_K], acc2[TT_K];
+        const size_t ab = (size_t)b * sizeof(struct block_q8_K128);
+        for (int h = 0; h < QK_K / QK8_K128; h++) {
+            vf f[TT_K];
 #pragma GCC unroll 16
             for (int t = 0; t < TT_K; t++) {
-                acc[t] = nsub == 8 ? vi_zero() : vi_set1(ka->off[t][b][2 * j]);
+                f[t] = vf_zero();
             }
+#pragma GCC unroll 8
+            for (int s = h * QK8_K128 / len; s < (h + 1) * QK8_K128 / len; s++) {
+                const size_t at = ab + offsetof(struct block_q8_K128, qs) + (size_t)(s * len);
+                vi acc[TT_K];
+#pragma GCC unroll 16
+                for (int t = 0; t < TT_K; t++) {
+                    const struct block_q8_K128 *blk = (const void *)(a[t] + ab);
+                    acc[t] = nsub == 8 ? vi_zero() : vi_set1(blk->q6off[s]);
+                }
 #pragma GCC unroll 4
-            for (int i = 0; i < 8; i += 2) {
-                const vi w0 = p->q[8 * j + i], w1 = p->q[8 * j + i + 1];
-                if (nsub == 16 && i == 4) {
+                for (int i = 0; i < len / 4; i += 2) {
+                    const vi w0 = p->q[s * len / 4 + i], w1 = p->q[s * len / 4 + i + 1];
 #pragma GCC unroll 16
                     for (int t = 0; t < TT_K; t++) {
-                        acc2[t] = acc[t];
-                        acc[t] = vi_set1(ka->off[t][b][2 * j + 1]);
+                        acc[t] = vi_dot2_bcast(acc[t], w0, w1, a[t] + at + 4 * i);
                     }
                 }
 #pragma GCC unroll 16
                 for (int t = 0; t < TT_K; t++) {
-                    acc[t] = vi_dot2_bcast(acc[t], w0, w1, a[t] + at + 4 * i);
+                    f[t] = vf_fmadd(vf_cvt(acc[t]), p->dsc[s], f[t]);
                 }
             }
 #pragma GCC unroll 16
             for (int t = 0; t < TT_K; t++) {
-                const vf da = vf_set1(ka->d[t][b][j]);
+                const struct block_q8_K128 *blk = (const void *)(a[t] + ab);
                 if (nsub == 8) {
-                    facc[t] = vf_fmadd(vf_mul(vf_cvt(acc[t]), da), p->dsc[j], facc[t]);
-                    facc[t] = vf_fmadd(p->nmin[j], vf_set1(ka->dsum[t][b][j]), facc[t]);
-                } else {
-                    const vf both = vf_fmadd(vf_cvt(acc[t]), p->dsc[2 * j + 1],
-                                             vf_mul(vf_cvt(acc2[t]), p->dsc[2 * j]));
-                    facc[t] = vf_fmadd(both, da, facc[t]);
+                    /* the mins of the four sub-blocks of h against their activation sums */
+                    vi m = vi_dot16_bcast(vi_zero(), p->mn[2 * h], blk->sums + 4 * h);
+                    m = vi_dot16_bcast(m, p->mn[2 * h + 1], blk->sums + 4 * h + 2);
+                    f[t] = vf_fmadd(vf_cvt(m), p->ndmin, f[t]);
                 }
+                facc[t] = vf_fmadd(f[t], vf_set1(blk->d[h]), facc[t]);
             }
         }
     }
@@ -325,13 +295,15 @@ SIMD_INLINE void ktile(const struct kpanel *p, int nb, const struct kacts *ka,
 static void ktile_q45(const void *panel, int nb, const void *acts, const uint8_t *const *a,
                       float *y, int64_t ldy, int nt, int nr, bool accumulate)
 {
-    ktile(panel, nb, acts, a, 8, y, ldy, nt, nr, accumulate);
+    (void)acts;
+    ktile(panel, nb, a, 8, y, ldy, nt, nr, accumulate);
 }
 
 static void ktile_q6(const void *panel, int nb, const void *acts, const uint8_t *const *a, float *y,
                      int64_t ldy, int nt, int nr, bool accumulate)
 {
-    ktile(panel, nb, acts, a, 16, y, ldy, nt, nr, accumulate);
+    (void)acts;
+    ktile(panel, nb, a, 16, y, ldy, nt, nr, accumulate);
 }
 
 /* ---- 32-element blocks ------------------------------------------------------------------- */
@@ -684,7 +656,7 @@ struct kind {
 
 #define KQ(type, pack, prep, tile)                                                                 \
     {                                                                                              \
-        QK_K, sizeof(struct block_##type), sizeof(struct block_q8_K32), sizeof(struct kpanel),     \
+        QK_K, sizeof(struct block_##type), sizeof(struct block_q8_K128), sizeof(struct kpanel),    \
             KQ_CHUNK, KQ_GROUP, TT_K, pack, prep, tile                                             \
     }
 #define Q32(type, pack, prep, tile)                                                                \
@@ -698,9 +670,9 @@ struct kind {
             ftile                                                                                  \
     }
 
-static const struct kind kind_q4_K = KQ(q4_K, pack_q4_K, kprep_sums, ktile_q45);
-static const struct kind kind_q5_K = KQ(q5_K, pack_q5_K, kprep_sums, ktile_q45);
-static const struct kind kind_q6_K = KQ(q6_K, pack_q6_K, kprep_offsets, ktile_q6);
+static const struct kind kind_q4_K = KQ(q4_K, pack_q4_K, NULL, ktile_q45);
+static const struct kind kind_q5_K = KQ(q5_K, pack_q5_K, NULL, ktile_q45);
+static const struct kind kind_q6_K = KQ(q6_K, pack_q6_K, NULL, ktile_q6);
 #if SIMD_DOT_ANY_U8
 static const struct kind kind_q8_0 = Q32(q8_0, pack_q8_0, qprep_plain, qtile_plain);
 #else
@@ -733,7 +705,6 @@ union panels {
     struct fpanel f[F_GROUP][F_CHUNK];
 };
 union acts {
-    struct kacts k;
     struct qacts q;
     struct facts f;
 };
@@ -835,21 +806,22 @@ void SIMD_NAME(dllm_matmul_rows)(uint32_t wtype, const void *w, int64_t K, int64
 #ifndef SIMD_ROWS_ONLY
 
 /*
- * Q8_K32 exactly as the reference: per 32 elements max is the first element of largest
+ * Q8_K128 exactly as the reference: per 128 elements max is the first element of largest
  * magnitude, q = min(127, round_half_even(-127/max * x)), d = 1 / (-127/max) (0 for zeros);
- * bsums the 16-element sums.
+ * then the sums over 32 and -32 times those over 16.
  */
-static void quantize_q8_K32(const float *x, struct block_q8_K32 *y, int64_t nb)
+static void quantize_q8_K128(const float *x, struct block_q8_K128 *y, int64_t nb)
 {
     for (int64_t b = 0; b < nb; b++, y++) {
-        for (int j = 0; j < QK_K / 32; j++, x += 32) {
+        int32_t sum16[QK_K / 16];
+        for (int h = 0; h < QK_K / QK8_K128; h++, x += QK8_K128) {
             vf amaxv = vf_zero();
-            for (int v = 0; v < 32 / NR; v++) {
+            for (int v = 0; v < QK8_K128 / NR; v++) {
                 amaxv = vf_max(amaxv, vf_abs(vf_loadu(x + v * NR)));
             }
             const float amax = vf_reduce_max(amaxv);
             float iscale = 0.0f;
-            for (int v = 0; v < 32 / NR && amax != 0.0f; v++) {
+            for (int v = 0; v < QK8_K128 / NR && amax != 0.0f; v++) {
                 const unsigned hit = vf_eq_mask(vf_abs(vf_loadu(x + v * NR)), vf_set1(amax));
                 if (hit != 0) {
                     iscale = -127.0f / x[v * NR + __builtin_ctz(hit)];
@@ -857,17 +829,23 @@ static void quantize_q8_K32(const float *x, struct block_q8_K32 *y, int64_t nb)
                 }
             }
             const vf vs = vf_set1(iscale);
-            for (int g = 0; g < 2; g++) {
+            for (int g = 0; g < QK8_K128 / 16; g++) {
                 vi sum = vi_zero();
                 for (int v = g * 16 / NR; v < (g + 1) * 16 / NR; v++) {
                     const vi q =
                         vi_min(vi_cvt_round(vf_mul(vf_loadu(x + v * NR), vs)), vi_set1(127));
-                    vi_store_i8(y->qs + 32 * j + v * NR, q);
+                    vi_store_i8(y->qs + QK8_K128 * h + v * NR, q);
                     sum = vi_add(sum, q);
                 }
-                y->bsums[2 * j + g] = (int16_t)vi_hsum(sum);
+                sum16[QK8_K128 / 16 * h + g] = vi_hsum(sum);
             }
-            y->d[j] = amax != 0.0f ? 1.0f / iscale : 0.0f;
+            y->d[h] = amax != 0.0f ? 1.0f / iscale : 0.0f;
+        }
+        for (int g = 0; g < QK_K / 16; g++) {
+            y->q6off[g] = -32 * sum16[g];
+        }
+        for (int j = 0; j < QK_K / 32; j++) {
+            y->sums[j] = (int16_t)(sum16[2 * j] + sum16[2 * j + 1]);
         }
     }
 }
@@ -907,7 +885,7 @@ void SIMD_NAME(dllm_matmul_quantize)(uint32_t wtype, const float *x, int64_t K, 
     for (int64_t l = 0; l < L; l++, x += K) {
         uint8_t *dst = (uint8_t *)scratch + (size_t)l * stride;
         switch (act) {
-        case DLLM_ACT_Q8_K32: quantize_q8_K32(x, (void *)dst, K / QK_K); break;
+        case DLLM_ACT_Q8_K128: quantize_q8_K128(x, (void *)dst, K / QK_K); break;
         case DLLM_ACT_Q8_0: quantize_q8_0(x, (void *)dst, K / QK8_0); break;
         case DLLM_ACT_F16:
             for (int64_t k = 0; k < K; k += NR) {

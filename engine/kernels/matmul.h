@@ -4,7 +4,7 @@
  *
  * A product runs in two steps. The activations are first converted, once per x, to the format
  * the weight type multiplies with (its activation format, enum dllm_act_format):
- *   Q4_K, Q5_K, Q6_K             -> Q8_K32 (int8 per 256, a float scale per 32, 16-element sums)
+ *   Q4_K, Q5_K, Q6_K             -> Q8_K128 (int8 per 256, a float scale per 128, sums)
  *   Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 -> Q8_0 (int8 per 32, fp16 scale)
  *   F16 -> F16, BF16 -> BF16 (activations rounded to the weight's format), F32 -> F32.
  * Then any number of row ranges [n0, n1) of W multiply with the converted activations, so
@@ -13,15 +13,20 @@
  *
  * llama.cpp's CPU backend gives K-quant weights Q8_K activations, one scale per 256 elements
  * (reference.md C.6); an outlier in a 256-element chunk then coarsens the step of its other 255
- * values. With a scale per 32 (Q8_K32, each 32 quantised by the same rule) the logits of the
- * K-quant fixture models lie 0.012-0.014 (worst row, relative L2) from the float64 reference
- * where llama.cpp's lie 0.018-0.021 (tests/test_forward); with Q8_K dllm only matched
- * llama.cpp's error, within noise. Q8_0 weights keep llama.cpp's Q8_0 activations.
+ * values. A scale per 128 (Q8_K128, each 128 quantised by the same rule) keeps the logits of
+ * every fixture model closer to the float64 reference than llama.cpp's (tests/test_forward:
+ * worst rows 0.016-0.018 relative L2 where llama.cpp's are 0.018-0.021; with one scale per 256
+ * dllm only matched llama.cpp, and one row missed the bar). A scale per 32 would be closer
+ * still (0.012-0.014) but costs a float multiply for every 8 dot-product instructions: on Zen 4
+ * the Q4_K and Q6_K products of the LLaDA-8B shapes ran 10-17% slower (bench/bench_gemm, one
+ * thread) than with one scale per 128, where each sub-block scale of the weights takes one FMA
+ * and the activation scale one per 128 elements.
+ * Q8_0 weights keep llama.cpp's Q8_0 activations.
  *
  * The *_ref functions are the scalar specification; faster variants must match them within a
- * tolerance. Inside a 32-element activation block the products are exact int32 sums and block
- * contributions accumulate in float; F32, F16 and BF16 products are float and their sums double.
- * See shared/docs/reference.md C.5 and C.6.
+ * tolerance. Inside an activation block (128 elements of Q8_K128, 32 of Q8_0) the products are
+ * exact int32 sums and block contributions accumulate in float; F32, F16 and BF16 products are
+ * float and their sums double. See shared/docs/reference.md C.5 and C.6.
  */
 #ifndef DLLM_KERNELS_MATMUL_H
 #define DLLM_KERNELS_MATMUL_H
@@ -38,11 +43,11 @@ const char *dllm_matmul_supported_list(void);
 
 /* The formats activations are converted to; none is a GGML type stored in files. */
 enum dllm_act_format {
-    DLLM_ACT_Q8_K32, /* struct block_q8_K32 per 256 elements */
-    DLLM_ACT_Q8_0,   /* struct block_q8_0 per 32 elements */
-    DLLM_ACT_F16,    /* dllm_fp16 per element */
-    DLLM_ACT_BF16,   /* dllm_bf16 per element */
-    DLLM_ACT_F32,    /* float per element */
+    DLLM_ACT_Q8_K128, /* struct block_q8_K128 per 256 elements */
+    DLLM_ACT_Q8_0,    /* struct block_q8_0 per 32 elements */
+    DLLM_ACT_F16,     /* dllm_fp16 per element */
+    DLLM_ACT_BF16,    /* dllm_bf16 per element */
+    DLLM_ACT_F32,     /* float per element */
 };
 
 /* The activation format a supported weight type multiplies with. */

@@ -158,6 +158,16 @@ SIMD_INLINE vi vi_dot2_bcast(vi acc, vi w0, vi w1, const void *a)
     return vi_dot2(acc, w0, vi_bcast32(a), w1, vi_bcast32((const uint8_t *)a + 4));
 }
 
+/* acc + in each lane the sum of the two int16 x int16 products of w and the two int16 at a. */
+SIMD_INLINE vi vi_dot16_bcast(vi acc, vi w, const void *a)
+{
+#ifdef SIMD_VNNI
+    return _mm256_dpwssd_avx_epi32(acc, w, vi_bcast32(a));
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(w, vi_bcast32(a)));
+#endif
+}
+
 SIMD_INLINE int32_t vi_hsum(vi v)
 {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
