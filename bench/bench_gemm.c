@@ -5,7 +5,11 @@
  * GEMM throughput can be read as a share of it. Prints one JSON document.
  *
  *   bench_gemm [--variants avx2,avx512] [--types Q4_K,Q6_K] [--threads 1,2] [--rows 160,512]
- *              [--shapes 4096x4096,...] [--reps N]
+ *              [--shapes 4096x4096,...] [--reps N] [--gguf-layout]
+ *
+ * Where a variant repacks a weight type (cpu.h), the weights are repacked first, as a forward
+ * pass does, unless --gguf-layout asks for the products over the GGUF layout; each result says
+ * which it timed ("layout").
  *
  * One timed product is the activation conversion of x[L, K] plus y = x . W^T, both shared
  * between the threads by dllm_kernels_quantize_par and dllm_kernels_rows_par. GOPS counts 2 N K L
@@ -147,6 +151,7 @@ struct gemm_job {
     const struct dllm_kernels *k;
     uint32_t wtype;
     const void *w;
+    bool packed; /* w is repacked for k */
     const float *x;
     void *scratch;
     float *y;
@@ -166,7 +171,13 @@ static void time_gemm(struct dllm_threadpool *pool, struct gemm_job *j, int reps
         const double u0 = clock_s(CLOCK_PROCESS_CPUTIME_ID), t0 = now_s();
         dllm_kernels_quantize_par(j->k, pool, j->wtype, j->x, j->K, j->L, j->scratch);
         const double t1 = now_s();
-        dllm_kernels_rows_par(j->k, pool, j->wtype, j->w, j->K, j->N, j->scratch, j->L, j->y, j->N);
+        if (j->packed) {
+            dllm_kernels_rows_packed_par(j->k, pool, j->wtype, j->w, j->K, j->N, j->scratch, j->L,
+                                         j->y, j->N);
+        } else {
+            dllm_kernels_rows_par(j->k, pool, j->wtype, j->w, j->K, j->N, j->scratch, j->L, j->y,
+                                  j->N);
+        }
         const double t2 = now_s(), u1 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
         if (r >= 0) {
             t[r] = t2 - t0;
@@ -200,7 +211,7 @@ static uint32_t type_by_name(const char *name)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: bench_gemm [--variants LIST] [--types LIST] [--threads LIST] [--rows LIST]\n"
-               "                  [--shapes NxK,...] [--reps N]\n");
+               "                  [--shapes NxK,...] [--reps N] [--gguf-layout]\n");
 }
 
 int main(int argc, char **argv)
@@ -208,11 +219,17 @@ int main(int argc, char **argv)
     char variants_s[256] = "", types_s[256] = "Q4_K,Q6_K,Q5_K,Q8_0", threads_s[64] = "1,2",
          rows_s[64] = "160,512", shapes_s[256] = "4096x4096,12288x4096,4096x12288";
     int reps = 3;
+    bool gguf_layout = false;
     static const struct option opts[] = {
-        {"variants", required_argument, NULL, 'v'}, {"types", required_argument, NULL, 't'},
-        {"threads", required_argument, NULL, 'j'},  {"rows", required_argument, NULL, 'l'},
-        {"shapes", required_argument, NULL, 's'},   {"reps", required_argument, NULL, 'r'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+        {"variants", required_argument, NULL, 'v'},
+        {"types", required_argument, NULL, 't'},
+        {"threads", required_argument, NULL, 'j'},
+        {"rows", required_argument, NULL, 'l'},
+        {"shapes", required_argument, NULL, 's'},
+        {"reps", required_argument, NULL, 'r'},
+        {"gguf-layout", no_argument, NULL, 'g'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         switch (c) {
@@ -222,6 +239,7 @@ int main(int argc, char **argv)
         case 'l': snprintf(rows_s, sizeof rows_s, "%s", optarg); break;
         case 's': snprintf(shapes_s, sizeof shapes_s, "%s", optarg); break;
         case 'r': reps = atoi(optarg); break;
+        case 'g': gguf_layout = true; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -314,13 +332,24 @@ int main(int argc, char **argv)
                     fprintf(stderr, "bench_gemm: %s\n", err.text);
                     return 2;
                 }
+                const size_t pbytes =
+                    k->repacked_bytes == NULL || gguf_layout ? 0 : k->repacked_bytes(wtype, K, N);
+                void *packed = pbytes > 0 ? aligned_alloc(64, pbytes) : NULL;
+                if (pbytes > 0 && packed == NULL) {
+                    fprintf(stderr, "bench_gemm: out of memory\n");
+                    return 1;
+                }
                 for (int hi = 0; hi < n_threads; hi++) {
                     struct dllm_threadpool *pool = NULL;
                     dllm_threadpool_new(atoi(threads[hi]), &pool, NULL);
+                    if (packed != NULL && hi == 0) {
+                        dllm_kernels_repack_par(k, pool, wtype, w, K, N, packed);
+                    }
                     for (int li = 0; li < n_rows; li++) {
                         struct gemm_job job = {.k = k,
                                                .wtype = wtype,
-                                               .w = w,
+                                               .w = packed != NULL ? packed : w,
+                                               .packed = packed != NULL,
                                                .x = x,
                                                .scratch = scratch,
                                                .y = y,
@@ -331,20 +360,23 @@ int main(int argc, char **argv)
                         time_gemm(pool, &job, reps, &total, &conv, &cpu, &best);
                         const double ops = 2.0 * (double)N * (double)K * (double)job.L;
                         const double gops = ops / total / 1e9;
-                        printf("%s\n    {\"variant\": \"%s\", \"type\": \"%s\", \"N\": %lld, "
-                               "\"K\": %lld, \"L\": %lld, \"threads\": %s, \"ms\": %.3f, "
-                               "\"convert_ms\": %.3f, \"cpu_ms\": %.3f, \"gops\": %.1f, "
-                               "\"pct_int8_peak\": %.1f, \"gops_per_cpu_s\": %.1f, \"best_gops\": "
-                               "%.1f}",
-                               first ? "" : ",", k->name, types[ti], N, K, (long long)job.L,
-                               threads[hi], total * 1e3, conv * 1e3, cpu * 1e3, gops,
-                               peak_zmm[hi] > 0 ? 100.0 * gops / peak_zmm[hi] : 0.0,
-                               ops / cpu / 1e9, ops / best / 1e9);
+                        printf(
+                            "%s\n    {\"variant\": \"%s\", \"layout\": \"%s\", \"type\": \"%s\", "
+                            "\"N\": %lld, "
+                            "\"K\": %lld, \"L\": %lld, \"threads\": %s, \"ms\": %.3f, "
+                            "\"convert_ms\": %.3f, \"cpu_ms\": %.3f, \"gops\": %.1f, "
+                            "\"pct_int8_peak\": %.1f, \"gops_per_cpu_s\": %.1f, \"best_gops\": "
+                            "%.1f}",
+                            first ? "" : ",", k->name, packed != NULL ? "repacked" : "gguf",
+                            types[ti], N, K, (long long)job.L, threads[hi], total * 1e3, conv * 1e3,
+                            cpu * 1e3, gops, peak_zmm[hi] > 0 ? 100.0 * gops / peak_zmm[hi] : 0.0,
+                            ops / cpu / 1e9, ops / best / 1e9);
                         fflush(stdout);
                         first = 0;
                     }
                     dllm_threadpool_free(pool);
                 }
+                free(packed);
             }
             free(y);
             free(scratch);

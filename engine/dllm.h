@@ -528,7 +528,10 @@ struct dllm_forward;
  * at most max_rows logits rows (1 .. max_tokens), on n_threads threads (0: one per core; the
  * caller of a pass is one of them). The matrix kernels are the fastest variant the CPU runs,
  * or the one DLLM_KERNELS names (ref, avx2, avxvnni, avx512). Results do not depend on the
- * thread count.
+ * thread count. The SIMD variants repack the model's Q4_K, Q5_K and Q6_K matrices into the
+ * context (their panel layout, about as large as the file's tensors) and release the file's
+ * pages of them, so the weights stay resident once per context; this reads the whole model,
+ * which takes seconds for a 5 GB file.
  */
 DLLM_API enum dllm_status dllm_forward_new(const struct dllm_model *model, int64_t max_tokens,
                                            int64_t max_rows, int n_threads,

@@ -10,6 +10,7 @@
 #include "forward.h"
 
 #include "error.h"
+#include "gguf.h"
 #include "kernels/cpu.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
@@ -18,9 +19,19 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define BUFFER_ALIGN 64
+
+/* A weight matrix as the pass multiplies it: the model's tensor, and its repacked copy or NULL. */
+struct matrix {
+    const struct dllm_gguf_tensor *t;
+    const void *packed;
+};
+
+/* The matrices of a layer, in the order of struct dllm_forward's mats. */
+enum { M_Q, M_K, M_V, M_O, M_GATE, M_UP, M_DOWN, M_PER_LAYER };
 
 struct dllm_forward {
     const struct dllm_model *model;
@@ -44,6 +55,9 @@ struct dllm_forward {
     const struct dllm_ops *ops;         /* the block kernels of the same instruction set */
     struct dllm_threadpool *pool;       /* n_threads threads, the caller of a pass included */
     int n_threads;
+    struct matrix *mats; /* layer il's at mats[il * M_PER_LAYER + M_Q ...], then the output */
+    void *packed;        /* the repacked copies of mats, one anonymous mapping, or NULL */
+    size_t packed_bytes;
 };
 
 enum {
@@ -140,6 +154,59 @@ size_t dllm_forward_bytes(const struct dllm_model *model, int64_t max_tokens, in
     return arena_bytes(model, max_tokens, max_rows, default_threads());
 }
 
+/*
+ * Lists the model's matrices in f->mats and, where the kernel variant repacks their types,
+ * repacks them into one anonymous mapping and releases the pages of the originals, so the weights
+ * stay resident once. The repacked copies are as large as the originals, plus a few bytes per Q6_K
+ * block.
+ */
+static enum dllm_status repack_matrices(struct dllm_forward *f, struct dllm_error *err)
+{
+    const struct dllm_model *m = f->model;
+    const int64_t n = m->hp.n_layer * M_PER_LAYER + 1;
+    if (!(f->mats = calloc((size_t)n, sizeof *f->mats)))
+        return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
+    for (int64_t il = 0; il < m->hp.n_layer; il++) {
+        const struct dllm_layer *l = &m->layers[il];
+        const struct dllm_gguf_tensor *w[M_PER_LAYER] = {
+            [M_Q] = l->wq,        [M_K] = l->wk,    [M_V] = l->wv,       [M_O] = l->wo,
+            [M_GATE] = l->w_gate, [M_UP] = l->w_up, [M_DOWN] = l->w_down};
+        for (int i = 0; i < M_PER_LAYER; i++)
+            f->mats[il * M_PER_LAYER + i].t = w[i];
+    }
+    f->mats[n - 1].t = m->output;
+    if (!f->kernels->repacked_bytes)
+        return DLLM_OK;
+    size_t total = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const struct dllm_gguf_tensor *t = f->mats[i].t;
+        total += f->kernels->repacked_bytes(t->type, t->ne[0], t->ne[1]);
+    }
+    if (total == 0)
+        return DLLM_OK;
+    void *map = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (map == MAP_FAILED)
+        return dllm_error_set(err, DLLM_ERR_NOMEM,
+                              "out of memory for the repacked weights (%.1f GB): close other "
+                              "programs or use a smaller model",
+                              (double)total / 1e9);
+    f->packed = map;
+    f->packed_bytes = total;
+    uint8_t *dst = map;
+    for (int64_t i = 0; i < n; i++) {
+        const struct dllm_gguf_tensor *t = f->mats[i].t;
+        const size_t bytes = f->kernels->repacked_bytes(t->type, t->ne[0], t->ne[1]);
+        if (bytes == 0)
+            continue;
+        dllm_kernels_repack_par(f->kernels, f->pool, t->type, t->data, t->ne[0], t->ne[1], dst);
+        f->mats[i].packed = dst;
+        if (t != m->tok_embd)
+            dllm_gguf_release_pages(m->gguf, t->data, t->size);
+        dst += bytes;
+    }
+    return DLLM_OK;
+}
+
 enum dllm_status dllm_forward_new(const struct dllm_model *model, int64_t max_tokens,
                                   int64_t max_rows, int n_threads, struct dllm_forward **out,
                                   struct dllm_error *err)
@@ -207,6 +274,10 @@ enum dllm_status dllm_forward_new(const struct dllm_model *model, int64_t max_to
     f->out = bufs[BUF_OUT];
     f->act = bufs[BUF_ACT];
     dllm_rope_table(hp->rope_base, hp->n_rot, max_tokens, f->cos, f->sin);
+    if ((st = repack_matrices(f, err))) {
+        dllm_forward_free(f);
+        return st;
+    }
     *out = f;
     return DLLM_OK;
 }
@@ -215,18 +286,30 @@ void dllm_forward_free(struct dllm_forward *fwd)
 {
     if (!fwd)
         return;
+    if (fwd->packed)
+        munmap(fwd->packed, fwd->packed_bytes);
+    free(fwd->mats);
     dllm_threadpool_free(fwd->pool);
     free(fwd->arena);
     free(fwd);
 }
 
-/* y[L, N] = x[L, K] W^T for a matrix W [N, K]: converts x for W's type, then multiplies. */
-static void linear(struct dllm_forward *f, const struct dllm_gguf_tensor *w, const float *x,
-                   int64_t L, float *y, int64_t ldy)
+/*
+ * y[L, N] = x[L, K] W^T for the matrix W [N, K] at mats[i]: converts x for W's type, then
+ * multiplies, from W's repacked copy where it has one.
+ */
+static void linear(struct dllm_forward *f, int64_t i, const float *x, int64_t L, float *y,
+                   int64_t ldy)
 {
+    const struct matrix *mat = &f->mats[i];
+    const struct dllm_gguf_tensor *w = mat->t;
     const int64_t K = w->ne[0], N = w->ne[1];
     dllm_kernels_quantize_par(f->kernels, f->pool, w->type, x, K, L, f->act);
-    dllm_kernels_rows_par(f->kernels, f->pool, w->type, w->data, K, N, f->act, L, y, ldy);
+    if (mat->packed)
+        dllm_kernels_rows_packed_par(f->kernels, f->pool, w->type, mat->packed, K, N, f->act, L, y,
+                                     ldy);
+    else
+        dllm_kernels_rows_par(f->kernels, f->pool, w->type, w->data, K, N, f->act, L, y, ldy);
 }
 
 /* Adds a bias b[n] to each of L rows of y [L, n]; no-op when b is NULL. */
@@ -268,15 +351,17 @@ static void attention_rows(void *ctx, int64_t item, int thread)
 }
 
 /* x += Wo attention(rope(Wq a + bq), rope(Wk a + bk), Wv a + bv) with a = RMSNorm(x). */
-static void attention_block(struct dllm_forward *f, const struct dllm_layer *l, int64_t L)
+static void attention_block(struct dllm_forward *f, int64_t il, int64_t L)
 {
+    const struct dllm_layer *l = &f->model->layers[il];
+    const int64_t mi = il * M_PER_LAYER;
     const struct dllm_hparams *hp = &f->model->hp;
     const int64_t dq = hp->n_head * hp->head_dim, dkv = hp->n_head_kv * hp->head_dim;
     const int64_t half = hp->n_rot / 2;
     rms_norm_rows(f, f->x, l->attn_norm, hp->norm_eps, L, hp->n_embd, f->xn);
-    linear(f, l->wq, f->xn, L, f->q, dq);
-    linear(f, l->wk, f->xn, L, f->k, dkv);
-    linear(f, l->wv, f->xn, L, f->v, dkv);
+    linear(f, mi + M_Q, f->xn, L, f->q, dq);
+    linear(f, mi + M_K, f->xn, L, f->k, dkv);
+    linear(f, mi + M_V, f->xn, L, f->v, dkv);
     add_bias(f, f->q, l->bq, L, dq);
     add_bias(f, f->k, l->bk, L, dkv);
     add_bias(f, f->v, l->bv, L, dkv);
@@ -288,19 +373,21 @@ static void attention_block(struct dllm_forward *f, const struct dllm_layer *l, 
     }
     struct attention_job job = {f, L};
     dllm_threadpool_run(f->pool, (L + ATTENTION_ROWS - 1) / ATTENTION_ROWS, attention_rows, &job);
-    linear(f, l->wo, f->att, L, f->xn, hp->n_embd);
+    linear(f, mi + M_O, f->att, L, f->xn, hp->n_embd);
     f->ops->add(f->x, f->xn, L * hp->n_embd);
 }
 
 /* x += W_down (SiLU(W_gate a) * W_up a) with a = RMSNorm(x). */
-static void ffn_block(struct dllm_forward *f, const struct dllm_layer *l, int64_t L)
+static void ffn_block(struct dllm_forward *f, int64_t il, int64_t L)
 {
+    const struct dllm_layer *l = &f->model->layers[il];
+    const int64_t mi = il * M_PER_LAYER;
     const struct dllm_hparams *hp = &f->model->hp;
     rms_norm_rows(f, f->x, l->ffn_norm, hp->norm_eps, L, hp->n_embd, f->xn);
-    linear(f, l->w_gate, f->xn, L, f->gate, hp->n_ff);
-    linear(f, l->w_up, f->xn, L, f->up, hp->n_ff);
+    linear(f, mi + M_GATE, f->xn, L, f->gate, hp->n_ff);
+    linear(f, mi + M_UP, f->xn, L, f->up, hp->n_ff);
     f->ops->swiglu(f->gate, f->up, L * hp->n_ff);
-    linear(f, l->w_down, f->gate, L, f->xn, hp->n_embd);
+    linear(f, mi + M_DOWN, f->gate, L, f->xn, hp->n_embd);
     f->ops->add(f->x, f->xn, L * hp->n_embd);
 }
 
@@ -350,13 +437,13 @@ enum dllm_status dllm_forward_run(struct dllm_forward *fwd, const int32_t *ids, 
             return st;
     }
     for (int64_t il = 0; il < hp->n_layer; il++) {
-        attention_block(fwd, &m->layers[il], n);
-        ffn_block(fwd, &m->layers[il], n);
+        attention_block(fwd, il, n);
+        ffn_block(fwd, il, n);
     }
     for (int64_t r = 0; r < n_rows; r++)
         fwd->ops->rms_norm(fwd->x + rows[r] * d, m->output_norm, hp->norm_eps, d, fwd->out + r * d);
     if (n_rows > 0)
-        linear(fwd, m->output, fwd->out, n_rows, logits, hp->n_vocab);
+        linear(fwd, hp->n_layer * M_PER_LAYER, fwd->out, n_rows, logits, hp->n_vocab);
     return DLLM_OK;
 }
 

@@ -607,6 +607,15 @@ void dllm_gguf_close(struct dllm_gguf *g)
     free(g);
 }
 
+void dllm_gguf_release_pages(const struct dllm_gguf *g, const void *p, size_t n)
+{
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t lo = ((uintptr_t)p + page - 1) / page * page,
+                    hi = ((uintptr_t)p + n) / page * page;
+    if (g->mapped && lo < hi)
+        madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
 uint32_t dllm_gguf_version(const struct dllm_gguf *g)
 {
     return g->version;

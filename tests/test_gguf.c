@@ -1,6 +1,7 @@
 /* GGUF reader: every fixture parses; every malformed image fails cleanly. */
 #include "dllm.h"
 #include "fixtures.h"
+#include "gguf.h"
 #include "gguf_edit.h"
 
 #include <check.h>
@@ -507,6 +508,51 @@ START_TEST(nested_arrays)
 }
 END_TEST
 
+/*
+ * Releasing the pages of a model's tensor data (as a forward pass does once it has repacked
+ * them) loses nothing: the bytes read the same afterwards, from a mapped file, and from an image
+ * in memory, where releasing does nothing.
+ */
+START_TEST(release_pages)
+{
+    char *path = fixture_path("models/llada-tiny-q4km.gguf");
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    fseek(f, 0, SEEK_END);
+    const size_t size = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *image = malloc(size);
+    ck_assert(image != NULL && fread(image, 1, size, f) == size);
+    fclose(f);
+    struct dllm_gguf *mapped = open_fixture("models/llada-tiny-q4km.gguf"), *mem = NULL;
+    struct dllm_error err;
+    ck_assert_int_eq(dllm_gguf_open_memory(image, size, &mem, &err), DLLM_OK);
+    /* the span of all tensor data, in each reader; the same file offset in both */
+    const uint8_t *lo[2], *hi[2];
+    struct dllm_gguf *both[] = {mapped, mem};
+    for (int i = 0; i < 2; i++) {
+        lo[i] = hi[i] = dllm_gguf_tensor(both[i], 0)->data;
+        for (int64_t t = 0; t < dllm_gguf_n_tensors(both[i]); t++) {
+            const struct dllm_gguf_tensor *tt = dllm_gguf_tensor(both[i], t);
+            const uint8_t *end = (const uint8_t *)tt->data + tt->size;
+            lo[i] = (const uint8_t *)tt->data < lo[i] ? tt->data : lo[i];
+            hi[i] = end > hi[i] ? end : hi[i];
+        }
+    }
+    const size_t off = (size_t)(lo[1] - image), len = (size_t)(hi[1] - lo[1]);
+    ck_assert_uint_gt(len, 3 * 4096); /* whole pages to release */
+    for (int i = 0; i < 2; i++) {
+        ck_assert_uint_eq((size_t)(hi[i] - lo[i]), len);
+        dllm_gguf_release_pages(both[i], lo[i], len);
+        ck_assert_int_eq(memcmp(lo[i], image + off, len), 0);
+    }
+    dllm_gguf_close(mem);
+    dllm_gguf_close(mapped);
+    free(image);
+    free(path);
+}
+END_TEST
+
 START_TEST(file_errors)
 {
     struct dllm_gguf *g;
@@ -536,6 +582,7 @@ static Suite *gguf_suite(void)
     tcase_add_test(tc, typed_lookups);
     tcase_add_test(tc, rebuild_roundtrip);
     tcase_add_test(tc, nested_arrays);
+    tcase_add_test(tc, release_pages);
     suite_add_tcase(s, tc);
     tc = tcase_create("errors");
     tcase_add_test(tc, malformed_truncation);

@@ -475,6 +475,68 @@ START_TEST(test_par)
 }
 END_TEST
 
+/*
+ * Repacked K-quant matrices: every SIMD variant repacks Q4_K, Q5_K and Q6_K (and nothing else,
+ * repacked_bytes 0) into exactly as many bytes as N rounded up to a panel takes, and its
+ * products over the repacked copy are bit for bit those over the GGUF layout, on one call and
+ * shared out over a pool (items of whole panels; N = 200 ends in a partial panel), and the
+ * repack shared out over a pool writes what one call writes.
+ */
+START_TEST(test_repacked)
+{
+    static const uint32_t types[] = {DLLM_TYPE_Q4_K, DLLM_TYPE_Q5_K, DLLM_TYPE_Q6_K,
+                                     DLLM_TYPE_Q8_0, DLLM_TYPE_Q4_0, DLLM_TYPE_F16};
+    const uint32_t wtype = types[_i % 6];
+    const char *name = simd_names[_i / 6];
+    char what[64];
+    snprintf(what, sizeof what, "repacked %s", dllm_type_traits(wtype)->name);
+    const struct dllm_kernels *k = variant_or_skip(name, what);
+    if (k == NULL) {
+        return;
+    }
+    const int64_t N = 200, K = 768, L = 11;
+    const size_t bytes = k->repacked_bytes(wtype, K, N);
+    const struct dllm_type_traits *tr = dllm_type_traits(wtype);
+    if (wtype != DLLM_TYPE_Q4_K && wtype != DLLM_TYPE_Q5_K && wtype != DLLM_TYPE_Q6_K) {
+        ck_assert_uint_eq(bytes, 0);
+        printf("%s %s: not repacked\n", name, what);
+        return;
+    }
+    /* a panel's block: its rows' words, the last partial word (Q6_K's d) padded to 4 bytes */
+    const int64_t panels = (N + k->row_align - 1) / k->row_align;
+    ck_assert_uint_eq(bytes, (size_t)(panels * k->row_align * (K / tr->block_elems)) *
+                                 ((tr->block_bytes + 3) / 4 * 4));
+    uint64_t seed = 5150 + (uint64_t)_i;
+    void *w = random_weights(wtype, N, K, RANDOM_SCALES_SIGNED, &seed);
+    float *x = random_acts(L, K, &seed);
+    void *scratch = malloc(dllm_matmul_scratch_bytes(wtype, K, L));
+    uint8_t *packed = aligned_alloc(64, bytes), *packed2 = aligned_alloc(64, bytes);
+    float *y = malloc((size_t)(L * N) * sizeof *y), *yp = malloc((size_t)(L * N) * sizeof *yp);
+    ck_assert(scratch && packed && packed2 && y && yp);
+    struct dllm_threadpool *pool = NULL;
+    ck_assert_int_eq(dllm_threadpool_new(3, &pool, NULL), DLLM_OK);
+    k->repack(wtype, w, K, N, 0, N, packed);
+    dllm_kernels_repack_par(k, pool, wtype, w, K, N, packed2);
+    ck_assert_int_eq(memcmp(packed, packed2, bytes), 0);
+    k->quantize(wtype, x, K, L, scratch);
+    k->rows(wtype, w, K, 0, N, scratch, L, y, N);
+    k->rows_packed(wtype, packed, K, 0, N, scratch, L, yp, N);
+    ck_assert_int_eq(memcmp(y, yp, (size_t)(L * N) * sizeof *y), 0);
+    memset(yp, 0, (size_t)(L * N) * sizeof *yp);
+    dllm_kernels_rows_packed_par(k, pool, wtype, packed, K, N, scratch, L, yp, N);
+    ck_assert_int_eq(memcmp(y, yp, (size_t)(L * N) * sizeof *y), 0);
+    printf("%s %s: %zu bytes, products identical to the GGUF layout's\n", name, what, bytes);
+    dllm_threadpool_free(pool);
+    free(yp);
+    free(y);
+    free(packed2);
+    free(packed);
+    free(scratch);
+    free(x);
+    free(w);
+}
+END_TEST
+
 static Suite *kernels_suite(void)
 {
     Suite *s = suite_create("kernels");
@@ -493,6 +555,7 @@ static Suite *kernels_suite(void)
     tcase_add_loop_test(tc, test_rows_extremes, 0, N_SIMD * 8);
     tcase_add_loop_test(tc, test_rows_edges, 0, N_SIMD * 5);
     tcase_add_loop_test(tc, test_par, 0, 3 * (1 + N_SIMD));
+    tcase_add_loop_test(tc, test_repacked, 0, N_SIMD * 6);
     suite_add_tcase(s, tc);
     return s;
 }

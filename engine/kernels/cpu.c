@@ -87,12 +87,16 @@ void dllm_cpu_features_text(char *buf, size_t size)
     (NEED_AVX2 | DLLM_CPU_AVX512F | DLLM_CPU_AVX512BW | DLLM_CPU_AVX512VL | DLLM_CPU_AVX512DQ |    \
      DLLM_CPU_AVX512VNNI)
 
+#define REPACK(isa)                                                                                \
+    dllm_matmul_repacked_bytes_##isa, dllm_matmul_repack_##isa, dllm_matmul_rows_packed_##isa
+
 static const struct dllm_kernels variants[] = {
-    {"ref", 0, 1, dllm_matmul_quantize_ref, dllm_matmul_rows_ref},
-    {"avx2", NEED_AVX2, 8, dllm_matmul_quantize_avx2, dllm_matmul_rows_avx2},
+    {"ref", 0, 1, dllm_matmul_quantize_ref, dllm_matmul_rows_ref, NULL, NULL, NULL},
+    {"avx2", NEED_AVX2, 8, dllm_matmul_quantize_avx2, dllm_matmul_rows_avx2, REPACK(avx2)},
     {"avxvnni", NEED_AVX2 | DLLM_CPU_AVXVNNI, 8, dllm_matmul_quantize_avx2,
-     dllm_matmul_rows_avxvnni},
-    {"avx512", NEED_AVX512, 16, dllm_matmul_quantize_avx512, dllm_matmul_rows_avx512},
+     dllm_matmul_rows_avxvnni, REPACK(avxvnni)},
+    {"avx512", NEED_AVX512, 16, dllm_matmul_quantize_avx512, dllm_matmul_rows_avx512,
+     REPACK(avx512)},
 };
 #define N_VARIANTS (sizeof variants / sizeof variants[0])
 
@@ -161,6 +165,7 @@ struct par_job {
     float *y;
     int64_t ldy;
     int64_t item_rows; /* weight rows per item */
+    bool packed;       /* w is repacked (k->rows_packed) */
 };
 
 static void quantize_item(void *ctx, int64_t item, int thread)
@@ -175,7 +180,16 @@ static void rows_item(void *ctx, int64_t item, int thread)
     const struct par_job *j = ctx;
     const int64_t n0 = item * j->item_rows;
     const int64_t n1 = n0 + j->item_rows < j->N ? n0 + j->item_rows : j->N;
-    j->k->rows(j->wtype, j->w, j->K, n0, n1, j->scratch, j->L, j->y, j->ldy);
+    (j->packed ? j->k->rows_packed : j->k->rows)(j->wtype, j->w, j->K, n0, n1, j->scratch, j->L,
+                                                 j->y, j->ldy);
+}
+
+static void repack_item(void *ctx, int64_t item, int thread)
+{
+    const struct par_job *j = ctx;
+    const int64_t n0 = item * j->item_rows;
+    const int64_t n1 = n0 + j->item_rows < j->N ? n0 + j->item_rows : j->N;
+    j->k->repack(j->wtype, j->w, j->K, j->N, n0, n1, j->scratch);
 }
 
 void dllm_kernels_quantize_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
@@ -191,9 +205,10 @@ void dllm_kernels_quantize_par(const struct dllm_kernels *k, struct dllm_threadp
     dllm_threadpool_run(pool, L, quantize_item, &j);
 }
 
-void dllm_kernels_rows_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
-                           uint32_t wtype, const void *w, int64_t K, int64_t N, const void *scratch,
-                           int64_t L, float *y, int64_t ldy)
+/* The product of rows_par and rows_packed_par: rows_item over the pool. */
+static void rows_run(const struct dllm_kernels *k, struct dllm_threadpool *pool, uint32_t wtype,
+                     const void *w, bool packed, int64_t K, int64_t N, const void *scratch,
+                     int64_t L, float *y, int64_t ldy)
 {
     struct par_job j = {.k = k,
                         .wtype = wtype,
@@ -204,8 +219,36 @@ void dllm_kernels_rows_par(const struct dllm_kernels *k, struct dllm_threadpool 
                         .scratch = (void *)scratch,
                         .y = y,
                         .ldy = ldy,
-                        .item_rows = 4 * k->row_align};
+                        .item_rows = 4 * k->row_align,
+                        .packed = packed};
     dllm_threadpool_run(pool, (N + j.item_rows - 1) / j.item_rows, rows_item, &j);
+}
+
+void dllm_kernels_rows_packed_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
+                                  uint32_t wtype, const void *packed, int64_t K, int64_t N,
+                                  const void *scratch, int64_t L, float *y, int64_t ldy)
+{
+    rows_run(k, pool, wtype, packed, true, K, N, scratch, L, y, ldy);
+}
+
+void dllm_kernels_repack_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
+                             uint32_t wtype, const void *w, int64_t K, int64_t N, void *dst)
+{
+    struct par_job j = {.k = k,
+                        .wtype = wtype,
+                        .w = w,
+                        .K = K,
+                        .N = N,
+                        .scratch = dst,
+                        .item_rows = 4 * k->row_align};
+    dllm_threadpool_run(pool, (N + j.item_rows - 1) / j.item_rows, repack_item, &j);
+}
+
+void dllm_kernels_rows_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
+                           uint32_t wtype, const void *w, int64_t K, int64_t N, const void *scratch,
+                           int64_t L, float *y, int64_t ldy)
+{
+    rows_run(k, pool, wtype, w, false, K, N, scratch, L, y, ldy);
 }
 
 enum dllm_status dllm_kernels_name(const char **out, struct dllm_error *err)

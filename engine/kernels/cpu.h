@@ -4,10 +4,12 @@
  * Each variant is a struct dllm_kernels with the two steps of matmul.h: quantize converts
  * activations to the weight type's activation format (byte for byte what
  * dllm_matmul_quantize_ref writes, so any variant's rows can read it) and rows multiplies a
- * range of weight rows with them. Every variant takes the weights in their GGUF layout, so a
- * model needs no repacking: the SIMD ones unpack panels of row_align rows on the stack as they
- * go and reuse each unpacked panel for all L activation rows. The reference serves the float
- * types when K is not a multiple of 32, and conversions to BF16.
+ * range of weight rows with them. Every variant takes the weights in their GGUF layout: the
+ * SIMD ones unpack panels of row_align rows on the stack as they go and reuse each unpacked
+ * panel for all L activation rows. The SIMD ones can also repack a K-quant matrix once into
+ * their panel layout (repack, rows_packed), which spares them transposing each panel on every
+ * product. The reference serves the float types when K is not a multiple of 32, and conversions
+ * to BF16.
  */
 #ifndef DLLM_KERNELS_CPU_H
 #define DLLM_KERNELS_CPU_H
@@ -41,6 +43,16 @@ typedef void (*dllm_quantize_fn)(uint32_t wtype, const float *x, int64_t K, int6
 typedef void (*dllm_rows_fn)(uint32_t wtype, const void *w, int64_t K, int64_t n0, int64_t n1,
                              const void *scratch, int64_t L, float *y, int64_t ldy);
 
+/* Bytes of W [N, K] of type wtype repacked for a variant; 0 when it does not repack wtype. */
+typedef size_t (*dllm_repacked_bytes_fn)(uint32_t wtype, int64_t K, int64_t N);
+
+/*
+ * Repacks rows [n0, n1) of W [N, K] (n0 a multiple of row_align, n1 too or N) into dst, which
+ * holds the whole repacked matrix, repacked_bytes long and 64-byte aligned.
+ */
+typedef void (*dllm_repack_fn)(uint32_t wtype, const void *w, int64_t K, int64_t N, int64_t n0,
+                               int64_t n1, void *dst);
+
 /* One kernel variant. */
 struct dllm_kernels {
     const char *name;  /* "ref", "avx2", "avxvnni" or "avx512" */
@@ -48,6 +60,9 @@ struct dllm_kernels {
     int64_t row_align; /* row ranges are fastest when n0 and n1 are multiples of this */
     dllm_quantize_fn quantize;
     dllm_rows_fn rows;
+    dllm_repacked_bytes_fn repacked_bytes; /* NULL: the variant never repacks */
+    dllm_repack_fn repack;
+    dllm_rows_fn rows_packed; /* rows over a repacked W; n0 a multiple of row_align */
 };
 
 /* All variants, slowest first; *n receives their count. */
@@ -82,6 +97,15 @@ void dllm_kernels_rows_par(const struct dllm_kernels *k, struct dllm_threadpool 
                            uint32_t wtype, const void *w, int64_t K, int64_t N, const void *scratch,
                            int64_t L, float *y, int64_t ldy);
 
+/* k->repack of all of W into dst, the rows shared out over the pool. */
+void dllm_kernels_repack_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
+                             uint32_t wtype, const void *w, int64_t K, int64_t N, void *dst);
+
+/* k->rows_packed for all rows [0, N) of a repacked W, shared out over the pool. */
+void dllm_kernels_rows_packed_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
+                                  uint32_t wtype, const void *packed, int64_t K, int64_t N,
+                                  const void *scratch, int64_t L, float *y, int64_t ldy);
+
 /* The SIMD variants' entry points, defined in matmul-<name>.c (avxvnni quantizes as avx2). */
 void dllm_matmul_quantize_avx2(uint32_t wtype, const float *x, int64_t K, int64_t L, void *scratch);
 void dllm_matmul_rows_avx2(uint32_t wtype, const void *w, int64_t K, int64_t n0, int64_t n1,
@@ -92,5 +116,16 @@ void dllm_matmul_quantize_avx512(uint32_t wtype, const float *x, int64_t K, int6
                                  void *scratch);
 void dllm_matmul_rows_avx512(uint32_t wtype, const void *w, int64_t K, int64_t n0, int64_t n1,
                              const void *scratch, int64_t L, float *y, int64_t ldy);
+
+#define DLLM_DECLARE_REPACK(isa)                                                                   \
+    size_t dllm_matmul_repacked_bytes_##isa(uint32_t wtype, int64_t K, int64_t N);                 \
+    void dllm_matmul_repack_##isa(uint32_t wtype, const void *w, int64_t K, int64_t N, int64_t n0, \
+                                  int64_t n1, void *dst);                                          \
+    void dllm_matmul_rows_packed_##isa(uint32_t wtype, const void *w, int64_t K, int64_t n0,       \
+                                       int64_t n1, const void *scratch, int64_t L, float *y,       \
+                                       int64_t ldy);
+DLLM_DECLARE_REPACK(avx2)
+DLLM_DECLARE_REPACK(avxvnni)
+DLLM_DECLARE_REPACK(avx512)
 
 #endif

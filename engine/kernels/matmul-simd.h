@@ -43,11 +43,13 @@
 
 /*
  * Where the NR rows of a panel are, as byte offsets from its first row: off for gathers, roff
- * for loads. Rows past the last real one repeat it.
+ * for loads. Rows past the last real one repeat it. packed: the panel is repacked (see
+ * SIMD_NAME(dllm_matmul_repack)) and its blocks lie as kwords reads them.
  */
 struct panel_rows {
     vi off;
     size_t roff[NR];
+    bool packed;
 };
 
 SIMD_INLINE void panel_rows_init(struct panel_rows *pr, size_t stride, int nr)
@@ -58,6 +60,7 @@ SIMD_INLINE void panel_rows_init(struct panel_rows *pr, size_t stride, int nr)
         off[r] = (int32_t)pr->roff[r];
     }
     pr->off = vi_load(off);
+    pr->packed = false;
 }
 
 /* The 32-bit word at byte offset at of the block in each panel row. */
@@ -84,6 +87,26 @@ SIMD_INLINE void block_words(const uint8_t *blk, const struct panel_rows *pr, in
         for (int c = 0; c < NR && at + c < nd; c++) {
             d[at + c] = v[c];
         }
+    }
+}
+
+/*
+ * The words of a K-quant block of each panel row as block_words gives them, for a block of
+ * nd words and a trailing half word (nd + 1 words in all, the last with the block's final two
+ * bytes in its low half) when tail. A repacked panel stores exactly these, so it reads them as
+ * they lie.
+ */
+SIMD_INLINE void kwords(const uint8_t *blk, const struct panel_rows *pr, int nd, bool tail, vi *w)
+{
+    if (pr->packed) {
+        for (int i = 0; i < nd + tail; i++) {
+            w[i] = vi_load(blk + i * sizeof(vi));
+        }
+        return;
+    }
+    block_words(blk, pr, nd, w);
+    if (tail) {
+        w[nd] = vi_srl(vi_gather(blk + 4 * (size_t)nd - 2, pr->off), 16);
     }
 }
 
@@ -163,7 +186,7 @@ static void pack_q4_K(void *panel, const uint8_t *blk, const struct panel_rows *
 {
     struct kpanel *p = panel;
     vi w[sizeof(struct block_q4_K) / 4];
-    block_words(blk, pr, sizeof(struct block_q4_K) / 4, w);
+    kwords(blk, pr, sizeof(struct block_q4_K) / 4, false, w);
     pack_scales_k4(p, w);
     const vi *qs = w + offsetof(struct block_q4_K, qs) / 4;
     for (int c = 0; c < 4; c++) {
@@ -179,7 +202,7 @@ static void pack_q5_K(void *panel, const uint8_t *blk, const struct panel_rows *
 {
     struct kpanel *p = panel;
     vi w[sizeof(struct block_q5_K) / 4];
-    block_words(blk, pr, sizeof(struct block_q5_K) / 4, w);
+    kwords(blk, pr, sizeof(struct block_q5_K) / 4, false, w);
     pack_scales_k4(p, w);
     const vi *qh = w + offsetof(struct block_q5_K, qh) / 4;
     const vi *qs = w + offsetof(struct block_q5_K, qs) / 4;
@@ -200,8 +223,9 @@ static void pack_q5_K(void *panel, const uint8_t *blk, const struct panel_rows *
 static void pack_q6_K(void *panel, const uint8_t *blk, const struct panel_rows *pr)
 {
     struct kpanel *p = panel;
-    vi w[offsetof(struct block_q6_K, d) / 4]; /* all but d, which ends the 210-byte block */
-    block_words(blk, pr, offsetof(struct block_q6_K, d) / 4, w);
+    /* 52 words, then d, which ends the 210-byte block, in the low half of the last */
+    vi w[offsetof(struct block_q6_K, d) / 4 + 1];
+    kwords(blk, pr, offsetof(struct block_q6_K, d) / 4, true, w);
     const vi *ql = w + offsetof(struct block_q6_K, ql) / 4;
     const vi *qh = w + offsetof(struct block_q6_K, qh) / 4;
     const vi *sc = w + offsetof(struct block_q6_K, scales) / 4;
@@ -214,8 +238,7 @@ static void pack_q6_K(void *panel, const uint8_t *blk, const struct panel_rows *
             p->q[32 * n + 24 + j] = vi_or(nibbles(l1, true), high_bits(h, 6, 3));
         }
     }
-    /* d: the high half of the word two bytes before it */
-    const vf d = half_of(gather_at(blk, pr, offsetof(struct block_q6_K, d) - 2), true);
+    const vf d = half_of(w[offsetof(struct block_q6_K, d) / 4], false);
     for (int i = 0; i < 4; i++) {
         for (int j = 0; j < 4; j++) {
             p->dsc[4 * i + j] = vf_mul(d, vf_cvt(vi_sra(vi_sll(sc[i], 24 - 8 * j), 24)));
@@ -648,6 +671,7 @@ struct kind {
     int chunk;           /* blocks packed per panel at a time */
     int group;           /* panels sharing one prepared activation tile */
     int tt;              /* activation rows per tile */
+    int pwords;          /* vectors per repacked block (kwords), 0 when the type is not repacked */
     void (*pack)(void *panel, const uint8_t *blk, const struct panel_rows *pr);
     void (*prep)(void *acts, const uint8_t *const *a, int nb);
     void (*tile)(const void *panel, int nb, const void *acts, const uint8_t *const *a, float *y,
@@ -657,17 +681,17 @@ struct kind {
 #define KQ(type, pack, prep, tile)                                                                 \
     {                                                                                              \
         QK_K, sizeof(struct block_##type), sizeof(struct block_q8_K128), sizeof(struct kpanel),    \
-            KQ_CHUNK, KQ_GROUP, TT_K, pack, prep, tile                                             \
+            KQ_CHUNK, KQ_GROUP, TT_K, (sizeof(struct block_##type) + 3) / 4, pack, prep, tile      \
     }
 #define Q32(type, pack, prep, tile)                                                                \
     {                                                                                              \
         QK8_0, sizeof(struct block_##type), sizeof(struct block_q8_0), sizeof(struct qpanel),      \
-            Q32_CHUNK, Q32_GROUP, TT_Q, pack, prep, tile                                           \
+            Q32_CHUNK, Q32_GROUP, TT_Q, 0, pack, prep, tile                                        \
     }
 #define FLT(esize, pack, prep)                                                                     \
     {                                                                                              \
-        FB, FB *(esize), FB *(esize), sizeof(struct fpanel), F_CHUNK, F_GROUP, TT_F, pack, prep,   \
-            ftile                                                                                  \
+        FB, FB *(esize), FB *(esize), sizeof(struct fpanel), F_CHUNK, F_GROUP, TT_F, 0, pack,      \
+            prep, ftile                                                                            \
     }
 
 static const struct kind kind_q4_K = KQ(q4_K, pack_q4_K, NULL, ktile_q45);
@@ -686,10 +710,22 @@ static const struct kind kind_f32 = FLT(4, pack_f32, fprep_f32);
 static const struct kind kind_f16 = FLT(2, pack_f16, fprep_f16);
 static const struct kind kind_bf16 = FLT(2, pack_bf16, fprep_bf16);
 
-/* Asks for bytes [at, at + len) of the weight rows [n0, n1) to be brought into the cache. */
+/*
+ * Asks for bytes [at, at + len) of the weight rows [n0, n1) to be brought into the cache; of a
+ * repacked matrix (wstride the bytes of a repacked panel, n0 and n1 multiples of NR), the bytes
+ * [at * NR, (at + len) * NR) of its panels.
+ */
 static void prefetch_rows(const uint8_t *w, size_t wstride, int64_t n0, int64_t n1, size_t at,
-                          size_t len)
+                          size_t len, bool packed)
 {
+    if (packed) {
+        for (int64_t p = n0 / NR; p < (n1 + NR - 1) / NR; p++) {
+            for (size_t off = at * NR; off < (at + len) * NR; off += 64) {
+                _mm_prefetch((const char *)(w + (size_t)p * wstride + off), _MM_HINT_T1);
+            }
+        }
+        return;
+    }
     for (int64_t n = n0; n < n1; n++) {
         const uint8_t *row = w + (size_t)n * wstride + at;
         for (size_t off = 0; off < len; off += 64) {
@@ -717,11 +753,14 @@ static_assert(TT_K <= TT_MAX && TT_Q <= TT_MAX && TT_F <= TT_MAX, "tiles fit TT_
  * prepared once and multiplied with every panel of the group. Missing rows of the last tile
  * repeat its last row and are not stored.
  */
-static void rows_kind(const struct kind *k, const uint8_t *w, int64_t K, int64_t n0, int64_t n1,
-                      const uint8_t *scratch, int64_t L, float *y, int64_t ldy)
+static void rows_kind(const struct kind *k, const uint8_t *w, bool packed, int64_t K, int64_t n0,
+                      int64_t n1, const uint8_t *scratch, int64_t L, float *y, int64_t ldy)
 {
     const int64_t nbk = K / k->block_elems;
-    const size_t wstride = (size_t)nbk * k->wblock, astride = (size_t)nbk * k->ablock;
+    const size_t astride = (size_t)nbk * k->ablock;
+    /* a row, or a repacked panel of NR rows; a block in it, as the prefetches count it */
+    const size_t wblock = packed ? (size_t)k->pwords * sizeof(vi) / NR : k->wblock;
+    const size_t wstride = (size_t)nbk * wblock * (packed ? NR : 1);
     union panels panels __attribute__((aligned(64)));
     union acts acts __attribute__((aligned(64)));
     for (int64_t g0 = n0; g0 < n1; g0 += k->group * NR) {
@@ -733,9 +772,13 @@ static void rows_kind(const struct kind *k, const uint8_t *w, int64_t K, int64_t
                 const int64_t p0 = g0 + i * NR;
                 struct panel_rows pr;
                 panel_rows_init(&pr, wstride, (int)(n1 - p0 < NR ? n1 - p0 : NR));
+                pr.packed = packed;
+                const uint8_t *blk =
+                    packed ? w + (size_t)(p0 / NR) * wstride + (size_t)b0 * NR * wblock
+                           : w + (size_t)p0 * wstride + (size_t)b0 * wblock;
                 for (int b = 0; b < nb; b++) {
                     k->pack((uint8_t *)&panels + (size_t)(i * k->chunk + b) * k->panel_bytes,
-                            w + (size_t)p0 * wstride + (size_t)(b0 + b) * k->wblock, &pr);
+                            blk + (size_t)b * (packed ? NR : 1) * wblock, &pr);
                 }
             }
             /* the chunk packed next: rows [q0, q1), bytes [at, at + len) of each */
@@ -745,13 +788,17 @@ static void rows_kind(const struct kind *k, const uint8_t *w, int64_t K, int64_t
                           q1 =
                               same ? gend : (n1 < gend + k->group * NR ? n1 : gend + k->group * NR);
             const int64_t qb = same ? b0 + nb : 0;
-            const size_t at = (size_t)qb * k->wblock,
-                         len = (size_t)(nbk - qb < k->chunk ? nbk - qb : k->chunk) * k->wblock;
+            const size_t at = (size_t)qb * wblock,
+                         len = (size_t)(nbk - qb < k->chunk ? nbk - qb : k->chunk) * wblock;
             const int64_t ntiles = (L + k->tt - 1) / k->tt;
             for (int64_t l0 = 0, ti = 0; l0 < L; l0 += k->tt, ti++) {
                 /* spread over the tiles, so the prefetches do not queue up */
-                prefetch_rows(w, wstride, q0 + (q1 - q0) * ti / ntiles,
-                              q0 + (q1 - q0) * (ti + 1) / ntiles, at, len);
+                int64_t f0 = q0 + (q1 - q0) * ti / ntiles, f1 = q0 + (q1 - q0) * (ti + 1) / ntiles;
+                if (packed) { /* whole panels */
+                    f0 = q0 + (f0 - q0) / NR * NR;
+                    f1 = ti + 1 == ntiles ? q1 : q0 + (f1 - q0) / NR * NR;
+                }
+                prefetch_rows(w, wstride, f0, f1, at, len, packed);
                 const int nt = (int)(L - l0 < k->tt ? L - l0 : k->tt);
                 const uint8_t *a[TT_MAX];
                 for (int t = 0; t < k->tt; t++) {
@@ -798,7 +845,56 @@ void SIMD_NAME(dllm_matmul_rows)(uint32_t wtype, const void *w, int64_t K, int64
     if (k == NULL) {
         dllm_matmul_rows_ref(wtype, w, K, n0, n1, scratch, L, y, ldy);
     } else if (n0 < n1 && L > 0) {
-        rows_kind(k, w, K, n0, n1, scratch, L, y, ldy);
+        rows_kind(k, w, false, K, n0, n1, scratch, L, y, ldy);
+    }
+}
+
+/* ---- repacked weights -------------------------------------------------------------------- */
+
+/*
+ * A repacked matrix: for each panel of NR rows (the last one's missing rows repeat its last
+ * row), for each block, the pwords vectors kwords reads, lane r of vector i holding word i of
+ * row r's block. Only the K-quants are repacked; their panels then need no transposing.
+ */
+size_t SIMD_NAME(dllm_matmul_repacked_bytes)(uint32_t wtype, int64_t K, int64_t N)
+{
+    const struct kind *k = kind_of(wtype, K);
+    if (k == NULL || k->pwords == 0) {
+        return 0;
+    }
+    return (size_t)((N + NR - 1) / NR) * (size_t)(K / k->block_elems) * (size_t)k->pwords *
+           sizeof(vi);
+}
+
+void SIMD_NAME(dllm_matmul_repack)(uint32_t wtype, const void *w, int64_t K, int64_t N, int64_t n0,
+                                   int64_t n1, void *dst)
+{
+    const struct kind *k = kind_of(wtype, K);
+    const int64_t nbk = K / k->block_elems;
+    const size_t wstride = (size_t)nbk * k->wblock;
+    const int nd = (int)(k->wblock / 4);
+    const bool tail = k->wblock % 4 != 0;
+    for (int64_t p0 = n0; p0 < n1; p0 += NR) {
+        struct panel_rows pr;
+        panel_rows_init(&pr, wstride, (int)(N - p0 < NR ? N - p0 : NR));
+        vi *out = (vi *)dst + (size_t)(p0 / NR) * (size_t)nbk * (size_t)k->pwords;
+        for (int64_t b = 0; b < nbk; b++, out += k->pwords) {
+            vi words[64];
+            kwords((const uint8_t *)w + (size_t)p0 * wstride + (size_t)b * k->wblock, &pr, nd, tail,
+                   words);
+            for (int i = 0; i < k->pwords; i++) {
+                out[i] = words[i];
+            }
+        }
+    }
+}
+
+void SIMD_NAME(dllm_matmul_rows_packed)(uint32_t wtype, const void *w, int64_t K, int64_t n0,
+                                        int64_t n1, const void *scratch, int64_t L, float *y,
+                                        int64_t ldy)
+{
+    if (n0 < n1 && L > 0) {
+        rows_kind(kind_of(wtype, K), w, true, K, n0, n1, scratch, L, y, ldy);
     }
 }
 
