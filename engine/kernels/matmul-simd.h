@@ -93,21 +93,20 @@ SIMD_INLINE void block_words(const uint8_t *blk, const struct panel_rows *pr, in
 /*
  * The words of a K-quant block of each panel row as block_words gives them, for a block of
  * nd words and a trailing half word (nd + 1 words in all, the last with the block's final two
- * bytes in its low half) when tail. A repacked panel stores exactly these, so it reads them as
- * they lie.
+ * bytes in its low half) when tail: gathered into buf, or, from a repacked panel, which stores
+ * exactly these, where they lie.
  */
-SIMD_INLINE void kwords(const uint8_t *blk, const struct panel_rows *pr, int nd, bool tail, vi *w)
+SIMD_INLINE const vi *kwords(const uint8_t *blk, const struct panel_rows *pr, int nd, bool tail,
+                             vi *buf)
 {
     if (pr->packed) {
-        for (int i = 0; i < nd + tail; i++) {
-            w[i] = vi_load(blk + i * sizeof(vi));
-        }
-        return;
+        return (const vi *)(const void *)blk;
     }
-    block_words(blk, pr, nd, w);
+    block_words(blk, pr, nd, buf);
     if (tail) {
-        w[nd] = vi_srl(vi_gather(blk + 4 * (size_t)nd - 2, pr->off), 16);
+        buf[nd] = vi_srl(vi_gather(blk + 4 * (size_t)nd - 2, pr->off), 16);
     }
+    return buf;
 }
 
 /* The fp16 value in the low (hi = false) or high half of each lane, as float. */
@@ -185,8 +184,8 @@ SIMD_INLINE void pack_scales_k4(struct kpanel *p, const vi *w)
 static void pack_q4_K(void *panel, const uint8_t *blk, const struct panel_rows *pr)
 {
     struct kpanel *p = panel;
-    vi w[sizeof(struct block_q4_K) / 4];
-    kwords(blk, pr, sizeof(struct block_q4_K) / 4, false, w);
+    vi buf[sizeof(struct block_q4_K) / 4];
+    const vi *w = kwords(blk, pr, sizeof(struct block_q4_K) / 4, false, buf);
     pack_scales_k4(p, w);
     const vi *qs = w + offsetof(struct block_q4_K, qs) / 4;
     for (int c = 0; c < 4; c++) {
@@ -201,8 +200,8 @@ static void pack_q4_K(void *panel, const uint8_t *blk, const struct panel_rows *
 static void pack_q5_K(void *panel, const uint8_t *blk, const struct panel_rows *pr)
 {
     struct kpanel *p = panel;
-    vi w[sizeof(struct block_q5_K) / 4];
-    kwords(blk, pr, sizeof(struct block_q5_K) / 4, false, w);
+    vi buf[sizeof(struct block_q5_K) / 4];
+    const vi *w = kwords(blk, pr, sizeof(struct block_q5_K) / 4, false, buf);
     pack_scales_k4(p, w);
     const vi *qh = w + offsetof(struct block_q5_K, qh) / 4;
     const vi *qs = w + offsetof(struct block_q5_K, qs) / 4;
@@ -224,8 +223,8 @@ static void pack_q6_K(void *panel, const uint8_t *blk, const struct panel_rows *
 {
     struct kpanel *p = panel;
     /* 52 words, then d, which ends the 210-byte block, in the low half of the last */
-    vi w[offsetof(struct block_q6_K, d) / 4 + 1];
-    kwords(blk, pr, offsetof(struct block_q6_K, d) / 4, true, w);
+    vi buf[offsetof(struct block_q6_K, d) / 4 + 1];
+    const vi *w = kwords(blk, pr, offsetof(struct block_q6_K, d) / 4, true, buf);
     const vi *ql = w + offsetof(struct block_q6_K, ql) / 4;
     const vi *qh = w + offsetof(struct block_q6_K, qh) / 4;
     const vi *sc = w + offsetof(struct block_q6_K, scales) / 4;
@@ -879,9 +878,10 @@ void SIMD_NAME(dllm_matmul_repack)(uint32_t wtype, const void *w, int64_t K, int
         panel_rows_init(&pr, wstride, (int)(N - p0 < NR ? N - p0 : NR));
         vi *out = (vi *)dst + (size_t)(p0 / NR) * (size_t)nbk * (size_t)k->pwords;
         for (int64_t b = 0; b < nbk; b++, out += k->pwords) {
-            vi words[64];
-            kwords((const uint8_t *)w + (size_t)p0 * wstride + (size_t)b * k->wblock, &pr, nd, tail,
-                   words);
+            vi buf[64];
+            const vi *words =
+                kwords((const uint8_t *)w + (size_t)p0 * wstride + (size_t)b * k->wblock, &pr, nd,
+                       tail, buf);
             for (int i = 0; i < k->pwords; i++) {
                 out[i] = words[i];
             }
