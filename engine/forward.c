@@ -296,20 +296,31 @@ void dllm_forward_free(struct dllm_forward *fwd)
 
 /*
  * y[L, N] = x[L, K] W^T for the matrix W [N, K] at mats[i]: converts x for W's type, then
- * multiplies, from W's repacked copy where it has one.
+ * multiplies, from W's repacked copy where it has one. With prev >= 0, x is the input of the
+ * product just done with mats[prev], and is converted again only if W's type takes another
+ * activation format.
  */
-static void linear(struct dllm_forward *f, int64_t i, const float *x, int64_t L, float *y,
-                   int64_t ldy)
+static void linear_after(struct dllm_forward *f, int64_t i, int64_t prev, const float *x, int64_t L,
+                         float *y, int64_t ldy)
 {
     const struct matrix *mat = &f->mats[i];
     const struct dllm_gguf_tensor *w = mat->t;
     const int64_t K = w->ne[0], N = w->ne[1];
-    dllm_kernels_quantize_par(f->kernels, f->pool, w->type, x, K, L, f->act);
+    if (prev < 0 ||
+        dllm_matmul_act_format(f->mats[prev].t->type) != dllm_matmul_act_format(w->type))
+        dllm_kernels_quantize_par(f->kernels, f->pool, w->type, x, K, L, f->act);
     if (mat->packed)
         dllm_kernels_rows_packed_par(f->kernels, f->pool, w->type, mat->packed, K, N, f->act, L, y,
                                      ldy);
     else
         dllm_kernels_rows_par(f->kernels, f->pool, w->type, w->data, K, N, f->act, L, y, ldy);
+}
+
+/* linear_after for a product whose input is new. */
+static void linear(struct dllm_forward *f, int64_t i, const float *x, int64_t L, float *y,
+                   int64_t ldy)
+{
+    linear_after(f, i, -1, x, L, y, ldy);
 }
 
 /* Adds a bias b[n] to each of L rows of y [L, n]; no-op when b is NULL. */
@@ -360,8 +371,8 @@ static void attention_block(struct dllm_forward *f, int64_t il, int64_t L)
     const int64_t half = hp->n_rot / 2;
     rms_norm_rows(f, f->x, l->attn_norm, hp->norm_eps, L, hp->n_embd, f->xn);
     linear(f, mi + M_Q, f->xn, L, f->q, dq);
-    linear(f, mi + M_K, f->xn, L, f->k, dkv);
-    linear(f, mi + M_V, f->xn, L, f->v, dkv);
+    linear_after(f, mi + M_K, mi + M_Q, f->xn, L, f->k, dkv);
+    linear_after(f, mi + M_V, mi + M_K, f->xn, L, f->v, dkv);
     add_bias(f, f->q, l->bq, L, dq);
     add_bias(f, f->k, l->bk, L, dkv);
     add_bias(f, f->v, l->bv, L, dkv);
@@ -385,7 +396,7 @@ static void ffn_block(struct dllm_forward *f, int64_t il, int64_t L)
     const struct dllm_hparams *hp = &f->model->hp;
     rms_norm_rows(f, f->x, l->ffn_norm, hp->norm_eps, L, hp->n_embd, f->xn);
     linear(f, mi + M_GATE, f->xn, L, f->gate, hp->n_ff);
-    linear(f, mi + M_UP, f->xn, L, f->up, hp->n_ff);
+    linear_after(f, mi + M_UP, mi + M_GATE, f->xn, L, f->up, hp->n_ff);
     f->ops->swiglu(f->gate, f->up, L * hp->n_ff);
     linear(f, mi + M_DOWN, f->gate, L, f->xn, hp->n_embd);
     f->ops->add(f->x, f->xn, L * hp->n_embd);
