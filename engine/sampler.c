@@ -126,7 +126,7 @@ double dllm_sampler_rng_uniform(struct dllm_rng *rng)
 
 double dllm_sampler_rng_uniform_open(struct dllm_rng *rng)
 {
-    return ((double)(dllm_sampler_rng_next(rng) >> 11) + 0.5) * 0x1.0p-53;
+    return ((double)(dllm_sampler_rng_next(rng) >> 12) + 0.5) * 0x1.0p-52;
 }
 
 /* ---- maths on one logits row ------------------------------------------------------------ */

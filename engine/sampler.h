@@ -60,7 +60,10 @@ uint64_t dllm_sampler_rng_next(struct dllm_rng *rng);
 /* A uniform double in [0, 1): the top 53 bits of the next output times 2^-53. */
 double dllm_sampler_rng_uniform(struct dllm_rng *rng);
 
-/* A uniform double in (0, 1): the top 53 bits plus one half, times 2^-53. */
+/*
+ * A uniform double in (0, 1): the top 52 bits plus one half, times 2^-52, so at most
+ * 1 - 2^-53 (with 53 bits the largest, 2^53 - 1/2, would round to 2^53, giving 1).
+ */
 double dllm_sampler_rng_uniform_open(struct dllm_rng *rng);
 
 /* ---- maths on one logits row ------------------------------------------------------------ */

@@ -178,6 +178,32 @@ START_TEST(test_rng_uniform)
 }
 END_TEST
 
+/*
+ * The extreme outputs stay inside (0, 1): a state whose next output is all ones (s1 such that
+ * rotl(s1 * 5, 7) * 9 = 2^64 - 1, found with the inverses of 5 and 9 modulo 2^64) and one whose
+ * next output is zero.
+ */
+START_TEST(test_rng_uniform_open_ends)
+{
+    uint64_t inv5 = 1, inv9 = 1;
+    for (int k = 0; k < 6; k++) { /* Newton's iteration doubles the correct low bits */
+        inv5 *= 2 - 5 * inv5;
+        inv9 *= 2 - 9 * inv9;
+    }
+    ck_assert_uint_eq(5 * inv5, 1);
+    ck_assert_uint_eq(9 * inv9, 1);
+    const uint64_t r = UINT64_MAX * inv9, s1 = ((r >> 7) | (r << 57)) * inv5;
+    struct dllm_rng rng = {{1, s1, 2, 3}};
+    struct dllm_rng copy = rng;
+    ck_assert_uint_eq(dllm_sampler_rng_next(&copy), UINT64_MAX);
+    const double top = dllm_sampler_rng_uniform_open(&rng);
+    ck_assert(top < 1.0 && top > 0.999);
+    struct dllm_rng zero = {{1, 0, 2, 3}};
+    const double bottom = dllm_sampler_rng_uniform_open(&zero);
+    ck_assert(bottom > 0.0 && bottom < 1e-15);
+}
+END_TEST
+
 /* ---- softmax and CFG ---------------------------------------------------------------------- */
 
 START_TEST(test_softmax_values)
@@ -1547,6 +1573,7 @@ static Suite *sampler_suite(void)
     tcase_add_loop_test(tc, test_rng_known, 0, N_OF(rng_cases));
     tcase_add_loop_test(tc, test_rng_keyed, 0, N_OF(keyed_cases));
     tcase_add_test(tc, test_rng_uniform);
+    tcase_add_test(tc, test_rng_uniform_open_ends);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("maths");
