@@ -901,10 +901,19 @@ START_TEST(test_transcript_edits)
     ck_assert_str_eq(msgs[2].role, "assistant");
     ck_assert_str_eq(msgs[4].content, "Par");
 
-    /* /regen drops the last answer and keeps the question. */
-    ck_assert(ui_transcript_regen(&t));
+    /* /regen drops the last answer and keeps the question; putting it back restores it. */
+    struct ui_transcript removed;
+    ck_assert(ui_transcript_regen(&t, &removed));
     ck_assert_uint_eq(t.n, 3);
     ck_assert_str_eq(t.turns[2].text, "Again");
+    ck_assert_uint_eq(removed.n, 1);
+    ui_transcript_put_back(&t, &removed);
+    ck_assert_uint_eq(t.n, 4);
+    ck_assert_str_eq(t.turns[3].text, "Par");
+    ck_assert_int_eq(t.turns[3].role, UI_ROLE_ASSISTANT);
+    ck_assert(ui_transcript_regen(&t, &removed));
+    ui_transcript_fini(&removed);
+    ck_assert_uint_eq(t.n, 3);
     /* /undo removes the question too and hands it back. */
     char *text;
     ck_assert(ui_transcript_undo(&t, &text));
@@ -915,7 +924,8 @@ START_TEST(test_transcript_edits)
     free(text);
     ck_assert(!ui_transcript_undo(&t, &text));
     ck_assert(text == NULL);
-    ck_assert(!ui_transcript_regen(&t));
+    ck_assert(!ui_transcript_regen(&t, &removed));
+    ck_assert_uint_eq(removed.n, 0);
     /* /system with no text removes it; /clear keeps it. */
     ck_assert(ui_transcript_set_system(&t, ""));
     ck_assert(t.system == NULL);
@@ -1658,6 +1668,17 @@ START_TEST(test_app_commands)
     ck_assert(app->note_error);
     ck_assert_str_eq(app->note, "unknown command /sav: /help lists them");
     ck_assert_str_eq(app->editor.buf, "/sav");
+    ui_editor_clear(&app->editor);
+
+    /* A /regen the engine refuses keeps the answer it would have replaced. */
+    enter(&f, "q3");
+    engine_runs(&f, 3, "a3", false, 0);
+    mock_engine_fail_next(f.engine, "steps 30 is not a multiple of the 4 blocks");
+    enter(&f, "/regen");
+    ck_assert(app->note_error);
+    ck_assert_uint_eq(app->transcript.n, 2);
+    ck_assert_str_eq(app->transcript.turns[1].text, "a3");
+    enter(&f, "/undo");
     ui_editor_clear(&app->editor);
 
     /* A start the engine refuses puts the message back. */

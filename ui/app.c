@@ -209,16 +209,21 @@ static void send(struct ui_app *app)
         ui_scrollback_end(&app->conv);
         note(app, false, "conversation cleared");
         break;
-    case UI_CMD_REGEN:
+    case UI_CMD_REGEN: {
         if (busy(app))
             return;
-        if (!ui_transcript_regen(&app->transcript)) {
+        struct ui_transcript removed;
+        if (!ui_transcript_regen(&app->transcript, &removed)) {
             note(app, true, "there is no message to answer again");
             break;
         }
         app->conv_changed = true;
-        start_generation(app);
+        if (start_generation(app))
+            ui_transcript_fini(&removed);
+        else
+            ui_transcript_put_back(&app->transcript, &removed); /* the old answer stays */
         break;
+    }
     case UI_CMD_UNDO: {
         if (busy(app))
             return;

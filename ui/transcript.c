@@ -107,13 +107,28 @@ bool ui_transcript_undo(struct ui_transcript *t, char **text)
     return true;
 }
 
-bool ui_transcript_regen(struct ui_transcript *t)
+bool ui_transcript_regen(struct ui_transcript *t, struct ui_transcript *removed)
 {
+    ui_transcript_init(removed);
     size_t u = last_user(t);
     if (u == t->n)
         return false;
-    truncate_at(t, u + 1);
+    removed->turns = malloc((t->n - u - 1 ? t->n - u - 1 : 1) * sizeof *removed->turns);
+    if (!removed->turns) {
+        truncate_at(t, u + 1);
+        return true;
+    }
+    removed->cap = removed->n = t->n - u - 1;
+    memcpy(removed->turns, t->turns + u + 1, removed->n * sizeof *removed->turns);
+    t->n = u + 1;
     return true;
+}
+
+void ui_transcript_put_back(struct ui_transcript *t, struct ui_transcript *removed)
+{
+    for (size_t i = 0; i < removed->n; i++)
+        insert(t, t->n, &removed->turns[i]);
+    ui_transcript_fini(removed);
 }
 
 bool ui_transcript_drop_oldest(struct ui_transcript *t, size_t n)

@@ -62,10 +62,14 @@ void ui_transcript_clear(struct ui_transcript *t);
 bool ui_transcript_undo(struct ui_transcript *t, char **text);
 
 /*
- * Prepares to answer the last message again: removes what follows the last user message.
- * False when there is no user message to answer.
+ * Prepares to answer the last message again: moves what follows the last user message into
+ * *removed (a transcript of its own, to ui_transcript_put_back or ui_transcript_fini). False
+ * when there is no user message to answer.
  */
-bool ui_transcript_regen(struct ui_transcript *t);
+bool ui_transcript_regen(struct ui_transcript *t, struct ui_transcript *removed);
+
+/* Undoes ui_transcript_regen when the new answer did not start: appends removed's turns back. */
+void ui_transcript_put_back(struct ui_transcript *t, struct ui_transcript *removed);
 
 /*
  * Marks the n oldest turns still sent to the model as dropped and adds a notice after the last
