@@ -334,7 +334,7 @@ int main(int argc, char **argv)
                 }
                 const size_t pbytes =
                     k->repacked_bytes == NULL || gguf_layout ? 0 : k->repacked_bytes(wtype, K, N);
-                void *packed = pbytes > 0 ? aligned_alloc(64, pbytes) : NULL;
+                void *packed = pbytes > 0 ? aligned_alloc(64, (pbytes + 63) / 64 * 64) : NULL;
                 if (pbytes > 0 && packed == NULL) {
                     fprintf(stderr, "bench_gemm: out of memory\n");
                     return 1;
