@@ -3,19 +3,22 @@
  * defines that interface for its instruction set (vi: NR int32 lanes, vf: NR float lanes, and
  * the operations below) and then includes this file, which defines
  *   SIMD_NAME(dllm_matmul_rows)      y = x . W^T for a row range, as dllm_matmul_rows_ref
+ *   SIMD_NAME(dllm_matmul_repacked_bytes), SIMD_NAME(dllm_matmul_repack),
+ *   SIMD_NAME(dllm_matmul_rows_packed)  the same over a K-quant matrix repacked once
  *   SIMD_NAME(dllm_matmul_quantize)  the activation conversion, byte for byte as the reference
- * (the second unless SIMD_ROWS_ONLY is defined). Every variant also has AVX2, so code here
+ * (the last unless SIMD_ROWS_ONLY is defined). Every variant also has AVX2, so code here
  * may use 256-bit AVX2 intrinsics directly.
  *
  * The product works on panels of NR weight rows. A call unpacks each panel once, a few blocks
  * at a time, into a stack buffer where vector i holds, in lane r, the i-th group of four
  * consecutive weights of row r: K-quant, Q8_0 and float blocks are loaded row by row and
- * transposed in registers, the small Q4_0, Q4_1, Q5_0 and Q5_1 blocks and a few scale words
- * gathered. One 4-byte group of an activation row, broadcast to every lane, then multiplies a
- * whole vector with one u8 x s8 dot-product instruction, and each unpacked vector serves a tile
- * of TT activation rows while it is in a register; a few panels share each tile's prepared
- * activations. Block results accumulate in float, so the results differ from the reference by
- * float rounding and summation order only: the integer dot products inside a block are exact.
+ * transposed in registers (a repacked K-quant matrix holds its blocks already transposed), the
+ * small Q4_0, Q4_1, Q5_0 and Q5_1 blocks and a few scale words gathered. One 4-byte group of an
+ * activation row, broadcast to every lane, then multiplies a whole vector with one u8 x s8
+ * dot-product instruction, and each unpacked vector serves a tile of TT activation rows while it is
+ * in a register; a few panels share each tile's prepared activations. Block results accumulate in
+ * float, so the results differ from the reference by float rounding and summation order only: the
+ * integer dot products inside a block are exact.
  *
  * Three kinds of weight types:
  *   K-quants (Q4_K, Q5_K, Q6_K) x Q8_K128: weights unsigned (0..63) against signed
