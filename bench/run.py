@@ -11,7 +11,9 @@ Parts (--parts, default all but compare):
             time per step (one non-causal pass over the canvas plus its sampling), and
             llama-bench -p L -n 0 (a causal prefill of L tokens) as a second reference.
             Needs --llama-cpp DIR, a folder holding those two programs (built by you,
-            outside this repository).
+            outside this repository). With --ik-llama DIR (ik_llama.cpp's build/bin), its
+            llama-bench too, on a copy of each file whose architecture is renamed to the
+            autoregressive one it knows (llada -> llama, dream -> qwen2: the same tensors).
 
 The models are written once by `dllm synth` (LLaDA-8B and Dream-7B shapes, Q4_K_M, random
 weights, about 5 GB each) into --cache (default ~/.cache/dllm-bench). Nothing here asserts a
@@ -25,6 +27,7 @@ import platform
 import re
 import resource
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -261,23 +264,97 @@ def llama_bench(binary, path, canvas, threads):
             "build_commit": rows[0].get("build_commit")}
 
 
-def part_compare(dllm, llama_dir, paths, threads, rounds, canvas):
+# The autoregressive architecture each diffusion architecture's tensors and keys match, named
+# with as many letters, so that a copy is renamed in place.
+AR_ARCH = {"llada": "llama", "dream": "qwen2"}
+
+
+def gguf_header_bytes(path):
+    """The length of a GGUF v3 file's metadata and tensor infos (GGUF's layout: counts, then
+    key, type, value per entry; name, dims, type, offset per tensor)."""
+    sizes = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+    with open(path, "rb") as f:
+        def take(fmt):
+            return struct.unpack("<" + fmt, f.read(struct.calcsize("<" + fmt)))[0]
+
+        def skip_value(t):
+            if t == 8:
+                f.seek(take("Q"), 1)
+            elif t == 9:
+                et, n = take("I"), take("Q")
+                if et in sizes:
+                    f.seek(sizes[et] * n, 1)
+                else:
+                    for _ in range(n):
+                        skip_value(et)
+            else:
+                f.seek(sizes[t], 1)
+
+        if f.read(4) != b"GGUF" or take("I") != 3:
+            raise RunError("%s: not a GGUF v3 file" % path)
+        n_tensors, n_kv = take("Q"), take("Q")
+        for _ in range(n_kv):
+            f.seek(take("Q"), 1)
+            skip_value(take("I"))
+        for _ in range(n_tensors):
+            f.seek(take("Q"), 1)
+            f.seek(8 * take("I") + 4 + 8, 1)
+        return f.tell()
+
+
+def ar_arch_copy(path, arch):
+    """A copy of a synth file (once, beside it) that llama.cpp forks without the diffusion
+    architectures load: general.architecture and the "<arch>." key prefixes renamed to AR_ARCH's
+    name of the same length, and LLaDA's pre-tokenizer name 'llada-moe' to 'llama-bpe'. The
+    tensors are the same bytes."""
+    ar = AR_ARCH[arch]
+    out = path.replace(".gguf", "-as-%s.gguf" % ar)
+    if os.path.exists(out):
+        return out
+    with open(path, "rb") as f:
+        head = bytearray(f.read(gguf_header_bytes(path)))  # metadata and tensor infos
+    key = b"general.architecture"
+    i = head.find(key + (8).to_bytes(4, "little") + len(arch).to_bytes(8, "little") + arch.encode())
+    if i < 0:
+        raise RunError("%s: no general.architecture %s" % (path, arch))
+    end = i + len(key) + 12 + len(arch)
+    head[end - len(arch):end] = ar.encode()
+    head = head.replace(arch.encode() + b".", ar.encode() + b".").replace(b"llada-moe",
+                                                                          b"llama-bpe")
+    tmp = out + ".part"
+    with open(path, "rb") as src, open(tmp, "wb") as dst:
+        dst.write(head)
+        src.seek(len(head))
+        while True:
+            chunk = src.read(1 << 24)
+            if not chunk:
+                break
+            dst.write(chunk)
+    os.replace(tmp, out)
+    return out
+
+
+def part_compare(dllm, llama_dir, ik_dir, paths, threads, rounds, canvas):
     diff_cli = os.path.join(llama_dir, "llama-diffusion-cli")
     lbench = os.path.join(llama_dir, "llama-bench")
+    ik_bench = os.path.join(ik_dir, "llama-bench") if ik_dir else None
     out = []
     for name, path in paths.items():
         rec = {"model": name, "canvas": canvas, "threads": threads, "dllm_ms": [],
-               "llama_diffusion_ms_per_step": [], "llama_bench_prefill_ms": []}
+               "llama_diffusion_ms_per_step": [], "llama_bench_prefill_ms": [],
+               "ik_bench_prefill_ms": []}
         try:
-            compare_rounds(rec, dllm, diff_cli, lbench, name, path, threads, rounds, canvas)
+            ik = (ik_bench, ar_arch_copy(path, MODELS[name]["arch"])) if ik_bench else None
+            compare_rounds(rec, dllm, diff_cli, lbench, ik, name, path, threads, rounds, canvas)
         except RunError as e:
             rec["error"] = str(e)
         out.append(rec)
     return out
 
 
-def compare_rounds(rec, dllm, diff_cli, lbench, name, path, threads, rounds, canvas):
-    """Fills rec with the alternating runs of one model and the speedups."""
+def compare_rounds(rec, dllm, diff_cli, lbench, ik, name, path, threads, rounds, canvas):
+    """Fills rec with the alternating runs of one model and the speedups; ik is
+    (ik_llama.cpp's llama-bench, the renamed copy of path) or None."""
     for _ in range(rounds):
         d = dllm_bench(dllm, path, canvas, canvas, 2, threads)
         rec["dllm_ms"].append(d["median_ms"])
@@ -291,6 +368,10 @@ def compare_rounds(rec, dllm, diff_cli, lbench, name, path, threads, rounds, can
             b = llama_bench(lbench, path, canvas, threads)
             rec["llama_bench_prefill_ms"].append(b["ms"])
             rec["llama_cpp_commit"] = b["build_commit"]
+        if ik:
+            b = llama_bench(ik[0], ik[1], canvas, threads)
+            rec["ik_bench_prefill_ms"].append(b["ms"])
+            rec["ik_llama_commit"] = b["build_commit"]
     dm = statistics.median(rec["dllm_ms"])
     rec["dllm_median_ms"] = dm
     if rec["llama_diffusion_ms_per_step"]:
@@ -306,6 +387,10 @@ def compare_rounds(rec, dllm, diff_cli, lbench, name, path, threads, rounds, can
         pm = statistics.median(rec["llama_bench_prefill_ms"])
         rec["llama_bench_median_ms"] = pm
         rec["speedup_vs_llama_bench"] = pm / dm
+    if rec["ik_bench_prefill_ms"]:
+        pm = statistics.median(rec["ik_bench_prefill_ms"])
+        rec["ik_bench_median_ms"] = pm
+        rec["speedup_vs_ik_bench"] = pm / dm
 
 
 def main():
@@ -326,6 +411,7 @@ def main():
                     help="tokens of the --threshold 0.9 runs (default 128; random weights "
                          "commit one a step, so 32 takes a quarter of the time)")
     ap.add_argument("--llama-cpp", help="folder with llama-diffusion-cli and llama-bench")
+    ap.add_argument("--ik-llama", help="folder with ik_llama.cpp's llama-bench (compare)")
     ap.add_argument("--rounds", type=int, default=2, help="alternating rounds for compare")
     ap.add_argument("--compare-canvas", type=int, default=160)
     ap.add_argument("--note", help="a remark stored with the results")
@@ -361,7 +447,9 @@ def main():
                    "read at load, not paged in during the steps), 5 steps: its time per step "
                    "(one non-causal pass and its sampling) and each step's time from the "
                    "timestamps of its progress lines; llama-bench -p L -n 0 -r 2 (a causal "
-                   "prefill, as a proxy); medians over rounds; speedup = llama.cpp ms / dllm ms",
+                   "prefill, as a proxy); with --ik-llama, ik_llama.cpp's llama-bench the same way "
+                   "on a copy of the file renamed to llama/qwen2; medians over rounds; speedup = "
+                   "their ms / dllm ms",
     }
     os.makedirs(a.out, exist_ok=True)
     stamp = res["date"][:16].replace(":", "")  # 2026-11-30T0243: one file per run
@@ -391,7 +479,7 @@ def main():
         res["generate"] = part_generate(dllm, paths, a.threads, a.threshold_tokens)
         save()
     if "compare" in parts:
-        res["compare"] = part_compare(dllm, a.llama_cpp, paths, a.threads, a.rounds,
+        res["compare"] = part_compare(dllm, a.llama_cpp, a.ik_llama, paths, a.threads, a.rounds,
                                       a.compare_canvas)
         save()
     log("wrote " + out)

@@ -110,21 +110,26 @@ def compare_section(doc):
     rows = []
     for c in doc["compare"]:
         if "error" in c:
-            rows.append([LABEL[c["model"]], str(c["canvas"]), failed(c["error"])] + [""] * 4)
+            rows.append([LABEL[c["model"]], str(c["canvas"]), failed(c["error"])] + [""] * 6)
             continue
         rows.append([LABEL[c["model"]], str(c["canvas"]),
                      pair(c["dllm_median_ms"], c.get("dllm_min_ms")),
                      pair(c.get("llama_diffusion_median_ms"), c.get("llama_diffusion_min_step_ms")),
                      ratio(c.get("speedup_vs_diffusion_cli"), c.get("speedup_min_vs_min")),
                      secs(c.get("llama_bench_median_ms")),
-                     fmt(c.get("speedup_vs_llama_bench"), 2)])
+                     fmt(c.get("speedup_vs_llama_bench"), 2),
+                     secs(c.get("ik_bench_median_ms")),
+                     fmt(c.get("speedup_vs_ik_bench"), 2)])
     commit = next((c.get("llama_cpp_commit") for c in doc["compare"] if c.get("llama_cpp_commit")),
                   "unknown")
-    lines = ["**Against llama.cpp** (commit %s; same file, canvas and threads, runs alternating; "
-             "logits for every row on both sides; median / fastest, speedup = llama.cpp time / "
-             "dllm time)" % commit, ""]
+    ik = next((c.get("ik_llama_commit") for c in doc["compare"] if c.get("ik_llama_commit")),
+              None)
+    lines = ["**Against llama.cpp** (commit %s%s; same file, canvas and threads, runs "
+             "alternating; logits for every row on both sides; median / fastest, speedup = their "
+             "time / dllm time)" % (commit, ", ik_llama.cpp %s" % ik if ik else ""), ""]
     lines += table(["model", "canvas", "dllm pass s", "llama-diffusion-cli s/step",
-                    "speedup", "llama-bench causal prefill s", "speedup"], rows)
+                    "speedup", "llama-bench causal prefill s", "speedup",
+                    "ik_llama.cpp causal prefill s", "speedup"], rows)
     return lines + ["", source(doc)]
 
 
