@@ -467,6 +467,13 @@ struct dllm_model_params {
      * context length when shorter.
      */
     int64_t max_tokens;
+    /*
+     * When set, called as work on the model that takes seconds goes on, with the fraction done
+     * (0 first, 1 last) and progress_user: today the repacking of the weights when a forward
+     * context (so also a session) is created, from the thread that creates it.
+     */
+    void (*progress)(double fraction, void *user);
+    void *progress_user;
 };
 
 DLLM_API void dllm_model_params_init(struct dllm_model_params *params);

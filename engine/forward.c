@@ -193,6 +193,8 @@ static enum dllm_status repack_matrices(struct dllm_forward *f, struct dllm_erro
     f->packed = map;
     f->packed_bytes = total;
     uint8_t *dst = map;
+    if (m->progress)
+        m->progress(0.0, m->progress_user);
     for (int64_t i = 0; i < n; i++) {
         const struct dllm_gguf_tensor *t = f->mats[i].t;
         const size_t bytes = f->kernels->repacked_bytes(t->type, t->ne[0], t->ne[1]);
@@ -203,6 +205,8 @@ static enum dllm_status repack_matrices(struct dllm_forward *f, struct dllm_erro
         if (t != m->tok_embd)
             dllm_gguf_release_pages(m->gguf, t->data, t->size);
         dst += bytes;
+        if (m->progress)
+            m->progress((double)(dst - (uint8_t *)map) / (double)total, m->progress_user);
     }
     return DLLM_OK;
 }

@@ -404,6 +404,8 @@ fail:
 void dllm_model_params_init(struct dllm_model_params *params)
 {
     params->max_tokens = 0;
+    params->progress = NULL;
+    params->progress_user = NULL;
 }
 
 enum dllm_status dllm_model_open(const char *path, const struct dllm_model_params *params,
@@ -424,6 +426,8 @@ enum dllm_status dllm_model_open(const char *path, const struct dllm_model_param
         (st = check_hparams(arch->name, &m->hp, err)))
         goto fail;
     m->arch = arch->name;
+    m->progress = params->progress;
+    m->progress_user = params->progress_user;
     const int64_t max_tokens = params->max_tokens                      ? params->max_tokens
                                : m->hp.n_ctx < DLLM_MAX_CANVAS_DEFAULT ? m->hp.n_ctx
                                                                        : DLLM_MAX_CANVAS_DEFAULT;

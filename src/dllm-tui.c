@@ -347,8 +347,10 @@ int main(int argc, char **argv)
     /* A hub model (or, without -m, the default one) is downloaded before the screen opens. */
     char *model_path = model_ref_path(o.gen.model, o.gen.offline);
     model_ref_announce(model_path, false);
-    struct ui_engine_params params = {
-        .model = model_path, .threads = o.gen.threads, .no_chat = o.gen.no_chat};
+    struct ui_engine_params params = {.model = model_path,
+                                      .threads = o.gen.threads,
+                                      .no_chat = o.gen.no_chat,
+                                      .progress = model_ref_progress};
     struct ui_engine *engine;
     struct dllm_error err = {0};
     if (ui_engine_open(&params, &slot, &engine, &err) != DLLM_OK)

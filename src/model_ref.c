@@ -267,13 +267,35 @@ void model_ref_announce(const char *path, bool verbose)
     }
 }
 
+void model_ref_progress(double fraction, void *user)
+{
+    static double t0;
+    if (fraction == 0.0)
+        t0 = now_s();
+    if (isatty(STDERR_FILENO)) {
+        fprintf(stderr, "\rdllm: preparing the weights %3.0f%%\033[K%s", 100 * fraction,
+                fraction >= 1.0 ? "\n" : "");
+        fflush(stderr);
+    } else if (fraction >= 1.0 && user && *(const bool *)user) {
+        fprintf(stderr, "dllm: weights prepared in %.1f s\n", now_s() - t0);
+    }
+}
+
 struct dllm_model *model_ref_open(const char *path, const struct dllm_model_params *params,
                                   bool verbose)
 {
     model_ref_announce(path, verbose);
+    struct dllm_model_params p;
+    if (params)
+        p = *params;
+    else
+        dllm_model_params_init(&p);
+    static const bool yes = true;
+    p.progress = model_ref_progress;
+    p.progress_user = verbose ? (void *)&yes : NULL;
     struct dllm_model *model;
     struct dllm_error err = {0};
-    if (dllm_model_open(path, params, &model, &err) != DLLM_OK)
+    if (dllm_model_open(path, &p, &model, &err) != DLLM_OK)
         cli_fail("%s", err.text);
     return model;
 }

@@ -36,8 +36,16 @@ char *model_ref_path(const char *ref, bool offline);
 void model_ref_announce(const char *path, bool verbose);
 
 /*
+ * A dllm_model_params progress function for the weights' preparation: on a terminal
+ * "dllm: preparing the weights  NN%" redrawn in place, ended by a newline at 100%; elsewhere
+ * one line when done, if user points at a true bool (verbose). user may be NULL.
+ */
+void model_ref_progress(double fraction, void *user);
+
+/*
  * Opens a model for generation, first saying "dllm: loading FILE (SIZE)" on stderr when it
- * is a terminal or verbose is set. A failure ends the program with "dllm: error: ...".
+ * is a terminal or verbose is set, with model_ref_progress as its progress function. A
+ * failure ends the program with "dllm: error: ...".
  */
 struct dllm_model *model_ref_open(const char *path, const struct dllm_model_params *params,
                                   bool verbose);

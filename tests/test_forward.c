@@ -493,6 +493,61 @@ START_TEST(test_run_errors)
 }
 END_TEST
 
+/* The fractions a progress function saw. */
+struct progress_log {
+    int n;
+    double seen[4096];
+};
+
+static void log_progress(double fraction, void *user)
+{
+    struct progress_log *log = user;
+    if (log->n < 4096)
+        log->seen[log->n++] = fraction;
+}
+
+/*
+ * A forward context of a repacking variant reports the repacking through the model's progress
+ * function, from 0 to 1 in order; the reference kernels repack nothing and report nothing.
+ */
+START_TEST(test_repack_progress)
+{
+    const char *variant = _i == 0 ? "ref" : "avx2";
+    const struct dllm_kernels *k;
+    struct dllm_error err = {0};
+    if (dllm_kernels_select(variant, &k, &err) != DLLM_OK) {
+        printf("SKIP: repack progress with %s: %s\n", variant, err.text);
+        return;
+    }
+    char *path = fixture_path("models/llada-tiny-q4km.gguf");
+    struct progress_log log = {0};
+    struct dllm_model_params params;
+    dllm_model_params_init(&params);
+    params.progress = log_progress;
+    params.progress_user = &log;
+    struct dllm_model *model;
+    struct dllm_forward *fwd;
+    setenv("DLLM_KERNELS", variant, 1);
+    ck_assert_msg(dllm_model_open(path, &params, &model, &err) == DLLM_OK, "%s", err.text);
+    ck_assert_msg(dllm_forward_new(model, 8, 8, 1, &fwd, &err) == DLLM_OK, "%s", err.text);
+    unsetenv("DLLM_KERNELS");
+    if (_i == 0) {
+        ck_assert_int_eq(log.n, 0);
+    } else {
+        /* every Q4_K and Q6_K matrix: 7 per layer and the output */
+        ck_assert_int_ge(log.n, 3);
+        ck_assert_double_eq(log.seen[0], 0.0);
+        ck_assert_double_eq(log.seen[log.n - 1], 1.0);
+        for (int i = 1; i < log.n; i++)
+            ck_assert(log.seen[i] >= log.seen[i - 1]);
+    }
+    printf("%s: %d progress calls\n", variant, log.n);
+    dllm_forward_free(fwd);
+    dllm_model_close(model);
+    free(path);
+}
+END_TEST
+
 static Suite *forward_suite(void)
 {
     Suite *s = suite_create("forward");
@@ -511,6 +566,7 @@ static Suite *forward_suite(void)
     tc = tcase_create("rows");
     tcase_add_loop_test(tc, test_rows_subset, 0, 2);
     tcase_add_test(tc, test_run_errors);
+    tcase_add_loop_test(tc, test_repack_progress, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }

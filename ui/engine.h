@@ -20,6 +20,8 @@ struct ui_engine_params {
     const char *model; /* a GGUF path (or, with the hub, org/repo[:QUANT]) */
     int threads;       /* 0: the number of cores */
     bool no_chat;      /* send the last user message as raw text, without the chat template */
+    void (*progress)(double fraction, void *user); /* dllm_model_params' progress, or NULL */
+    void *progress_user;
 };
 
 /* What the status bar shows. */
