@@ -175,11 +175,18 @@ static void quantize_item(void *ctx, int64_t item, int thread)
                    (uint8_t *)j->scratch + (size_t)item * j->arow);
 }
 
+/* The weight rows [*n0, *n1) of a product's or repack's item. */
+static void item_rows(const struct par_job *j, int64_t item, int64_t *n0, int64_t *n1)
+{
+    *n0 = item * j->item_rows;
+    *n1 = *n0 + j->item_rows < j->N ? *n0 + j->item_rows : j->N;
+}
+
 static void rows_item(void *ctx, int64_t item, int thread)
 {
     const struct par_job *j = ctx;
-    const int64_t n0 = item * j->item_rows;
-    const int64_t n1 = n0 + j->item_rows < j->N ? n0 + j->item_rows : j->N;
+    int64_t n0, n1;
+    item_rows(j, item, &n0, &n1);
     (j->packed ? j->k->rows_packed : j->k->rows)(j->wtype, j->w, j->K, n0, n1, j->scratch, j->L,
                                                  j->y, j->ldy);
 }
@@ -187,8 +194,8 @@ static void rows_item(void *ctx, int64_t item, int thread)
 static void repack_item(void *ctx, int64_t item, int thread)
 {
     const struct par_job *j = ctx;
-    const int64_t n0 = item * j->item_rows;
-    const int64_t n1 = n0 + j->item_rows < j->N ? n0 + j->item_rows : j->N;
+    int64_t n0, n1;
+    item_rows(j, item, &n0, &n1);
     j->k->repack(j->wtype, j->w, j->K, j->N, n0, n1, j->scratch);
 }
 
