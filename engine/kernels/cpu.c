@@ -212,6 +212,14 @@ void dllm_kernels_quantize_par(const struct dllm_kernels *k, struct dllm_threadp
     dllm_threadpool_run(pool, L, quantize_item, &j);
 }
 
+/* Runs fn over the pool for items of 4 * row_align weight rows of j's N. */
+static void run_row_items(struct dllm_threadpool *pool, struct par_job *j,
+                          void (*fn)(void *ctx, int64_t item, int thread))
+{
+    j->item_rows = 4 * j->k->row_align;
+    dllm_threadpool_run(pool, (j->N + j->item_rows - 1) / j->item_rows, fn, j);
+}
+
 /* The product of rows_par and rows_packed_par: rows_item over the pool. */
 static void rows_run(const struct dllm_kernels *k, struct dllm_threadpool *pool, uint32_t wtype,
                      const void *w, bool packed, int64_t K, int64_t N, const void *scratch,
@@ -226,9 +234,8 @@ static void rows_run(const struct dllm_kernels *k, struct dllm_threadpool *pool,
                         .scratch = (void *)scratch,
                         .y = y,
                         .ldy = ldy,
-                        .item_rows = 4 * k->row_align,
                         .packed = packed};
-    dllm_threadpool_run(pool, (N + j.item_rows - 1) / j.item_rows, rows_item, &j);
+    run_row_items(pool, &j, rows_item);
 }
 
 void dllm_kernels_rows_packed_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
@@ -241,14 +248,8 @@ void dllm_kernels_rows_packed_par(const struct dllm_kernels *k, struct dllm_thre
 void dllm_kernels_repack_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
                              uint32_t wtype, const void *w, int64_t K, int64_t N, void *dst)
 {
-    struct par_job j = {.k = k,
-                        .wtype = wtype,
-                        .w = w,
-                        .K = K,
-                        .N = N,
-                        .scratch = dst,
-                        .item_rows = 4 * k->row_align};
-    dllm_threadpool_run(pool, (N + j.item_rows - 1) / j.item_rows, repack_item, &j);
+    struct par_job j = {.k = k, .wtype = wtype, .w = w, .K = K, .N = N, .scratch = dst};
+    run_row_items(pool, &j, repack_item);
 }
 
 void dllm_kernels_rows_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
