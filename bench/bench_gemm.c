@@ -21,7 +21,7 @@
 #include "bench_util.h"
 #include "kernels/cpu.h"
 #include "kernels/matmul.h"
-#include "quant.h"
+#include "gguf/quant.h"
 #include "threadpool.h"
 
 #include <getopt.h>

@@ -47,6 +47,19 @@ struct dllm_error {
 /* The name of a status code ("ok", "malformed input", ...). */
 DLLM_API const char *dllm_status_str(enum dllm_status status);
 
+/*
+ * Records status and a printf-style message in err (which may be NULL); returns status. For
+ * the libraries built on libdllm (the hub client, the synthetic-model writer), whose errors
+ * take the same form.
+ */
+DLLM_API enum dllm_status dllm_error_set(struct dllm_error *err, enum dllm_status status,
+                                         const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Prepends "prefix: " to the text already in err (which may be NULL). */
+DLLM_API void dllm_error_prefix(struct dllm_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* The library version string, e.g. "0.1.0". */
 DLLM_API const char *dllm_version(void);
 
@@ -66,11 +79,7 @@ DLLM_API void dllm_cpu_features_text(char *buf, size_t size);
  */
 DLLM_API enum dllm_status dllm_kernels_name(const char **out, struct dllm_error *err);
 
-/*
- * Writes the versions of the libraries libdllm runs with into buf (size bytes):
- * "libcurl 7.88.1 (OpenSSL/3.0.11), OpenSSL 3.0.11 19 Sep 2023, PCRE2 10.42 2022-12-11,
- * jansson 2.14".
- */
+/* Writes the versions of the libraries libdllm runs with into buf: "PCRE2 10.42 2022-12-11". */
 DLLM_API void dllm_library_versions(char *buf, size_t size);
 
 /* ---- tensor types ----------------------------------------------------------------------- */
@@ -118,6 +127,13 @@ DLLM_API const char *dllm_type_name(uint32_t type);
 /* Whether dllm can decode tensors of this type to float. */
 DLLM_API bool dllm_type_decodable(uint32_t type);
 
+/* Elements and bytes of one block of a tensor type; 0 for an id no GGML version defines. */
+DLLM_API int64_t dllm_type_block_elems(uint32_t type);
+DLLM_API size_t dllm_type_block_bytes(uint32_t type);
+
+/* The IEEE binary16 bits nearest to f (ties to even), as GGML's FP16 fields hold them. */
+DLLM_API uint16_t dllm_f32_to_fp16(float f);
+
 /* ---- GGUF files ------------------------------------------------------------------------- */
 
 /* GGUF metadata value types, as stored in the file. */
@@ -136,6 +152,12 @@ enum dllm_gguf_type {
     DLLM_GGUF_INT64 = 11,
     DLLM_GGUF_FLOAT64 = 12,
 };
+
+/* How many metadata value types GGUF has: the ids 0 to DLLM_GGUF_N_TYPES - 1. */
+#define DLLM_GGUF_N_TYPES 13
+
+/* Bytes of one element of a scalar value type; 0 for strings, arrays and unknown ids. */
+DLLM_API size_t dllm_gguf_value_size(uint32_t type);
 
 /* The GGUF name of a value type ("uint32", "string", ...). */
 DLLM_API const char *dllm_gguf_type_name(enum dllm_gguf_type type);
@@ -315,6 +337,12 @@ DLLM_API const char *dllm_vocab_token_bytes(const struct dllm_vocab *vocab, int3
  * when the bytes there do not form one: a check for text that pieces may have split.
  */
 DLLM_API size_t dllm_utf8_char_len(const char *s, size_t n);
+
+/*
+ * Writes to out the UTF-8 text (1 or 2 bytes, no terminator) of the character that stands for
+ * byte b in GPT-2's byte-level BPE, which is the text of b's token; returns its length.
+ */
+DLLM_API size_t dllm_tokenizer_byte_text(unsigned char b, char *out);
 
 /* The id of the token whose GGUF text is exactly these len bytes, or -1. */
 DLLM_API int32_t dllm_vocab_find(const struct dllm_vocab *vocab, const char *text, size_t len);
@@ -644,187 +672,6 @@ struct dllm_commit {
     double conf;
 };
 
-/* ---- models from the Hugging Face hub --------------------------------------------------- */
-
-/*
- * A model reference, as programs take it with -m:
- *   PATH                 a local file: anything that exists, or starts with '/', './', '../'
- *                        or '~'
- *   org/repo             the repo's Q4_K_M GGUF, else its Q8_0, else its first model GGUF
- *   org/repo:QUANT       the first GGUF whose path has QUANT followed by '.' or '-', ignoring
- *                        case (llama.cpp's rule): Q5_K_M, q8_0, ...
- *   org/repo:FILE.gguf   that file of the repo (a tag ending in .gguf names a file)
- * Hub files are downloaded into the cache huggingface_hub and llama.cpp share, verified
- * against the hub's SHA-256 and linked into snapshots/<commit>/. A split GGUF
- * (NAME-00001-of-0000N.gguf) is downloaded whole, every part; dllm cannot load split files
- * yet (merge them with llama.cpp's llama-gguf-split --merge).
- *
- * Environment: HF_ENDPOINT (default https://huggingface.co), HF_HUB_CACHE or
- * HUGGINGFACE_HUB_CACHE (else $HF_HOME/hub, $XDG_CACHE_HOME/huggingface/hub,
- * ~/.cache/huggingface/hub), HF_TOKEN or HUGGING_FACE_HUB_TOKEN (else the file
- * $HF_TOKEN_PATH or $HF_HOME/token), HF_HUB_OFFLINE=1, HF_HUB_DISABLE_SYMLINKS=1, and the
- * proxy variables libcurl reads (https_proxy, no_proxy, ...). The token is sent to the hub
- * only, never to the host a download redirects to, and never appears in error text.
- *
- * Statuses: DLLM_ERR_ARG a malformed reference; DLLM_ERR_MISSING no such repo, revision,
- * file or quant (the text lists the repo's GGUF files), or not in the cache when offline;
- * DLLM_ERR_IO network, permission (401/403: gated or private) and disk errors, including a
- * full disk; DLLM_ERR_FORMAT a download or cached file whose size or SHA-256 is wrong (it is
- * deleted), or malformed JSON from the hub; DLLM_ERR_CANCELLED cancelled (a partial download
- * is kept and the next call resumes it).
- */
-
-/* The default model: LLaDA-8B-Instruct, Q4_K_M, as converted by llama.cpp. */
-#define DLLM_HUB_DEFAULT_MODEL "mradermacher/LLaDA-8B-Instruct-GGUF:Q4_K_M"
-
-#define DLLM_HUB_REPO_MAX 194  /* "org/name": 96 + 1 + 96 characters, and the NUL */
-#define DLLM_HUB_TAG_MAX  1025 /* a quant tag or a path inside the repo, and the NUL */
-#define DLLM_HUB_PATH_MAX 4096 /* a local path, and the NUL */
-
-/* A parsed model reference. */
-struct dllm_hub_ref {
-    bool local;                   /* a local path rather than a hub model */
-    char path[DLLM_HUB_PATH_MAX]; /* local: the path, with a leading ~ expanded */
-    char repo[DLLM_HUB_REPO_MAX]; /* hub: "org/name" */
-    char tag[DLLM_HUB_TAG_MAX];   /* hub: "" (default quant), a quant, or a file path */
-    bool tag_is_file;             /* hub: tag names a file (it ends in .gguf) */
-};
-
-/*
- * Parses a model reference without touching the network. Errors (DLLM_ERR_ARG) name what is
- * wrong: "'org' is neither an existing file nor a hub model (org/repo[:QUANT])",
- * "invalid hub repo id 'a/b/c': ...", "unsafe file name in 'org/repo:../x.gguf'".
- */
-DLLM_API enum dllm_status dllm_hub_ref_parse(const char *text, struct dllm_hub_ref *out,
-                                             struct dllm_error *err);
-
-/* What a download is doing, in struct dllm_hub_progress. */
-enum dllm_hub_phase {
-    DLLM_HUB_PHASE_CHECK,    /* hashing a cached file, or the partial download to resume */
-    DLLM_HUB_PHASE_WAIT,     /* waiting for another process downloading the same file */
-    DLLM_HUB_PHASE_DOWNLOAD, /* receiving bytes */
-    DLLM_HUB_PHASE_RETRY,    /* waiting retry_in seconds before another attempt */
-    DLLM_HUB_PHASE_DONE,     /* the file is verified and linked */
-};
-
-/*
- * A progress event, at most about ten a second per file plus one at each change of phase.
- * Strings are valid during the callback only.
- */
-struct dllm_hub_progress {
-    enum dllm_hub_phase phase;
-    const char *repo; /* "org/name" */
-    const char *file; /* the path inside the repo */
-    int file_index;   /* 0 .. n_files-1 among the files this call fetches */
-    int n_files;
-    int64_t bytes;   /* bytes of the file done (downloaded, or hashed when checking) */
-    int64_t total;   /* the file's size */
-    double rate;     /* download rate in bytes per second over the last seconds; 0 unknown */
-    int attempt;     /* 1 for the first request of the file */
-    double retry_in; /* PHASE_RETRY: seconds until the next attempt */
-    const char *why; /* PHASE_RETRY: the failure ("HTTP 503", "connection reset", ...) */
-};
-
-/* Options of the hub functions; dllm_hub_params_init fills the defaults. */
-struct dllm_hub_params {
-    const char *endpoint;      /* NULL: $HF_ENDPOINT, else https://huggingface.co */
-    const char *cache_dir;     /* NULL: HF_HUB_CACHE and the rest (see above) */
-    const char *token;         /* NULL: HF_TOKEN, HUGGING_FACE_HUB_TOKEN, the token file */
-    const char *revision;      /* a branch, tag or commit; default "main" */
-    bool offline;              /* the cache only, no network (HF_HUB_OFFLINE=1 sets it too) */
-    const char *verified_path; /* NULL: $XDG_CACHE_HOME/dllm/verified.json */
-    /*
-     * Cancels when it becomes non-zero: may be set from a signal handler or another thread.
-     * Checked at least once a second during transfers and between chunks when hashing.
-     */
-    const volatile int *cancel;
-    void (*progress)(const struct dllm_hub_progress *progress, void *user);
-    void *user;
-    int max_retries;       /* failed attempts in a row (no new bytes) before giving up; 5 */
-    int retry_base_ms;     /* first backoff, doubling; 1000, or $DLLM_HUB_RETRY_BASE_MS */
-    int stall_seconds;     /* a transfer with no byte for this long is retried; 30, or
-                              $DLLM_HUB_STALL_SECONDS */
-    int connect_timeout_s; /* 10 */
-};
-
-DLLM_API void dllm_hub_params_init(struct dllm_hub_params *params);
-
-/* A resolved model: local paths of its file or files. */
-struct dllm_hub_model;
-
-/*
- * Resolves a model reference to local files. A local path is returned as it is (nothing is
- * checked). A hub model is looked up: the revision is resolved to a commit on the hub, the
- * file listing is fetched (and kept as trees/<commit>.json), the files are chosen, and each
- * is taken from the cache when present and verified, else downloaded: resumed from a partial
- * download, retried with backoff, hashed while it streams and compared in size and SHA-256
- * with the hub's before it is moved into blobs/ and linked. A cached file is hashed the first
- * time it is used and the result kept in the verified memo.
- * Offline (params->offline or HF_HUB_OFFLINE), or when the hub cannot be reached and the
- * cache has the model, only the cache is used: dllm_hub_model_warning says so, and names
- * files that could not be verified. On failure *out is NULL.
- */
-DLLM_API enum dllm_status dllm_hub_resolve(const char *ref, const struct dllm_hub_params *params,
-                                           struct dllm_hub_model **out, struct dllm_error *err);
-
-DLLM_API void dllm_hub_model_free(struct dllm_hub_model *model);
-
-/* The path to load: the file, or part 1 of a split model. */
-DLLM_API const char *dllm_hub_model_path(const struct dllm_hub_model *model);
-/* The number of files (the parts of a split model; 1 otherwise) and the path of each. */
-DLLM_API int dllm_hub_model_n_files(const struct dllm_hub_model *model);
-DLLM_API const char *dllm_hub_model_file_path(const struct dllm_hub_model *model, int i);
-/* Whether the model is a split GGUF (which dllm cannot load yet). */
-DLLM_API bool dllm_hub_model_split(const struct dllm_hub_model *model);
-/* Hub models: "org/name", the chosen file's path in the repo and the commit; "" for paths. */
-DLLM_API const char *dllm_hub_model_repo(const struct dllm_hub_model *model);
-DLLM_API const char *dllm_hub_model_file(const struct dllm_hub_model *model);
-DLLM_API const char *dllm_hub_model_commit(const struct dllm_hub_model *model);
-/* Bytes of all the files, and bytes this call downloaded. */
-DLLM_API int64_t dllm_hub_model_size(const struct dllm_hub_model *model);
-DLLM_API int64_t dllm_hub_model_downloaded(const struct dllm_hub_model *model);
-/* NULL, or one line to show the user: the cache was used offline, a file is unverifiable. */
-DLLM_API const char *dllm_hub_model_warning(const struct dllm_hub_model *model);
-
-/* Whether a cached file is known to match the hub's hash. */
-enum dllm_hub_state {
-    DLLM_HUB_STATE_VERIFIED,  /* hashed and matching, unchanged since (the verified memo) */
-    DLLM_HUB_STATE_UNCHECKED, /* not hashed yet; it will be when first used */
-    DLLM_HUB_STATE_NO_HASH,   /* no hash is known for it (no listing was kept) */
-    DLLM_HUB_STATE_BROKEN,    /* the snapshot link's blob is missing */
-};
-
-/* One GGUF file in the cache. */
-struct dllm_hub_entry {
-    const char *repo;   /* "org/name" */
-    const char *file;   /* the path inside the repo */
-    const char *commit; /* the snapshot */
-    const char *path;   /* the snapshot path, to give -m */
-    int64_t size;       /* bytes; -1 when broken */
-    enum dllm_hub_state state;
-};
-
-struct dllm_hub_list;
-
-/* Lists the GGUF files in the cache (params->cache_dir and verified_path matter), sorted. */
-DLLM_API enum dllm_status dllm_hub_list(const struct dllm_hub_params *params,
-                                        struct dllm_hub_list **out, struct dllm_error *err);
-DLLM_API int64_t dllm_hub_list_count(const struct dllm_hub_list *list);
-DLLM_API const struct dllm_hub_entry *dllm_hub_list_get(const struct dllm_hub_list *list,
-                                                        int64_t i);
-/* The cache root the list was read from. */
-DLLM_API const char *dllm_hub_list_cache_dir(const struct dllm_hub_list *list);
-DLLM_API void dllm_hub_list_free(struct dllm_hub_list *list);
-
-/*
- * Removes a hub model from the cache: with a tag, the files it names (every part of a split
- * model) from every snapshot, then the blobs no remaining link uses; without one, the repo's
- * whole cache folder. *n_files (links removed) and *bytes (blob bytes freed) may be NULL.
- * DLLM_ERR_MISSING when the cache has nothing that matches.
- */
-DLLM_API enum dllm_status dllm_hub_remove(const char *ref, const struct dllm_hub_params *params,
-                                          int64_t *n_files, int64_t *bytes, struct dllm_error *err);
-
 /* ---- generation sessions ---------------------------------------------------------------- */
 
 /*
@@ -937,80 +784,6 @@ DLLM_API void dllm_session_cancel(struct dllm_session *session);
 
 /* Waits until the session has no request running (after its DONE or ERROR event). */
 DLLM_API void dllm_session_wait(struct dllm_session *session);
-
-/* ---- synthetic models ------------------------------------------------------------------- */
-
-/*
- * GGUF files of the real architectures and shapes with random weights, for benchmarks and
- * tests without a download. Tensor names, order, shapes and types are those llama.cpp's
- * converter and llama-quantize write (reference.md A.2, A.3, C.7), the metadata keys those of
- * a converted model. The vocabulary is synthetic and byte-level: the 256 GPT-2 byte tokens,
- * 8 merges, [PAD<i>] fillers, and the architecture's special tokens at their real ids, or
- * when the vocabulary is smaller than those ids at the same distance from its top as in the
- * real one (LLaDA: <|startoftext|> 126080, <|endoftext|> 126081, <|mdm_mask|> 126336,
- * <|start_header_id|> 126346, <|end_header_id|> 126347, <|eot_id|> 126348 of 126464; Dream:
- * <|endoftext|> 151643, <|im_start|> 151644, <|im_end|> 151645, <|beginoftext|> 151665,
- * <|mask|> 151666 of 152064). The chat template is the model's own. Weights are random
- * blocks whose scales give every matrix a standard deviation of about 1/sqrt(ne0), norms
- * near 1 and small biases, so activations stay finite through any number of layers.
- */
-
-/* Tensor type mixes, numbered as llama-quantize's file types (general.file_type). */
-enum dllm_synth_type {
-    DLLM_SYNTH_Q8_0 = 7,    /* every matrix Q8_0 */
-    DLLM_SYNTH_Q4_K_M = 15, /* Q4_K; Q6_K for output.weight, and for attn_v and ffn_down in the
-                               layers llama-quantize's use_more_bits picks */
-    DLLM_SYNTH_Q5_K_M = 17, /* the same with Q5_K in place of Q4_K */
-    DLLM_SYNTH_Q6_K = 18,   /* every matrix Q6_K */
-};
-
-/* The shape and contents of a synthetic model; dllm_synth_params_init fills a preset. */
-struct dllm_synth_params {
-    const char *arch;  /* "llada" or "dream" */
-    int64_t n_layer;   /* 1 .. 4096 */
-    int64_t n_embd;    /* a multiple of the matrices' block size (256, or 32 for Q8_0) */
-    int64_t n_head;    /* divides n_embd into heads of an even size */
-    int64_t n_head_kv; /* divides n_head */
-    int64_t n_ff;      /* a multiple of the block size */
-    int64_t n_vocab;   /* room for 264 byte and merge tokens below the special tokens */
-    int64_t n_ctx;     /* the context length written to the file */
-    enum dllm_synth_type type;
-    uint64_t seed; /* the same seed and params give the same file, byte for byte */
-};
-
-/*
- * The shape of a preset: "8b" for llada (LLaDA-8B-Instruct: 32 layers, d_model 4096, 32/32
- * heads, ffn 12288, vocab 126464, context 4096), "7b" for dream (Dream-v0-Instruct-7B: 28
- * layers, 3584, 28/4 heads, ffn 18944, vocab 152064, context 131072), "tiny" for either (the
- * test fixtures' shapes: 2 layers, d_model 256, 4/4 heads and ffn 512 for llada, 4/2 heads
- * and ffn 768 for dream, vocab 2048, context 4096); type Q4_K_M, seed 0. DLLM_ERR_ARG names
- * the presets of the architecture.
- */
-DLLM_API enum dllm_status dllm_synth_params_init(struct dllm_synth_params *params, const char *arch,
-                                                 const char *preset, struct dllm_error *err);
-
-/* DLLM_ERR_ARG when params cannot make a model, with a message naming the values. */
-DLLM_API enum dllm_status dllm_synth_params_check(const struct dllm_synth_params *params,
-                                                  struct dllm_error *err);
-
-/* "Q4_K_M", ...; NULL for a value not in the enum. Parsing ignores case. */
-DLLM_API const char *dllm_synth_type_name(enum dllm_synth_type type);
-DLLM_API bool dllm_synth_type_parse(const char *name, enum dllm_synth_type *out);
-
-/* Reports bytes of tensor data written so far of total; returning false cancels the write. */
-typedef bool (*dllm_synth_progress_fn)(uint64_t done, uint64_t total, void *user);
-
-/*
- * Writes a synthetic model to path, streaming: the tensor data is generated block by block as
- * it is written, so memory use does not grow with the model. The file appears under its name
- * only when complete (it is written as PATH.tmp and renamed; an existing file is replaced);
- * on failure or cancellation nothing is left behind. progress (may be NULL) is called about
- * every megabyte. DLLM_ERR_IO names the file and the problem (a full disk, a missing folder),
- * DLLM_ERR_CANCELLED follows a progress callback's false.
- */
-DLLM_API enum dllm_status dllm_synth_write(const char *path, const struct dllm_synth_params *params,
-                                           dllm_synth_progress_fn progress, void *user,
-                                           struct dllm_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,6 @@
 #include "config.h"
 
-#include "error.h"
+#include "dllm.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -9,8 +9,8 @@
 
 #include "forward.h"
 
-#include "error.h"
-#include "gguf.h"
+#include "dllm.h"
+#include "gguf/gguf.h"
 #include "kernels/cpu.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"

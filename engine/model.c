@@ -7,10 +7,10 @@
 
 #include "model.h"
 
-#include "error.h"
+#include "dllm.h"
 #include "forward.h"
 #include "kernels/matmul.h"
-#include "quant.h"
+#include "gguf/quant.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -6,7 +6,7 @@
 
 #include "sampler.h"
 
-#include "error.h"
+#include "dllm.h"
 #include "kernels/rowmath.h"
 #include "threadpool.h"
 

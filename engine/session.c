@@ -10,7 +10,6 @@
 #include "config.h"
 
 #include "dllm.h"
-#include "error.h"
 #include "forward.h"
 #include "sampler.h"
 #include "threadpool.h"

@@ -7,7 +7,7 @@
  */
 #include "config.h"
 
-#include "error.h"
+#include "dllm.h"
 #include "threadpool.h"
 
 #include <pthread.h>

@@ -5,6 +5,8 @@
 #include "config.h"
 
 #include "cli.h"
+#include "commands.h"
+#include "dllm-hub.h"
 #include "dllm.h"
 #include "model_ref.h"
 
@@ -158,9 +160,10 @@ static void check_build(int *fails)
                dllm_version(), config);
     else
         report(fails, LEVEL_OK, "build", "dllm %s, %s", dllm_version(), config);
-    char libs[512];
-    dllm_library_versions(libs, sizeof libs);
-    report(fails, LEVEL_OK, "libraries", "%s, ncurses %s", libs, NCURSES_VERSION);
+    char hub[384], core[128];
+    dllm_hub_library_versions(hub, sizeof hub);
+    dllm_library_versions(core, sizeof core);
+    report(fails, LEVEL_OK, "libraries", "%s, %s, ncurses %s", hub, core, NCURSES_VERSION);
 }
 
 /* The default model, as far as the cache goes: resolved offline, its state and its load. */

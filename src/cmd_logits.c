@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include "cli.h"
+#include "commands.h"
 #include "dllm.h"
 #include "model_ref.h"
 

@@ -2,6 +2,8 @@
 #include "config.h"
 
 #include "cli.h"
+#include "commands.h"
+#include "dllm-hub.h"
 #include "dllm.h"
 #include "model_ref.h"
 

@@ -4,6 +4,7 @@
  */
 #include "config.h"
 
+#include "commands.h"
 #include "gen_options.h"
 #include "model_ref.h"
 

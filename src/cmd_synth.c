@@ -2,7 +2,9 @@
 #include "config.h"
 
 #include "cli.h"
+#include "commands.h"
 #include "dllm.h"
+#include "synth.h"
 
 #include <inttypes.h>
 #include <signal.h>

@@ -9,6 +9,7 @@
 
 #include "app.h"
 #include "cli.h"
+#include "commands.h"
 #include "engine.h"
 #include "frame.h"
 #include "gen_options.h"
@@ -299,9 +300,6 @@ static void use_utf8(void)
     if (strcmp(nl_langinfo(CODESET), "UTF-8") != 0 && !setlocale(LC_CTYPE, "C.UTF-8"))
         cli_fail("dllm-tui needs a UTF-8 locale: set LANG=C.UTF-8 (or another UTF-8 locale)");
 }
-
-int cmd_run(const struct cli_command *cmd, int argc, char **argv);
-extern const char cmd_run_usage[];
 
 /* dllm-tui --batch ...: the one-shot generation of `dllm run`, with the same flags. */
 static int run_batch(int argc, char **argv)

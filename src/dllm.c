@@ -2,31 +2,11 @@
 #include "config.h"
 
 #include "cli.h"
+#include "commands.h"
 #include "dllm.h"
 
 #include <stdio.h>
 #include <string.h>
-
-int cmd_inspect(const struct cli_command *cmd, int argc, char **argv);
-extern const char cmd_inspect_usage[];
-int cmd_tokenize(const struct cli_command *cmd, int argc, char **argv);
-extern const char cmd_tokenize_usage[];
-int cmd_logits(const struct cli_command *cmd, int argc, char **argv);
-extern const char cmd_logits_usage[];
-int cmd_run(const struct cli_command *cmd, int argc, char **argv);
-extern const char cmd_run_usage[];
-int cmd_doctor(const struct cli_command *cmd, int argc, char **argv);
-extern const char cmd_doctor_usage[];
-int cmd_pull(const struct cli_command *cmd, int argc, char **argv);
-extern const char cmd_pull_usage[];
-int cmd_ls(const struct cli_command *cmd, int argc, char **argv);
-extern const char cmd_ls_usage[];
-int cmd_rm(const struct cli_command *cmd, int argc, char **argv);
-extern const char cmd_rm_usage[];
-int cmd_synth(const struct cli_command *cmd, int argc, char **argv);
-extern const char cmd_synth_usage[];
-int cmd_bench(const struct cli_command *cmd, int argc, char **argv);
-extern const char cmd_bench_usage[];
 
 static const struct cli_command commands[] = {
     {"inspect", "print a GGUF file's metadata and tensors", cmd_inspect_usage, cmd_inspect},

@@ -5,6 +5,7 @@
 #ifndef DLLM_MODEL_REF_H
 #define DLLM_MODEL_REF_H
 
+#include "dllm-hub.h"
 #include "dllm.h"
 
 #include <stdbool.h>

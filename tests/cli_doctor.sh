@@ -32,7 +32,7 @@ expect_out "cores line" '^ok +cores +[0-9]+ online'
 expect_out "memory line" '^ok +memory +[0-9.]+ [kMGT]B, [0-9.]+ [kMGT]B available$'
 expect_out "no GPU" '^ok +gpu +no NVIDIA GPU found \(nvidia-smi is not installed\)'
 expect_out "build line" '^(ok|warn) +build +dllm [0-9.]+, cuda=(yes|no) debug=(yes|no)'
-expect_out "library versions" '^ok +libraries +libcurl [0-9.]+ .*OpenSSL .*PCRE2 [0-9.]+.*jansson [0-9.]+, ncurses [0-9.]+'
+expect_out "library versions" '^ok +libraries +libcurl [0-9.]+ .*OpenSSL .*jansson [0-9.]+, PCRE2 [0-9.]+.*, ncurses [0-9.]+'
 expect_out "cache line" "^ok +cache +$TMP/empty: 0 GGUF files, 0 B; .* free\$"
 expect_out "default model missing" "^FAIL +default +$DEFAULT_REPO:Q4_K_M is not in the cache: run 'dllm pull'\$"
 expect_out "summary" "^1 problem: run the command named on the FAIL line, then 'dllm doctor' again\$"

@@ -2,7 +2,7 @@
 #ifndef DLLM_TESTS_RANDOM_DATA_H
 #define DLLM_TESTS_RANDOM_DATA_H
 
-#include "quant.h"
+#include "gguf/quant.h"
 
 #include <stdbool.h>
 #include <stdint.h>

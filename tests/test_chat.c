@@ -3,7 +3,7 @@
  * expected texts are worked out by hand from tokenizer.chat_template in llada-hf/ and
  * dream-hf/), the prompt ids against the published special-token ids, and errors.
  */
-#include "chat.h"
+#include "text/chat.h"
 #include "dllm.h"
 #include "fixtures.h"
 #include "vocab_fixture.h"

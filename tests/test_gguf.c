@@ -1,7 +1,7 @@
 /* GGUF reader: every fixture parses; every malformed image fails cleanly. */
 #include "dllm.h"
 #include "fixtures.h"
-#include "gguf.h"
+#include "gguf/gguf.h"
 #include "gguf_edit.h"
 
 #include <check.h>

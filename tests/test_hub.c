@@ -4,6 +4,7 @@
  * and from OpenSSL here, never from the code under test.
  */
 #define _GNU_SOURCE
+#include "dllm-hub.h"
 #include "dllm.h"
 #include "fixtures.h"
 #include "hub.h"

@@ -7,7 +7,7 @@
 #include "fixtures.h"
 #include "kernels/cpu.h"
 #include "kernels/matmul.h"
-#include "quant.h"
+#include "gguf/quant.h"
 #include "random_data.h"
 #include "threadpool.h"
 

@@ -4,7 +4,7 @@
  */
 #include "fixtures.h"
 #include "kernels/matmul.h"
-#include "quant.h"
+#include "gguf/quant.h"
 #include "random_data.h"
 
 #include <check.h>

@@ -5,7 +5,7 @@
 #include "config.h"
 
 #include "fixtures.h"
-#include "quant.h"
+#include "gguf/quant.h"
 
 #include <check.h>
 #include <float.h>

@@ -6,6 +6,7 @@
  * published tokenizer_config.json files, loading, a forward pass and a chat prompt.
  */
 #include "dllm.h"
+#include "synth.h"
 #include "fixtures.h"
 #include "gguf_edit.h"
 #include "gguf_write.h"

@@ -3,7 +3,7 @@
  */
 #include "config.h"
 
-#include "error.h"
+#include "dllm.h"
 #include "kernels/cpu.h"
 #include "kernels/matmul.h"
 #include "threadpool.h"

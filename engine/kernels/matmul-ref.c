@@ -5,7 +5,7 @@
  * per 256 (Q8_K128, see matmul.h for why).
  */
 #include "kernels/matmul.h"
-#include "quant.h"
+#include "gguf/quant.h"
 
 #include <assert.h>
 #include <math.h>

@@ -33,7 +33,7 @@
  *   F32, F16, BF16: weights and activations converted to float, one FMA per weight and row.
  */
 #include "kernels/matmul.h"
-#include "quant.h"
+#include "gguf/quant.h"
 
 #include <stdbool.h>
 #include <string.h>

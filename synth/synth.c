@@ -6,12 +6,11 @@
  */
 #include "config.h"
 
+#include "random_blocks.h"
 #include "dllm.h"
-#include "error.h"
 #include "gguf_write.h"
-#include "quant.h"
-#include "sampler.h"
-#include "tokenizer.h"
+#include "rng.h"
+#include "synth.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -315,7 +314,7 @@ enum dllm_status dllm_synth_params_check(const struct dllm_synth_params *p, stru
     if (mix < 0)
         return dllm_error_set(err, DLLM_ERR_ARG,
                               "unknown type mix %d (Q4_K_M, Q5_K_M, Q6_K or Q8_0)", (int)p->type);
-    const int64_t block = dllm_type_traits(type_mixes[mix].base)->block_elems;
+    const int64_t block = dllm_type_block_elems(type_mixes[mix].base);
     if (!in_range(p->n_layer, MAX_LAYERS))
         return dllm_error_set(err, DLLM_ERR_ARG, "%" PRId64 " layers: from 1 to %d", p->n_layer,
                               MAX_LAYERS);
@@ -522,101 +521,6 @@ static enum dllm_status set_keys(struct dllm_gguf_writer *w, const struct dllm_s
     return DLLM_OK;
 }
 
-/* ---- random blocks ------------------------------------------------------------------------ */
-
-/* A uniform integer in [0, n). */
-static uint32_t draw(struct dllm_rng *rng, uint32_t n)
-{
-    return (uint32_t)(((dllm_sampler_rng_next(rng) >> 32) * n) >> 32);
-}
-
-/* A factor in [0.75, 1.25) that varies the scale of each block. */
-static float jitter(struct dllm_rng *rng)
-{
-    return 0.75f + 0.5f * (float)dllm_sampler_rng_uniform(rng);
-}
-
-static void random_bytes(struct dllm_rng *rng, uint8_t *p, size_t n)
-{
-    for (size_t i = 0; i < n; i += 8) {
-        uint64_t x = dllm_sampler_rng_next(rng);
-        memcpy(p + i, &x, n - i < 8 ? n - i : 8);
-    }
-}
-
-/*
- * Random Q4_K/Q5_K sub-block scales: even sc in [8, 30] (root mean square 20.2) and mn = sc/2,
- * packed as get_scale_min_k4 unpacks them. With dmin = levels * d the minimum d * sc * levels
- * / 2 puts the middle of the quant range at zero.
- */
-static void k4_scales(struct dllm_rng *rng, uint8_t s[12])
-{
-    uint8_t sc[8], mn[8];
-    for (int j = 0; j < 8; j++) {
-        sc[j] = (uint8_t)(2 * (4 + draw(rng, 12)));
-        mn[j] = sc[j] / 2;
-    }
-    for (int j = 0; j < 4; j++) {
-        s[j] = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
-        s[j + 4] = (uint8_t)(mn[j] | (mn[j + 4] >> 4) << 6);
-        s[j + 8] = (uint8_t)((sc[j + 4] & 15) | (mn[j + 4] & 15) << 4);
-    }
-}
-
-/*
- * n random blocks of a type whose values have mean about 0 and standard deviation about sigma:
- * uniform quants (standard deviation sqrt((levels^2 - 1) / 12)) under random scales.
- */
-static void random_blocks(uint32_t type, float sigma, struct dllm_rng *rng, void *out, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        switch (type) {
-        case DLLM_TYPE_Q4_K: {
-            struct block_q4_K *b = (struct block_q4_K *)out + i;
-            const float d = sigma / (20.2f * 4.61f) * jitter(rng);
-            b->d = dllm_f32_to_fp16(d);
-            b->dmin = dllm_f32_to_fp16(15.0f * d);
-            k4_scales(rng, b->scales);
-            random_bytes(rng, b->qs, sizeof b->qs);
-            break;
-        }
-        case DLLM_TYPE_Q5_K: {
-            struct block_q5_K *b = (struct block_q5_K *)out + i;
-            const float d = sigma / (20.2f * 9.23f) * jitter(rng);
-            b->d = dllm_f32_to_fp16(d);
-            b->dmin = dllm_f32_to_fp16(31.0f * d);
-            k4_scales(rng, b->scales);
-            random_bytes(rng, b->qh, sizeof b->qh);
-            random_bytes(rng, b->qs, sizeof b->qs);
-            break;
-        }
-        case DLLM_TYPE_Q6_K: {
-            /* scales of random sign and size 8 to 31 (root mean square 20.7) */
-            struct block_q6_K *b = (struct block_q6_K *)out + i;
-            random_bytes(rng, b->ql, sizeof b->ql);
-            random_bytes(rng, b->qh, sizeof b->qh);
-            for (int j = 0; j < QK_K / 16; j++) {
-                int s = 8 + (int)draw(rng, 24);
-                b->scales[j] = (int8_t)(draw(rng, 2) ? s : -s);
-            }
-            b->d = dllm_f32_to_fp16(sigma / (20.7f * 18.47f) * jitter(rng));
-            break;
-        }
-        case DLLM_TYPE_Q8_0: {
-            /* quants uniform in [-127, 127], four from each 64-bit draw */
-            struct block_q8_0 *b = (struct block_q8_0 *)out + i;
-            b->d = dllm_f32_to_fp16(sigma / 73.6f * jitter(rng));
-            for (int j = 0; j < QK8_0; j += 4) {
-                uint64_t x = dllm_sampler_rng_next(rng);
-                for (int k = 0; k < 4; k++, x >>= 16)
-                    b->qs[j + k] = (int8_t)((int)(((x & 0xffff) * 255) >> 16) - 127);
-            }
-            break;
-        }
-        }
-    }
-}
-
 /* Where tensor data goes, and who hears of it. */
 struct output {
     struct dllm_gguf_writer *w;
@@ -632,25 +536,24 @@ struct output {
 static enum dllm_status write_tensor(struct output *o, const struct planned *t, uint64_t seed,
                                      size_t index, struct dllm_error *err)
 {
-    struct dllm_rng rng;
-    dllm_sampler_rng_seed(&rng, seed ^ ((uint64_t)(index + 1) * 0x9e3779b97f4a7c15ull));
+    struct synth_rng rng = {seed ^ ((uint64_t)(index + 1) * 0x9e3779b97f4a7c15ull)};
     uint8_t *buf = o->buf;
-    const struct dllm_type_traits *tr = dllm_type_traits(t->type);
-    const uint64_t n_blocks = (uint64_t)(t->ne[0] * t->ne[1] / tr->block_elems);
-    const size_t per_chunk = CHUNK_BYTES / tr->block_bytes;
+    const size_t block_bytes = dllm_type_block_bytes(t->type);
+    const uint64_t n_blocks = (uint64_t)(t->ne[0] * t->ne[1] / dllm_type_block_elems(t->type));
+    const size_t per_chunk = CHUNK_BYTES / block_bytes;
     const float sigma = 1.0f / sqrtf((float)t->ne[0]);
     for (uint64_t b = 0; b < n_blocks; b += per_chunk) {
         const size_t n = (size_t)(n_blocks - b < per_chunk ? n_blocks - b : per_chunk);
         if (t->type == DLLM_TYPE_F32) {
             float *f = (float *)buf;
             for (size_t i = 0; i < n; i++) {
-                const float u = (float)dllm_sampler_rng_uniform(&rng) - 0.5f;
+                const float u = (float)synth_rng_uniform(&rng) - 0.5f;
                 f[i] = t->role == ROLE_NORM ? 1.0f + 0.2f * u : 0.2f * u;
             }
         } else {
-            random_blocks(t->type, sigma, &rng, buf, n);
+            synth_random_blocks(t->type, sigma, &rng, buf, n);
         }
-        enum dllm_status st = dllm_gguf_writer_write(o->w, buf, n * tr->block_bytes, err);
+        enum dllm_status st = dllm_gguf_writer_write(o->w, buf, n * block_bytes, err);
         if (st)
             return st;
         if (o->progress && !o->progress(dllm_gguf_writer_data_written(o->w),

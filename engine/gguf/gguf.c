@@ -11,7 +11,6 @@
 #include "config.h"
 
 #include "dllm.h"
-#include "error.h"
 #include "gguf.h"
 #include "quant.h"
 

@@ -15,7 +15,7 @@
 #ifndef DLLM_HUBCACHE_H
 #define DLLM_HUBCACHE_H
 
-#include "dllm.h"
+#include "dllm-hub.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -8,7 +8,7 @@
 
 #include "chat.h"
 
-#include "error.h"
+#include "dllm.h"
 #include "tokenizer.h"
 
 #include <stdlib.h>

@@ -7,7 +7,7 @@
 
 #include "hub.h"
 
-#include "error.h"
+#include "dllm-hub.h"
 #include "hubcache.h"
 #include "hubfetch.h"
 

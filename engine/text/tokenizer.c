@@ -15,7 +15,7 @@
 
 #include "tokenizer.h"
 
-#include "error.h"
+#include "dllm.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>

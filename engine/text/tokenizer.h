@@ -1,7 +1,4 @@
-/*
- * Tokenizer internals shared with the chat templates (UTF-8 decoding) and the synthetic models
- * (the texts of byte tokens).
- */
+/* Tokenizer internals shared with the chat templates (UTF-8 decoding). */
 #ifndef DLLM_TOKENIZER_H
 #define DLLM_TOKENIZER_H
 
@@ -13,11 +10,5 @@
  * surrogates and code points above U+10FFFF are not).
  */
 size_t dllm_tokenizer_utf8_decode(const char *s, size_t n, uint32_t *cp);
-
-/*
- * Writes to out the UTF-8 text (1 or 2 bytes, no terminator) of the character that stands for
- * byte b in GPT-2's byte-level BPE, which is the text of b's token; returns its length.
- */
-size_t dllm_tokenizer_byte_text(unsigned char b, char *out);
 
 #endif

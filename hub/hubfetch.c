@@ -13,7 +13,7 @@
 
 #include "hubfetch.h"
 
-#include "error.h"
+#include "dllm-hub.h"
 #include "hubcache.h"
 
 #include <ctype.h>

@@ -8,9 +8,7 @@
 
 #include "gguf_write.h"
 
-#include "error.h"
-#include "gguf.h"
-#include "quant.h"
+#include "dllm.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -425,8 +423,9 @@ static bool align_up(uint64_t n, uint64_t a, uint64_t *out)
 static enum dllm_status tensor_size(const char *name, uint32_t type, int n_dims, const int64_t *ne,
                                     uint64_t *out, struct dllm_error *err)
 {
-    const struct dllm_type_traits *tr = dllm_type_traits(type);
-    if (!tr || !tr->block_bytes)
+    const int64_t block_elems = dllm_type_block_elems(type);
+    const size_t block_bytes = dllm_type_block_bytes(type);
+    if (!block_bytes)
         return dllm_error_set(err, DLLM_ERR_ARG, "tensor %s: invalid tensor type id %u", name,
                               type);
     if (n_dims < 1 || n_dims > 4)
@@ -442,15 +441,15 @@ static enum dllm_status tensor_size(const char *name, uint32_t type, int n_dims,
                                   name);
         elems *= (uint64_t)ne[d];
     }
-    if (ne[0] % tr->block_elems)
+    if (ne[0] % block_elems)
         return dllm_error_set(err, DLLM_ERR_ARG,
                               "tensor %s: ne[0] = %lld is not a multiple of the %s block "
                               "(%lld elements)",
-                              name, (long long)ne[0], tr->name, (long long)tr->block_elems);
-    uint64_t blocks = elems / (uint64_t)tr->block_elems;
-    if (blocks > UINT64_MAX / tr->block_bytes)
+                              name, (long long)ne[0], dllm_type_name(type), (long long)block_elems);
+    uint64_t blocks = elems / (uint64_t)block_elems;
+    if (blocks > UINT64_MAX / block_bytes)
         return dllm_error_set(err, DLLM_ERR_ARG, "tensor %s: the byte size overflows", name);
-    *out = blocks * tr->block_bytes;
+    *out = blocks * block_bytes;
     return DLLM_OK;
 }
 

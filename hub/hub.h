@@ -2,7 +2,7 @@
 #ifndef DLLM_HUB_H
 #define DLLM_HUB_H
 
-#include "dllm.h"
+#include "dllm-hub.h"
 #include "hubcache.h"
 
 #include <stdbool.h>

@@ -6,7 +6,7 @@
 
 #include "hubcache.h"
 
-#include "error.h"
+#include "dllm-hub.h"
 #include "hub.h"
 
 #include <dirent.h>

@@ -2,7 +2,7 @@
 #ifndef DLLM_HUBFETCH_H
 #define DLLM_HUBFETCH_H
 
-#include "dllm.h"
+#include "dllm-hub.h"
 #include "hubcache.h"
 
 #include <stdint.h>

@@ -9,7 +9,7 @@
 
 #include "quant.h"
 
-#include "error.h"
+#include "dllm.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -357,6 +357,18 @@ bool dllm_type_decodable(uint32_t type)
 {
     const struct dllm_type_traits *traits = dllm_type_traits(type);
     return traits && traits->decode;
+}
+
+int64_t dllm_type_block_elems(uint32_t type)
+{
+    const struct dllm_type_traits *traits = dllm_type_traits(type);
+    return traits ? traits->block_elems : 0;
+}
+
+size_t dllm_type_block_bytes(uint32_t type)
+{
+    const struct dllm_type_traits *traits = dllm_type_traits(type);
+    return traits ? traits->block_bytes : 0;
 }
 
 /*
