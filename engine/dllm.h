@@ -13,6 +13,13 @@
 #include <stdint.h>
 
 #ifdef __cplusplus
+#include <atomic>
+typedef std::atomic_bool atomic_bool;
+#else
+#include <stdatomic.h>
+#endif
+
+#ifdef __cplusplus
 extern "C" {
 #endif
 
@@ -62,6 +69,51 @@ DLLM_API void dllm_error_prefix(struct dllm_error *err, const char *fmt, ...)
 
 /* The library version string, e.g. "0.1.0". */
 DLLM_API const char *dllm_version(void);
+
+/* ---- cancel and progress --------------------------------------------------------------- */
+
+/*
+ * Every long operation (opening a model, repacking its weights, a forward pass, a generation,
+ * and beside libdllm a download and writing a synthetic model) takes the same two things in
+ * its params:
+ *   const atomic_bool *cancel   may be NULL; when it becomes true (from any thread, or a
+ *                               signal handler) the operation stops at its next check and
+ *                               returns DLLM_ERR_CANCELLED, keeping what its documentation
+ *                               says it keeps and leaving nothing half-made allocated;
+ *   dllm_progress_fn progress   may be NULL; called from the thread doing the work, with
+ *                               progress_user, as the work goes on (each operation says when).
+ * Where the flag is checked: between the layers of a forward pass, between matrices of a
+ * repack, between denoising steps, at least once a second in a download, between chunks of a
+ * synthetic model.
+ */
+enum dllm_progress_kind {
+    DLLM_PROGRESS_REPACK,   /* the weights repacked for the kernels: done/total bytes */
+    DLLM_PROGRESS_FORWARD,  /* a forward pass: done layers begun of total */
+    DLLM_PROGRESS_DOWNLOAD, /* a hub download: done/total bytes of one file (dllm-hub.h) */
+    DLLM_PROGRESS_SYNTH,    /* a synthetic model written: done/total bytes of tensor data */
+};
+
+/*
+ * One progress report. Strings are valid during the callback only. The download fields are
+ * set for DLLM_PROGRESS_DOWNLOAD only (0 or NULL otherwise).
+ */
+struct dllm_progress {
+    enum dllm_progress_kind kind;
+    double fraction; /* of the operation done: 0 first, 1 last */
+    int64_t done;    /* in the operation's unit (bytes, layers) */
+    int64_t total;
+    double rate;      /* units a second over the last seconds; 0 unknown */
+    int phase;        /* download: an enum dllm_hub_phase */
+    const char *repo; /* download: "org/name" */
+    const char *file; /* download: the path inside the repo */
+    int file_index;   /* download: 0 .. n_files-1 among the files this call fetches */
+    int n_files;
+    int attempt;     /* download: 1 for the first request of the file */
+    double retry_in; /* download, retry phase: seconds until the next attempt */
+    const char *why; /* download, retry phase: the failure ("HTTP 503", ...) */
+};
+
+typedef void (*dllm_progress_fn)(const struct dllm_progress *progress, void *user);
 
 /* ---- this machine and this build (dllm doctor) ------------------------------------------ */
 
