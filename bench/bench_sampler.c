@@ -67,7 +67,7 @@ static double time_case(const struct bench_case *c, int n_threads, int reps, con
     int32_t *canvas = malloc((size_t)canvas_len * sizeof *canvas);
     double times[MAX_REPS + 1], cpu[MAX_REPS + 1], median = -1.0;
     if (!canvas || dllm_threadpool_new(n_threads, &pool, &err) ||
-        dllm_sampler_new(canvas_len, c->n_vocab, n_threads, &s, &err))
+        dllm_sampler_new(canvas_len, c->n_vocab, n_threads, getenv("DLLM_KERNELS"), &s, &err))
         goto fail;
     struct dllm_sampler_params p;
     dllm_sampler_params_init(&p, c->kind);
@@ -163,7 +163,7 @@ int main(int argc, char **argv)
         }
     const struct dllm_rowmath *rm;
     struct dllm_error err = {0};
-    if (dllm_rowmath_select_env(&rm, &err)) {
+    if (dllm_rowmath_select(getenv("DLLM_KERNELS"), &rm, &err)) {
         fprintf(stderr, "bench_sampler: %s\n", err.text);
         return 1;
     }

@@ -125,11 +125,12 @@ typedef void (*dllm_progress_fn)(const struct dllm_progress *progress, void *use
 DLLM_API void dllm_cpu_features_text(char *buf, size_t size);
 
 /*
- * The matrix-kernel variant dllm runs: the one DLLM_KERNELS names, else the fastest this CPU
- * supports ("ref", "avx2", "avxvnni" or "avx512"). DLLM_ERR_ARG for an unknown DLLM_KERNELS,
- * DLLM_ERR_UNSUPPORTED for a variant this CPU lacks.
+ * The matrix-kernel variant a forward context given kernels = force runs: that one, else
+ * (force NULL or "") the fastest this CPU supports ("ref", "avx2", "avxvnni" or "avx512").
+ * DLLM_ERR_ARG for an unknown name, DLLM_ERR_UNSUPPORTED for a variant this CPU lacks.
  */
-DLLM_API enum dllm_status dllm_kernels_name(const char **out, struct dllm_error *err);
+DLLM_API enum dllm_status dllm_kernels_name(const char *force, const char **out,
+                                            struct dllm_error *err);
 
 /* Writes the versions of the libraries libdllm runs with into buf: "PCRE2 10.42 2022-12-11". */
 DLLM_API void dllm_library_versions(char *buf, size_t size);
@@ -540,20 +541,7 @@ DLLM_API enum dllm_status dllm_chat_encode(const struct dllm_chat_template *tmpl
 
 /* Options of dllm_model_open; dllm_model_params_init fills the defaults. */
 struct dllm_model_params {
-    /*
-     * The longest canvas (prompt plus generation area) the caller will run, at most the
-     * context length. The memory check counts the weights, a forward context for this many
-     * tokens and their logits. 0 (the default): DLLM_MAX_CANVAS_DEFAULT, or the model's
-     * context length when shorter.
-     */
-    int64_t max_tokens;
-    /*
-     * When set, called as work on the model that takes seconds goes on, with the fraction done
-     * (0 first, 1 last) and progress_user: today the repacking of the weights when a forward
-     * context (so also a session) is created, from the thread that creates it.
-     */
-    void (*progress)(double fraction, void *user);
-    void *progress_user;
+    const atomic_bool *cancel; /* checked between layers while the tensors are checked */
 };
 
 DLLM_API void dllm_model_params_init(struct dllm_model_params *params);
@@ -562,13 +550,12 @@ struct dllm_model;
 
 /*
  * Maps a LLaDA or Dream GGUF file and checks it: the architecture, the hyperparameters and
- * their consistency, every tensor's presence, shape and type, and that the memory needed
- * (params->max_tokens) is available (MemAvailable in /proc/meminfo). params may be NULL for
- * the defaults. Errors name the key or tensor and the values that disagree, e.g.
+ * their consistency, every tensor's presence, shape and type. params may be NULL for the
+ * defaults. Errors name the key or tensor and the values that disagree, e.g.
  * "unsupported model architecture: gpt2 (supported: llada, dream)",
  * "required metadata key missing: llada.rope.freq_base",
- * "tensor blk.0.attn_q.weight is Q2_K: matrix kernels exist for Q4_K, ...",
- * "model needs 9.1 GB but only 6.0 GB is available". On failure *out is NULL.
+ * "tensor blk.0.attn_q.weight is Q2_K: matrix kernels exist for Q4_K, ...". The memory check
+ * comes later, where the canvas is known (dllm_forward_new). On failure *out is NULL.
  * A model is immutable: any number of forward contexts may share it.
  */
 DLLM_API enum dllm_status dllm_model_open(const char *path, const struct dllm_model_params *params,
@@ -602,6 +589,27 @@ DLLM_API const char *dllm_model_file_type(const struct dllm_model *model);
 /* The model's GGUF file (metadata for the tokenizer and chat template). */
 DLLM_API const struct dllm_gguf *dllm_model_gguf(const struct dllm_model *model);
 
+/* ---- thread pools ----------------------------------------------------------------------- */
+
+/*
+ * The threads forward passes and the sampler run on: the caller of a pass plus n - 1 workers.
+ * A pool is owned by whoever creates it (a session creates its own; dllm bench and dllm
+ * logits make one for their forward context) and must outlive the contexts that use it. One
+ * thread at a time may run work on it.
+ */
+struct dllm_threadpool;
+
+/* A pool of n_threads threads in all (0: one per online core, at most 1024). DLLM_ERR_ARG
+ * outside 0 .. 1024. */
+DLLM_API enum dllm_status dllm_threadpool_new(int n_threads, struct dllm_threadpool **out,
+                                              struct dllm_error *err);
+
+/* Stops and joins the workers. Accepts NULL. */
+DLLM_API void dllm_threadpool_free(struct dllm_threadpool *pool);
+
+/* The number of threads that run work, the caller included. */
+DLLM_API int dllm_threadpool_size(const struct dllm_threadpool *pool);
+
 /* ---- forward pass ----------------------------------------------------------------------- */
 
 /*
@@ -610,29 +618,64 @@ DLLM_API const struct dllm_gguf *dllm_model_gguf(const struct dllm_model *model)
  */
 struct dllm_forward;
 
-/*
- * A context for passes over at most max_tokens tokens (1 .. the context length) producing
- * at most max_rows logits rows (1 .. max_tokens), on n_threads threads (0: one per core; the
- * caller of a pass is one of them). The matrix kernels are the fastest variant the CPU runs,
- * or the one DLLM_KERNELS names (ref, avx2, avxvnni, avx512). Results do not depend on the
- * thread count. The SIMD variants repack the model's Q4_K, Q5_K and Q6_K matrices into the
- * context (their panel layout, about as large as the file's tensors) and release the file's
- * pages of them, so the weights stay resident once per context; this reads the whole model,
- * which takes seconds for a 5 GB file.
- */
-DLLM_API enum dllm_status dllm_forward_new(const struct dllm_model *model, int64_t max_tokens,
-                                           int64_t max_rows, int n_threads,
-                                           struct dllm_forward **out, struct dllm_error *err);
+/* Options of dllm_forward_new; dllm_forward_params_init fills the defaults. */
+struct dllm_forward_params {
+    int64_t max_tokens;           /* tokens a pass may take, 1 .. the context length */
+    int64_t max_rows;             /* logits rows a pass may return, 1 .. max_tokens */
+    struct dllm_threadpool *pool; /* the threads passes run on (required; not owned) */
+    const char *backend;          /* NULL or "cpu" */
+    const char *kernels;          /* NULL: the fastest the CPU runs; "ref", "avx2", ... */
+    /*
+     * Before allocating, the context checks that the weights, its buffers and the caller's
+     * logits rows (max_rows of them) fit in the memory available (MemAvailable in
+     * /proc/meminfo), else DLLM_ERR_NOMEM "model needs 9.1 GB but only 6.0 GB is available";
+     * true skips the check.
+     */
+    bool skip_memory_check;
+    /*
+     * Progress: DLLM_PROGRESS_REPACK while the context is created (0 first, 1 last), and
+     * DLLM_PROGRESS_FORWARD in every pass as each layer begins (done = the layer's index,
+     * total = n_layer) and once at the end (done = total). Called on the thread that creates
+     * the context or runs the pass.
+     */
+    dllm_progress_fn progress;
+    void *progress_user;
+    const atomic_bool *cancel; /* checked between matrices while repacking */
+};
+
+DLLM_API void dllm_forward_params_init(struct dllm_forward_params *params);
 
 /*
- * One bidirectional forward pass over the token ids[0 .. n-1] at positions 0 .. n-1 (n at
- * most max_tokens), writing the logits of the positions rows[0 .. n_rows-1] (each in
- * [0, n), n_rows at most max_rows) to logits, row-major [n_rows, n_vocab]. These are the
- * model's raw output rows: no Dream shift is applied (see dllm_model_shift_logits).
+ * A context for passes of a model on a backend. Results do not depend on the thread count.
+ * The SIMD CPU variants repack the model's Q4_K, Q5_K and Q6_K matrices into the context
+ * (their panel layout, about as large as the file's tensors) and release the file's pages of
+ * them, so the weights stay resident once per context; this reads the whole model, which
+ * takes seconds for a 5 GB file. On failure (a cancel included) nothing is left allocated.
  */
-DLLM_API enum dllm_status dllm_forward_run(struct dllm_forward *fwd, const int32_t *ids, int64_t n,
-                                           const int32_t *rows, int64_t n_rows, float *logits,
+DLLM_API enum dllm_status dllm_forward_new(const struct dllm_model *model,
+                                           const struct dllm_forward_params *params,
+                                           struct dllm_forward **out, struct dllm_error *err);
+
+/* One pass: what to compute and where its logits go. */
+struct dllm_pass {
+    const int32_t *ids;  /* [n_tokens] token ids at positions 0 .. n_tokens-1 */
+    int64_t n_tokens;    /* 1 .. max_tokens */
+    const int32_t *rows; /* [n_rows] positions whose logits are wanted, each in [0, n_tokens) */
+    int64_t n_rows;      /* 0 .. max_rows */
+    float *logits;       /* [n_rows, n_vocab] row-major, in rows' order */
+    /* checked between layers: DLLM_ERR_CANCELLED, logits unset, the context usable */
+    const atomic_bool *cancel;
+};
+
+/*
+ * One bidirectional forward pass. The logits are the model's raw output rows: no Dream shift
+ * is applied (see dllm_model_shift_logits).
+ */
+DLLM_API enum dllm_status dllm_forward_run(struct dllm_forward *fwd, const struct dllm_pass *pass,
                                            struct dllm_error *err);
+
+/* The kernel variant the context runs ("avx512", ...). */
+DLLM_API const char *dllm_forward_kernels(const struct dllm_forward *fwd);
 
 DLLM_API void dllm_forward_free(struct dllm_forward *fwd);
 
@@ -736,10 +779,17 @@ struct dllm_session;
 /* Options of dllm_session_new; dllm_session_params_init fills the defaults. */
 struct dllm_session_params {
     /* The longest canvas (prompt plus generation area) a request may use; 0 (the default):
-     * DLLM_MAX_CANVAS_DEFAULT, or the model's context length when shorter. */
+     * DLLM_MAX_CANVAS_DEFAULT, or the model's context length when shorter. The memory check
+     * of dllm_forward_new runs for it. */
     int64_t max_canvas;
-    /* Threads of the forward pass, the worker included; 0 (the default): one per core. */
+    /* Threads of the session's own pool, the worker included; 0 (the default): one per core. */
     int threads;
+    const char *kernels;    /* as struct dllm_forward_params' */
+    bool skip_memory_check; /* as struct dllm_forward_params' */
+    /* DLLM_PROGRESS_REPACK while dllm_session_new prepares the weights; cancel stops it. */
+    dllm_progress_fn progress;
+    void *progress_user;
+    const atomic_bool *cancel;
 };
 
 DLLM_API void dllm_session_params_init(struct dllm_session_params *params);
@@ -756,6 +806,12 @@ struct dllm_request {
     const char *raw_prompt;
     /* Sampler settings; gen_length is the answer's length in tokens (the canvas masks). */
     struct dllm_sampler_params sampler;
+    /*
+     * May be NULL. When it becomes true (any thread, or a signal handler) the run stops inside
+     * the forward pass at the next layer: the canvas of the last finished step is kept and
+     * reported by DLLM_EVENT_DONE with cancelled set. dllm_session_cancel does the same.
+     */
+    const atomic_bool *cancel;
 };
 
 enum dllm_event_kind {
@@ -814,6 +870,9 @@ DLLM_API enum dllm_status dllm_session_new(const struct dllm_model *model,
 /* Cancels and waits for a running request, stops the worker and frees everything. */
 DLLM_API void dllm_session_free(struct dllm_session *session);
 
+/* Whether the model's file has a chat template dllm recognises (requests with messages). */
+DLLM_API bool dllm_session_has_template(const struct dllm_session *session);
+
 /* The session's tokenizer. */
 DLLM_API const struct dllm_vocab *dllm_session_vocab(const struct dllm_session *session);
 
@@ -830,8 +889,9 @@ DLLM_API enum dllm_status dllm_session_generate(struct dllm_session *session,
                                                 dllm_event_fn fn, void *user,
                                                 struct dllm_error *err);
 
-/* Asks the running request to stop at the next step boundary, keeping the partial canvas;
- * any thread may call it; nothing happens when idle. */
+/* Stops the running request as its cancel flag would (inside the forward pass, at the next
+ * layer), keeping the canvas of the last finished step; any thread may call it; nothing
+ * happens when idle. */
 DLLM_API void dllm_session_cancel(struct dllm_session *session);
 
 /* Waits until the session has no request running (after its DONE or ERROR event). */

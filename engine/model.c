@@ -8,7 +8,6 @@
 #include "model.h"
 
 #include "dllm.h"
-#include "forward.h"
 #include "kernels/matmul.h"
 #include "gguf/quant.h"
 
@@ -287,46 +286,6 @@ static enum dllm_status find_layer(struct dllm_model *m, const struct arch_info 
     return DLLM_OK;
 }
 
-/* MemAvailable from /proc/meminfo in bytes; false when it cannot be read. */
-static bool mem_available(uint64_t *bytes)
-{
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f)
-        return false;
-    char line[256];
-    bool found = false;
-    while (!found && fgets(line, sizeof line, f)) {
-        unsigned long long kb;
-        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
-            *bytes = (uint64_t)kb * 1024;
-            found = true;
-        }
-    }
-    fclose(f);
-    return found;
-}
-
-/*
- * Refuses when the weights, a forward context for max_tokens tokens and their logits need
- * more memory than is available.
- */
-static enum dllm_status check_memory(const struct dllm_model *m, int64_t max_tokens,
-                                     struct dllm_error *err)
-{
-    uint64_t avail;
-    if (!mem_available(&avail))
-        return DLLM_OK;
-    const double need = (double)m->weight_bytes +
-                        (double)dllm_forward_bytes(m, max_tokens, max_tokens) +
-                        (double)max_tokens * (double)m->hp.n_vocab * sizeof(float);
-    if (need <= (double)avail)
-        return DLLM_OK;
-    return dllm_error_set(err, DLLM_ERR_NOMEM,
-                          "model needs %.1f GB but only %.1f GB is available (for a canvas of "
-                          "%" PRId64 " tokens): use a smaller model or a shorter canvas",
-                          need / 1e9, (double)avail / 1e9, max_tokens);
-}
-
 /* Decodes the queued norm and bias vectors into one allocation. */
 static enum dllm_status decode_vectors(struct dllm_model *m, const struct vec_ref *refs,
                                        size_t n_refs, struct dllm_error *err)
@@ -349,9 +308,9 @@ static enum dllm_status decode_vectors(struct dllm_model *m, const struct vec_re
     return DLLM_OK;
 }
 
-/* Binds every tensor of the graph, checks the memory, then decodes the vectors. */
-static enum dllm_status load(struct dllm_model *m, const struct arch_info *arch, int64_t max_tokens,
-                             struct dllm_error *err)
+/* Binds every tensor of the graph, then decodes the vectors; cancel is checked per layer. */
+static enum dllm_status load(struct dllm_model *m, const struct arch_info *arch,
+                             const atomic_bool *cancel, struct dllm_error *err)
 {
     const struct dllm_hparams *hp = &m->hp;
     struct vec_ref *refs = NULL;
@@ -389,10 +348,14 @@ static enum dllm_status load(struct dllm_model *m, const struct arch_info *arch,
                           err)))
         goto fail;
     for (int64_t il = 0; il < hp->n_layer; il++) {
+        if (cancel && atomic_load(cancel)) {
+            st = dllm_error_set(err, DLLM_ERR_CANCELLED, "cancelled while loading");
+            goto fail;
+        }
         if ((st = find_layer(m, arch, il, refs, &n_refs, err)))
             goto fail;
     }
-    if ((st = check_memory(m, max_tokens, err)) || (st = decode_vectors(m, refs, n_refs, err)))
+    if ((st = decode_vectors(m, refs, n_refs, err)))
         goto fail;
     free(refs);
     return DLLM_OK;
@@ -403,9 +366,7 @@ fail:
 
 void dllm_model_params_init(struct dllm_model_params *params)
 {
-    params->max_tokens = 0;
-    params->progress = NULL;
-    params->progress_user = NULL;
+    params->cancel = NULL;
 }
 
 enum dllm_status dllm_model_open(const char *path, const struct dllm_model_params *params,
@@ -426,19 +387,7 @@ enum dllm_status dllm_model_open(const char *path, const struct dllm_model_param
         (st = check_hparams(arch->name, &m->hp, err)))
         goto fail;
     m->arch = arch->name;
-    m->progress = params->progress;
-    m->progress_user = params->progress_user;
-    const int64_t max_tokens = params->max_tokens                      ? params->max_tokens
-                               : m->hp.n_ctx < DLLM_MAX_CANVAS_DEFAULT ? m->hp.n_ctx
-                                                                       : DLLM_MAX_CANVAS_DEFAULT;
-    if (max_tokens < 0 || max_tokens > m->hp.n_ctx) {
-        st = dllm_error_set(err, DLLM_ERR_ARG,
-                            "a canvas of %" PRId64 " tokens does not fit the context length "
-                            "%" PRId64 " of the model (%s.context_length)",
-                            max_tokens, m->hp.n_ctx, m->arch);
-        goto fail;
-    }
-    if ((st = load(m, arch, max_tokens, err)))
+    if ((st = load(m, arch, params->cancel, err)))
         goto fail;
     *out = m;
     return DLLM_OK;

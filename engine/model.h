@@ -51,14 +51,12 @@ struct dllm_model {
     struct dllm_gguf *gguf;
     const char *arch; /* "llada" or "dream" */
     struct dllm_hparams hp;
-    const struct dllm_gguf_tensor *tok_embd;       /* [n_vocab, n_embd], rows decoded on lookup */
-    const float *output_norm;                      /* [n_embd] */
-    const struct dllm_gguf_tensor *output;         /* [n_vocab, n_embd]; token_embd when tied */
-    struct dllm_layer *layers;                     /* [n_layer] */
-    float *vectors;                                /* the decoded norm and bias vectors */
-    uint64_t weight_bytes;                         /* bytes of the tensors the graph reads */
-    void (*progress)(double fraction, void *user); /* dllm_model_params' */
-    void *progress_user;
+    const struct dllm_gguf_tensor *tok_embd; /* [n_vocab, n_embd], rows decoded on lookup */
+    const float *output_norm;                /* [n_embd] */
+    const struct dllm_gguf_tensor *output;   /* [n_vocab, n_embd]; token_embd when tied */
+    struct dllm_layer *layers;               /* [n_layer] */
+    float *vectors;                          /* the decoded norm and bias vectors */
+    uint64_t weight_bytes;                   /* bytes of the tensors the graph reads */
 };
 
 #endif

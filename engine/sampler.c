@@ -457,7 +457,8 @@ bool dllm_sampler_eog_settled(const int32_t *canvas, int64_t start, int64_t end,
 /* ---- the sampler -------------------------------------------------------------------------- */
 
 enum dllm_status dllm_sampler_new(int64_t max_canvas, int64_t n_vocab, int max_threads,
-                                  struct dllm_sampler **out, struct dllm_error *err)
+                                  const char *kernels, struct dllm_sampler **out,
+                                  struct dllm_error *err)
 {
     *out = NULL;
     if (max_canvas < 1 || max_canvas > INT32_MAX || n_vocab < 2 || n_vocab > INT32_MAX ||
@@ -468,7 +469,7 @@ enum dllm_status dllm_sampler_new(int64_t max_canvas, int64_t n_vocab, int max_t
                               "(1 .. 1024)",
                               max_canvas, n_vocab, max_threads);
     const struct dllm_rowmath *rm;
-    enum dllm_status st = dllm_rowmath_select_env(&rm, err);
+    enum dllm_status st = dllm_rowmath_select(kernels, &rm, err);
     if (st != DLLM_OK)
         return st;
     struct dllm_sampler *s = calloc(1, sizeof *s);

@@ -165,10 +165,12 @@ struct dllm_sampler_result {
 /*
  * A sampler for canvases of up to max_canvas slots (< 2^31) and n_vocab (>= 2) logits, whose
  * steps run on pools of up to max_threads (1 .. 1024) threads. It uses the row-maths variant
- * that goes with DLLM_KERNELS (kernels/rowmath.h), whose errors it returns.
+ * that goes with the matrix kernels `kernels` names (NULL: the fastest; kernels/rowmath.h),
+ * whose errors it returns.
  */
 enum dllm_status dllm_sampler_new(int64_t max_canvas, int64_t n_vocab, int max_threads,
-                                  struct dllm_sampler **out, struct dllm_error *err);
+                                  const char *kernels, struct dllm_sampler **out,
+                                  struct dllm_error *err);
 
 void dllm_sampler_free(struct dllm_sampler *s);
 

@@ -10,7 +10,6 @@
 #include "config.h"
 
 #include "dllm.h"
-#include "forward.h"
 #include "sampler.h"
 #include "threadpool.h"
 
@@ -27,6 +26,7 @@ struct owned_request {
     size_t n_messages;
     char *raw_prompt;
     struct dllm_sampler_params sampler;
+    const atomic_bool *cancel; /* the caller's flag, or NULL */
     dllm_event_fn fn;
     void *user;
 };
@@ -36,8 +36,11 @@ struct dllm_session {
     struct dllm_vocab *vocab;
     struct dllm_chat_template *tmpl; /* NULL when the file has none dllm recognises */
     char tmpl_error[DLLM_ERROR_TEXT_MAX];
+    struct dllm_threadpool *pool; /* the session's own */
     struct dllm_forward *fwd;
     struct dllm_sampler *sampler;
+    dllm_progress_fn progress; /* the creator's, for the repack */
+    void *progress_user;
     int64_t max_canvas, n_vocab;
     int32_t mask_id;
     int32_t eog[DLLM_SAMPLER_MAX_EOG];
@@ -57,7 +60,8 @@ struct dllm_session {
     bool busy, quit;
     bool finishing;           /* the running request has sent its last event */
     struct owned_request req; /* valid while busy */
-    atomic_bool cancel;
+    atomic_bool cancel;       /* the flag the forward passes check; set by dllm_session_cancel, or
+                                 from req.cancel as each layer begins */
 };
 
 static double now_ms(void)
@@ -67,9 +71,35 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* Carries the caller's cancel flag of the running request over to the session's. */
+static void mirror_cancel(struct dllm_session *s)
+{
+    if (s->req.cancel && atomic_load(s->req.cancel))
+        atomic_store(&s->cancel, true);
+}
+
+/*
+ * The forward context's progress: the repack's goes to the session's creator; as each layer
+ * of a pass begins, the request's cancel flag is carried over, so that a pass stops at the
+ * next layer.
+ */
+static void on_progress(const struct dllm_progress *p, void *user)
+{
+    struct dllm_session *s = user;
+    if (p->kind == DLLM_PROGRESS_FORWARD)
+        mirror_cancel(s);
+    else if (s->progress)
+        s->progress(p, s->progress_user);
+}
+
 void dllm_session_params_init(struct dllm_session_params *params)
 {
     memset(params, 0, sizeof *params);
+}
+
+bool dllm_session_has_template(const struct dllm_session *s)
+{
+    return s->tmpl != NULL;
 }
 
 const struct dllm_vocab *dllm_session_vocab(const struct dllm_session *s)
@@ -162,8 +192,8 @@ static enum dllm_status encode_prompt(struct dllm_session *s, int64_t *n_prompt,
         free(ids);
         return dllm_error_set(err, DLLM_ERR_ARG,
                               "the prompt is %lld tokens and the answer %lld: together more "
-                              "than the canvas limit of %lld; shorten the prompt or lower "
-                              "--max-tokens",
+                              "than the canvas limit of %lld; shorten the prompt or generate "
+                              "fewer tokens",
                               (long long)n, (long long)r->sampler.gen_length,
                               (long long)s->max_canvas);
     }
@@ -203,14 +233,21 @@ static enum dllm_status step_logits(struct dllm_session *s, int64_t canvas_len, 
     bool shift = dllm_model_shift_logits(s->model);
     for (int64_t i = 0; i < n; i++)
         s->rows[i] = shift && pos[i] > 0 ? pos[i] - 1 : pos[i];
-    enum dllm_status st =
-        dllm_forward_run(s->fwd, s->canvas, canvas_len, s->rows, n, s->logits, err);
+    struct dllm_pass pass = {.ids = s->canvas,
+                             .n_tokens = canvas_len,
+                             .rows = s->rows,
+                             .n_rows = n,
+                             .logits = s->logits,
+                             .cancel = &s->cancel};
+    enum dllm_status st = dllm_forward_run(s->fwd, &pass, err);
     if (st || s->req.sampler.cfg_scale <= 0)
         return st;
     memcpy(s->uncond, s->canvas, (size_t)canvas_len * sizeof *s->canvas);
     for (int64_t i = 0; i < n_prompt; i++)
         s->uncond[i] = s->mask_id;
-    if ((st = dllm_forward_run(s->fwd, s->uncond, canvas_len, s->rows, n, s->logits_un, err)))
+    pass.ids = s->uncond;
+    pass.logits = s->logits_un;
+    if ((st = dllm_forward_run(s->fwd, &pass, err)))
         return st;
     for (int64_t i = 0; i < n; i++)
         dllm_sampler_cfg(s->logits + i * s->n_vocab, s->logits_un + i * s->n_vocab, s->n_vocab,
@@ -297,19 +334,24 @@ static void run_request(struct dllm_session *s)
     bool have_res = false;
     int64_t steps = 0;
     while (!have_res || !res.done) {
+        mirror_cancel(s);
         if (atomic_load(&s->cancel))
             break;
         const int32_t *pos;
         int64_t n_rows;
         double t_fwd = now_ms();
-        if (dllm_sampler_next(s->sampler, s->canvas, &pos, &n_rows, &err) ||
-            (n_rows > 0 && step_logits(s, canvas_len, n_prompt, pos, n_rows, &err))) {
+        enum dllm_status st = dllm_sampler_next(s->sampler, s->canvas, &pos, &n_rows, &err);
+        if (!st && n_rows > 0)
+            st = step_logits(s, canvas_len, n_prompt, pos, n_rows, &err);
+        if (st == DLLM_ERR_CANCELLED)
+            break; /* the canvas is the last finished step's */
+        if (st) {
             emit_error(s, err.text);
             return;
         }
         double t_sample = now_ms();
-        if (dllm_sampler_step(s->sampler, dllm_forward_pool(s->fwd), s->canvas,
-                              n_rows ? s->logits : NULL, &res, &err)) {
+        if (dllm_sampler_step(s->sampler, s->pool, s->canvas, n_rows ? s->logits : NULL, &res,
+                              &err)) {
             emit_error(s, err.text);
             return;
         }
@@ -361,6 +403,7 @@ static void free_buffers(struct dllm_session *s)
 {
     dllm_sampler_free(s->sampler);
     dllm_forward_free(s->fwd);
+    dllm_threadpool_free(s->pool);
     dllm_chat_template_free(s->tmpl);
     dllm_vocab_free(s->vocab);
     free(s->canvas);
@@ -406,9 +449,21 @@ enum dllm_status dllm_session_new(const struct dllm_model *model,
     for (int32_t id = 0; id < dllm_vocab_size(s->vocab) && s->n_eog < DLLM_SAMPLER_MAX_EOG; id++)
         if (dllm_vocab_is_eog(s->vocab, id))
             s->eog[s->n_eog++] = id;
-    if ((st = dllm_forward_new(model, max_canvas, max_canvas, params->threads, &s->fwd, err)) ||
-        (st = dllm_sampler_new(max_canvas, s->n_vocab,
-                               dllm_threadpool_size(dllm_forward_pool(s->fwd)), &s->sampler, err)))
+    s->progress = params->progress;
+    s->progress_user = params->progress_user;
+    struct dllm_forward_params fp;
+    dllm_forward_params_init(&fp);
+    fp.max_tokens = max_canvas;
+    fp.max_rows = max_canvas;
+    fp.kernels = params->kernels;
+    fp.skip_memory_check = params->skip_memory_check;
+    fp.progress = on_progress;
+    fp.progress_user = s;
+    fp.cancel = params->cancel;
+    if ((st = dllm_threadpool_new(params->threads, &s->pool, err)) ||
+        (fp.pool = s->pool, st = dllm_forward_new(model, &fp, &s->fwd, err)) ||
+        (st = dllm_sampler_new(max_canvas, s->n_vocab, dllm_threadpool_size(s->pool),
+                               params->kernels, &s->sampler, err)))
         goto fail;
     s->canvas = malloc((size_t)max_canvas * sizeof *s->canvas);
     s->uncond = malloc((size_t)max_canvas * sizeof *s->uncond);
@@ -453,6 +508,7 @@ static bool copy_request(struct owned_request *dst, const struct dllm_request *s
 {
     memset(dst, 0, sizeof *dst);
     dst->sampler = src->sampler;
+    dst->cancel = src->cancel;
     if (src->raw_prompt)
         return (dst->raw_prompt = strdup(src->raw_prompt)) != NULL;
     dst->messages = calloc(src->n_messages, sizeof *dst->messages);
@@ -478,7 +534,7 @@ enum dllm_status dllm_session_generate(struct dllm_session *s, const struct dllm
     if (!request->raw_prompt && (!request->messages || request->n_messages == 0))
         return dllm_error_set(err, DLLM_ERR_ARG, "the request has no prompt");
     if (!request->raw_prompt && !s->tmpl)
-        return dllm_error_set(err, DLLM_ERR_ARG, "%s; --no-chat feeds the prompt as raw text",
+        return dllm_error_set(err, DLLM_ERR_ARG, "%s; a raw_prompt request needs no template",
                               s->tmpl_error);
     if (p->gen_length >= s->max_canvas)
         return dllm_error_set(err, DLLM_ERR_ARG,

@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 /* Polls of the generation a worker makes before it sleeps on the condition variable. */
 #define SPIN_POLLS 2000
@@ -92,8 +93,12 @@ static void *worker_main(void *arg)
 enum dllm_status dllm_threadpool_new(int n_threads, struct dllm_threadpool **out,
                                      struct dllm_error *err)
 {
+    if (n_threads == 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        n_threads = cores < 1 ? 1 : cores > 1024 ? 1024 : (int)cores;
+    }
     if (n_threads < 1 || n_threads > 1024) {
-        return dllm_error_set(err, DLLM_ERR_ARG, "thread count %d is out of range 1..1024",
+        return dllm_error_set(err, DLLM_ERR_ARG, "%d threads: use 1 to 1024 (0: one per core)",
                               n_threads);
     }
     struct dllm_threadpool *pool = calloc(1, sizeof *pool);

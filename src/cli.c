@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "cli.h"
+#include "dllm.h"
 
 #include <errno.h>
 #include <math.h>
@@ -113,4 +114,14 @@ double cli_peak_rss_mb(void)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return ru.ru_maxrss / 1024.0;
+}
+
+const char *cli_kernels(void)
+{
+    const char *force = getenv("DLLM_KERNELS");
+    const char *name;
+    struct dllm_error err;
+    if (dllm_kernels_name(force, &name, &err) != DLLM_OK)
+        cli_fail("DLLM_KERNELS: %s", err.text);
+    return force && *force ? force : NULL;
 }

@@ -44,6 +44,13 @@ double cli_parse_float(const struct cli_command *cmd, const char *flag, const ch
 /* Milliseconds on the monotonic clock, from an arbitrary start. */
 double cli_now_ms(void);
 
+/*
+ * The kernel variant the user forces with the environment variable DLLM_KERNELS (ref, avx2,
+ * avxvnni, avx512), or NULL for the fastest; an unknown or unusable one ends the program with
+ * "dllm: error: DLLM_KERNELS: ...".
+ */
+const char *cli_kernels(void);
+
 /* Milliseconds of CPU time the process has used, all threads. */
 double cli_cpu_ms(void);
 

@@ -199,22 +199,25 @@ int cmd_bench(const struct cli_command *cmd, int argc, char **argv)
 
     struct dllm_error err;
     struct bench_result r = {.canvas = canvas, .rows = rows, .threads = threads, .reps = reps};
-    if (dllm_kernels_name(&r.kernel, &err) != DLLM_OK)
-        cli_fail("%s", err.text);
     char *path = model_ref_path(model_ref, offline);
     const int64_t n_ctx = context_length(path);
     if (n_ctx > 0 && canvas > n_ctx)
         cli_usage_error(cmd, "--canvas %lld is longer than the model's context: use 1 to %lld",
                         (long long)canvas, (long long)n_ctx);
 
-    struct dllm_model_params params;
-    dllm_model_params_init(&params);
-    params.max_tokens = canvas;
+    struct dllm_forward_params fp;
+    dllm_forward_params_init(&fp);
+    fp.max_tokens = canvas;
+    fp.max_rows = rows;
+    fp.kernels = cli_kernels();
+    fp.progress = model_ref_progress;
     double t0 = cli_now_ms();
-    struct dllm_model *model = model_ref_open(path, &params, false);
+    struct dllm_model *model = model_ref_open(path, false);
     struct dllm_forward *fwd;
-    if (dllm_forward_new(model, canvas, rows, threads, &fwd, &err) != DLLM_OK)
+    if (dllm_threadpool_new(threads, &fp.pool, &err) != DLLM_OK ||
+        dllm_forward_new(model, &fp, &fwd, &err) != DLLM_OK)
         cli_fail("%s", err.text);
+    r.kernel = dllm_forward_kernels(fwd);
     r.load_ms = cli_now_ms() - t0;
     r.path = path;
     r.arch = dllm_model_arch(model);
@@ -233,7 +236,9 @@ int cmd_bench(const struct cli_command *cmd, int argc, char **argv)
         row_pos[i] = (int32_t)(canvas - rows + i);
     for (int i = 0; i < reps; i++) {
         double t = cli_now_ms(), cpu = cli_cpu_ms();
-        if (dllm_forward_run(fwd, ids, canvas, row_pos, rows, logits, &err) != DLLM_OK)
+        const struct dllm_pass pass = {
+            .ids = ids, .n_tokens = canvas, .rows = row_pos, .n_rows = rows, .logits = logits};
+        if (dllm_forward_run(fwd, &pass, &err) != DLLM_OK)
             cli_fail("%s", err.text);
         r.pass_ms[i] = cli_now_ms() - t;
         r.cpu_ms[i] = cli_cpu_ms() - cpu;
@@ -253,6 +258,7 @@ int cmd_bench(const struct cli_command *cmd, int argc, char **argv)
     free(row_pos);
     free(ids);
     dllm_forward_free(fwd);
+    dllm_threadpool_free(fp.pool);
     dllm_model_close(model);
     free(path);
     if (fflush(stdout) != 0)

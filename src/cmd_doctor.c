@@ -101,8 +101,9 @@ static void check_cpu(int *fails)
     const char *name;
     struct dllm_error err = {0};
     const char *forced = getenv("DLLM_KERNELS");
-    if (dllm_kernels_name(&name, &err) != DLLM_OK)
-        report(fails, LEVEL_FAIL, "kernels", "%s: run 'unset DLLM_KERNELS'", err.text);
+    if (dllm_kernels_name(forced, &name, &err) != DLLM_OK)
+        report(fails, LEVEL_FAIL, "kernels", "DLLM_KERNELS: %s: run 'unset DLLM_KERNELS'",
+               err.text);
     else if (forced && *forced)
         report(fails, LEVEL_OK, "kernels",
                "%s, forced by DLLM_KERNELS ('unset DLLM_KERNELS' lets dllm choose)", name);

@@ -105,20 +105,26 @@ int cmd_logits(const struct cli_command *cmd, int argc, char **argv)
         rows = parse_list(cmd, "--rows", rows_text, INT32_MAX, &n_rows);
     }
 
-    struct dllm_model_params params;
-    dllm_model_params_init(&params);
-    params.max_tokens = n;
     char *path = model_ref_path(model_path, offline);
-    struct dllm_model *model = model_ref_open(path, &params, false);
+    struct dllm_model *model = model_ref_open(path, false);
+    struct dllm_forward_params fp;
+    dllm_forward_params_init(&fp);
+    fp.max_tokens = n;
+    fp.max_rows = n_rows > n ? n : n_rows;
+    fp.kernels = cli_kernels();
+    fp.progress = model_ref_progress;
     struct dllm_forward *fwd;
     struct dllm_error err;
-    if (dllm_forward_new(model, n, n_rows > n ? n : n_rows, threads, &fwd, &err) != DLLM_OK)
+    if (dllm_threadpool_new(threads, &fp.pool, &err) != DLLM_OK ||
+        dllm_forward_new(model, &fp, &fwd, &err) != DLLM_OK)
         cli_fail("%s", err.text);
     const int64_t n_vocab = dllm_model_n_vocab(model);
     float *logits = malloc((size_t)(n_rows * n_vocab) * sizeof *logits);
     if (!logits)
         cli_fail("out of memory for %" PRId64 " rows of %" PRId64 " logits", n_rows, n_vocab);
-    if (dllm_forward_run(fwd, ids, n, rows, n_rows, logits, &err) != DLLM_OK)
+    const struct dllm_pass pass = {
+        .ids = ids, .n_tokens = n, .rows = rows, .n_rows = n_rows, .logits = logits};
+    if (dllm_forward_run(fwd, &pass, &err) != DLLM_OK)
         cli_fail("%s", err.text);
 
     FILE *f = fopen(out_path, "wb");
@@ -133,6 +139,7 @@ int cmd_logits(const struct cli_command *cmd, int argc, char **argv)
     free(ids);
     free(rows);
     dllm_forward_free(fwd);
+    dllm_threadpool_free(fp.pool);
     dllm_model_close(model);
     free(path);
     if (fflush(stdout) != 0)

@@ -46,14 +46,13 @@ struct run_state {
     char error[DLLM_ERROR_TEXT_MAX];
 };
 
-static struct dllm_session *volatile interrupted_session;
+/* Set by SIGINT: the weights' preparation and the generation stop at their next check. */
+static atomic_bool interrupted;
 
-/* SIGINT: stop at the next step boundary (the session's cancel is one atomic store). */
 static void on_sigint(int sig)
 {
     (void)sig;
-    if (interrupted_session)
-        dllm_session_cancel(interrupted_session);
+    atomic_store(&interrupted, true);
 }
 
 /* One JSON line of the trace for a step. */
@@ -248,7 +247,7 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
     char *path = model_ref_path(o.model, o.offline);
     double t0 = cli_now_ms();
     struct dllm_error err;
-    struct dllm_model *model = model_ref_open(path, NULL, verbose);
+    struct dllm_model *model = model_ref_open(path, verbose);
     double load_ms = cli_now_ms() - t0;
     struct dllm_sampler_params sp;
     gen_options_sampler(cmd, &o, model, &sp);
@@ -257,8 +256,20 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
     struct dllm_session_params session_params;
     dllm_session_params_init(&session_params);
     session_params.threads = o.threads;
+    session_params.kernels = cli_kernels();
+    session_params.progress = model_ref_progress;
+    session_params.progress_user = model_ref_progress_user(verbose);
+    session_params.cancel = &interrupted;
+    struct sigaction sa = {.sa_handler = on_sigint};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
     if (dllm_session_new(model, &session_params, &session, &err))
         cli_fail("%s", err.text);
+    if (!o.no_chat && !dllm_session_has_template(session)) {
+        struct dllm_chat_template *tmpl;
+        dllm_chat_template_load(dllm_model_gguf(model), dllm_session_vocab(session), &tmpl, &err);
+        cli_fail("%s; --no-chat feeds the prompt as raw text", err.text);
+    }
     if (verbose) {
         const struct dllm_sampler_params *p = &sp;
         fprintf(stderr,
@@ -287,15 +298,11 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
     struct dllm_request req = {.messages = msgs,
                                .n_messages = n_msgs,
                                .raw_prompt = o.no_chat ? prompt : NULL,
-                               .sampler = sp};
-    interrupted_session = session;
-    struct sigaction sa = {.sa_handler = on_sigint};
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
+                               .sampler = sp,
+                               .cancel = &interrupted};
     if (dllm_session_generate(session, &req, on_event, &st, &err))
         cli_fail("%s", err.text);
     dllm_session_wait(session);
-    interrupted_session = NULL;
     if (st.progress)
         fputs("\r\033[K", stderr);
     if (st.trace && fclose(st.trace) != 0)

@@ -348,6 +348,7 @@ int main(int argc, char **argv)
     struct ui_engine_params params = {.model = model_path,
                                       .threads = o.gen.threads,
                                       .no_chat = o.gen.no_chat,
+                                      .kernels = cli_kernels(),
                                       .progress = model_ref_progress};
     struct ui_engine *engine;
     struct dllm_error err = {0};

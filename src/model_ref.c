@@ -267,9 +267,12 @@ void model_ref_announce(const char *path, bool verbose)
     }
 }
 
-void model_ref_progress(double fraction, void *user)
+void model_ref_progress(const struct dllm_progress *p, void *user)
 {
     static double t0;
+    if (p->kind != DLLM_PROGRESS_REPACK)
+        return;
+    const double fraction = p->fraction;
     if (fraction == 0.0)
         t0 = now_s();
     if (isatty(STDERR_FILENO)) {
@@ -281,21 +284,18 @@ void model_ref_progress(double fraction, void *user)
     }
 }
 
-struct dllm_model *model_ref_open(const char *path, const struct dllm_model_params *params,
-                                  bool verbose)
+void *model_ref_progress_user(bool verbose)
+{
+    static const bool yes = true;
+    return verbose ? (void *)&yes : NULL;
+}
+
+struct dllm_model *model_ref_open(const char *path, bool verbose)
 {
     model_ref_announce(path, verbose);
-    struct dllm_model_params p;
-    if (params)
-        p = *params;
-    else
-        dllm_model_params_init(&p);
-    static const bool yes = true;
-    p.progress = model_ref_progress;
-    p.progress_user = verbose ? (void *)&yes : NULL;
     struct dllm_model *model;
     struct dllm_error err = {0};
-    if (dllm_model_open(path, &p, &model, &err) != DLLM_OK)
+    if (dllm_model_open(path, NULL, &model, &err) != DLLM_OK)
         cli_fail("%s", err.text);
     return model;
 }

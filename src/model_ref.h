@@ -37,18 +37,19 @@ char *model_ref_path(const char *ref, bool offline);
 void model_ref_announce(const char *path, bool verbose);
 
 /*
- * A dllm_model_params progress function for the weights' preparation: on a terminal
- * "dllm: preparing the weights  NN%" redrawn in place, ended by a newline at 100%; elsewhere
- * one line when done, if user points at a true bool (verbose). user may be NULL.
+ * A progress function for the weights' preparation (DLLM_PROGRESS_REPACK; other kinds are
+ * ignored): on a terminal "dllm: preparing the weights  NN%" redrawn in place, ended by a
+ * newline at 100%; elsewhere one line when done, if user is model_ref_progress_user(true).
  */
-void model_ref_progress(double fraction, void *user);
+void model_ref_progress(const struct dllm_progress *p, void *user);
+
+/* The progress_user to give model_ref_progress. */
+void *model_ref_progress_user(bool verbose);
 
 /*
- * Opens a model for generation, first saying "dllm: loading FILE (SIZE)" on stderr when it
- * is a terminal or verbose is set, with model_ref_progress as its progress function. A
- * failure ends the program with "dllm: error: ...".
+ * Opens a model, first saying "dllm: loading FILE (SIZE)" on stderr when it is a terminal or
+ * verbose is set. A failure ends the program with "dllm: error: ...".
  */
-struct dllm_model *model_ref_open(const char *path, const struct dllm_model_params *params,
-                                  bool verbose);
+struct dllm_model *model_ref_open(const char *path, bool verbose);
 
 #endif

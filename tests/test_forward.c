@@ -5,16 +5,20 @@
  */
 #include "dllm.h"
 #include "fixtures.h"
+#include "forward_util.h"
 #include "kernels/cpu.h"
 #include "kernels/ops.h"
 #include "random_data.h"
+#include "synth.h"
 
 #include <check.h>
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- deterministic random data ---------------------------------------------------------- */
 
@@ -312,7 +316,7 @@ static void check_case(struct dllm_forward *fwd, const struct dllm_model *model,
     }
     float *logits = malloc((size_t)(n * n_vocab) * sizeof *logits);
     struct dllm_error err = {0};
-    ck_assert_msg(dllm_forward_run(fwd, ids, n, rows, n, logits, &err) == DLLM_OK, "%s: %s", name,
+    ck_assert_msg(test_forward_run(fwd, ids, n, rows, n, logits, &err) == DLLM_OK, "%s: %s", name,
                   err.text);
 
     float *ref = read_logits(name, "f64ref", n * n_vocab);
@@ -373,13 +377,9 @@ START_TEST(test_fixture_logits)
 
     snprintf(rel, sizeof rel, "models/%s.gguf", model_name);
     char *path = fixture_path(rel);
-    struct dllm_model_params params;
-    dllm_model_params_init(&params);
-    params.max_tokens = max_tokens;
     struct dllm_model *model = NULL;
-    struct dllm_forward *fwd = NULL;
     struct dllm_error err = {0};
-    ck_assert_msg(dllm_model_open(path, &params, &model, &err) == DLLM_OK, "%s", err.text);
+    ck_assert_msg(dllm_model_open(path, NULL, &model, &err) == DLLM_OK, "%s", err.text);
     /* Every kernel variant this CPU runs meets the bar, on one thread and on two. */
     size_t n_variants;
     const struct dllm_kernels *variants = dllm_kernels_all(&n_variants);
@@ -388,18 +388,15 @@ START_TEST(test_fixture_logits)
             printf("SKIP: kernel variant %s: this CPU lacks its instructions\n", variants[v].name);
             continue;
         }
-        setenv("DLLM_KERNELS", variants[v].name, 1);
         for (int threads = 1; threads <= 2; threads++) {
             printf("kernels %s, %d thread%s:\n", variants[v].name, threads, threads > 1 ? "s" : "");
-            ck_assert_msg(dllm_forward_new(model, max_tokens, max_tokens, threads, &fwd, &err) ==
-                              DLLM_OK,
-                          "%s", err.text);
+            struct test_forward t =
+                test_forward_new(model, max_tokens, max_tokens, threads, variants[v].name);
             for (size_t i = 0; i < json_array_size(cases); i++)
-                check_case(fwd, model, json_array_get(cases, i));
-            dllm_forward_free(fwd);
+                check_case(t.fwd, model, json_array_get(cases, i));
+            test_forward_free(&t);
         }
     }
-    unsetenv("DLLM_KERNELS");
     dllm_model_close(model);
     json_decref(cases);
     free(text);
@@ -409,21 +406,25 @@ END_TEST
 
 /* ---- requested rows and arguments -------------------------------------------------------- */
 
-/* Opens a fixture model with a forward context for max_tokens tokens. */
-static void open_fixture(const char *file, int64_t max_tokens, struct dllm_model **model,
-                         struct dllm_forward **fwd)
+/* Opens a fixture model. */
+static struct dllm_model *open_model(const char *file)
 {
     char rel[256];
     snprintf(rel, sizeof rel, "models/%s", file);
     char *path = fixture_path(rel);
-    struct dllm_model_params params;
-    dllm_model_params_init(&params);
-    params.max_tokens = max_tokens;
+    struct dllm_model *model;
     struct dllm_error err = {0};
-    ck_assert_msg(dllm_model_open(path, &params, model, &err) == DLLM_OK, "%s", err.text);
-    ck_assert_msg(dllm_forward_new(*model, max_tokens, max_tokens, 0, fwd, &err) == DLLM_OK, "%s",
-                  err.text);
+    ck_assert_msg(dllm_model_open(path, NULL, &model, &err) == DLLM_OK, "%s", err.text);
     free(path);
+    return model;
+}
+
+/* Opens a fixture model with a forward context for max_tokens tokens. */
+static struct test_forward open_fixture(const char *file, int64_t max_tokens,
+                                        struct dllm_model **model)
+{
+    *model = open_model(file);
+    return test_forward_new(*model, max_tokens, max_tokens, 0, NULL);
 }
 
 /* Rows asked for in any order, repeated or not, equal the same rows of a pass over all. */
@@ -431,8 +432,8 @@ START_TEST(test_rows_subset)
 {
     static const char *const files[] = {"llada-tiny-q4km.gguf", "dream-tiny-q4km.gguf"};
     struct dllm_model *model;
-    struct dllm_forward *fwd;
-    open_fixture(files[_i], 24, &model, &fwd);
+    struct test_forward t = open_fixture(files[_i], 24, &model);
+    struct dllm_forward *fwd = t.fwd;
     const int64_t V = dllm_model_n_vocab(model), n = 24;
     int32_t ids[24], all[24];
     for (int i = 0; i < n; i++) {
@@ -442,18 +443,18 @@ START_TEST(test_rows_subset)
     ids[5] = ids[9] = dllm_model_mask_id(model);
     float *full = malloc((size_t)(n * V) * sizeof *full), *some = malloc(4 * V * sizeof *some);
     struct dllm_error err = {0};
-    ck_assert_int_eq(dllm_forward_run(fwd, ids, n, all, n, full, &err), DLLM_OK);
+    ck_assert_int_eq(test_forward_run(fwd, ids, n, all, n, full, &err), DLLM_OK);
     const int32_t rows[4] = {23, 0, 9, 23};
-    ck_assert_int_eq(dllm_forward_run(fwd, ids, n, rows, 4, some, &err), DLLM_OK);
+    ck_assert_int_eq(test_forward_run(fwd, ids, n, rows, 4, some, &err), DLLM_OK);
     for (int r = 0; r < 4; r++)
         ck_assert_mem_eq(some + r * V, full + rows[r] * V, V * sizeof *some);
     /* A shorter pass in the same context attends only over its own tokens. */
-    ck_assert_int_eq(dllm_forward_run(fwd, ids, 10, all, 10, full, &err), DLLM_OK);
-    ck_assert_int_eq(dllm_forward_run(fwd, ids, 10, rows + 2, 1, some, &err), DLLM_OK);
+    ck_assert_int_eq(test_forward_run(fwd, ids, 10, all, 10, full, &err), DLLM_OK);
+    ck_assert_int_eq(test_forward_run(fwd, ids, 10, rows + 2, 1, some, &err), DLLM_OK);
     ck_assert_mem_eq(some, full + 9 * V, V * sizeof *some);
     free(full);
     free(some);
-    dllm_forward_free(fwd);
+    test_forward_free(&t);
     dllm_model_close(model);
 }
 END_TEST
@@ -461,53 +462,99 @@ END_TEST
 START_TEST(test_run_errors)
 {
     struct dllm_model *model;
-    struct dllm_forward *fwd;
-    open_fixture("llada-tiny-q4km.gguf", 8, &model, &fwd);
+    struct test_forward t = open_fixture("llada-tiny-q4km.gguf", 8, &model);
+    struct dllm_forward *fwd = t.fwd;
     int32_t ids[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, rows[2] = {0, 7};
     float *logits = malloc(9 * dllm_model_n_vocab(model) * sizeof *logits);
     struct dllm_error err = {0};
-    ck_assert_int_eq(dllm_forward_run(fwd, ids, 9, rows, 1, logits, &err), DLLM_ERR_ARG);
+    ck_assert_int_eq(test_forward_run(fwd, ids, 9, rows, 1, logits, &err), DLLM_ERR_ARG);
     ck_assert_str_eq(err.text, "9 tokens: this forward context takes 1 to 8");
-    ck_assert_int_eq(dllm_forward_run(fwd, ids, 0, rows, 1, logits, &err), DLLM_ERR_ARG);
-    ck_assert_int_eq(dllm_forward_run(fwd, ids, 4, rows, 9, logits, &err), DLLM_ERR_ARG);
+    ck_assert_int_eq(test_forward_run(fwd, ids, 0, rows, 1, logits, &err), DLLM_ERR_ARG);
+    ck_assert_int_eq(test_forward_run(fwd, ids, 4, rows, 9, logits, &err), DLLM_ERR_ARG);
     ck_assert_str_eq(err.text, "9 logits rows: this forward context takes 0 to 8");
-    ck_assert_int_eq(dllm_forward_run(fwd, ids, 4, rows, 2, logits, &err), DLLM_ERR_ARG);
+    ck_assert_int_eq(test_forward_run(fwd, ids, 4, rows, 2, logits, &err), DLLM_ERR_ARG);
     ck_assert_str_eq(err.text, "logits row 7 is outside the 4 positions of the pass");
     ids[2] = 2048;
-    ck_assert_int_eq(dllm_forward_run(fwd, ids, 4, rows, 1, logits, &err), DLLM_ERR_ARG);
+    ck_assert_int_eq(test_forward_run(fwd, ids, 4, rows, 1, logits, &err), DLLM_ERR_ARG);
     ck_assert_str_eq(err.text, "token id 2048 at position 2 is outside the vocabulary of 2048 "
                                "tokens");
     ids[2] = -1;
-    ck_assert_int_eq(dllm_forward_run(fwd, ids, 4, rows, 1, logits, &err), DLLM_ERR_ARG);
-    /* Bad sizes for a new context. */
+    ck_assert_int_eq(test_forward_run(fwd, ids, 4, rows, 1, logits, &err), DLLM_ERR_ARG);
+    /* Bad sizes, pool, backend or kernels for a new context. */
     struct dllm_forward *other = NULL;
-    ck_assert_int_eq(dllm_forward_new(model, 0, 1, 1, &other, &err), DLLM_ERR_ARG);
-    ck_assert_int_eq(dllm_forward_new(model, 4097, 1, 1, &other, &err), DLLM_ERR_ARG);
+    struct dllm_forward_params fp;
+    dllm_forward_params_init(&fp);
+    fp.pool = t.pool;
+    fp.max_rows = 1;
+    ck_assert_int_eq(dllm_forward_new(model, &fp, &other, &err), DLLM_ERR_ARG);
+    fp.max_tokens = 4097;
+    ck_assert_int_eq(dllm_forward_new(model, &fp, &other, &err), DLLM_ERR_ARG);
     ck_assert_str_eq(err.text, "a forward pass over 4097 tokens: the model takes 1 to 4096 "
                                "(llada.context_length)");
-    ck_assert_int_eq(dllm_forward_new(model, 8, 9, 1, &other, &err), DLLM_ERR_ARG);
+    fp.max_tokens = 8;
+    fp.max_rows = 9;
+    ck_assert_int_eq(dllm_forward_new(model, &fp, &other, &err), DLLM_ERR_ARG);
+    fp.max_rows = 8;
+    fp.pool = NULL;
+    ck_assert_int_eq(dllm_forward_new(model, &fp, &other, &err), DLLM_ERR_ARG);
+    ck_assert_str_eq(err.text, "a forward context needs a thread pool");
+    fp.pool = t.pool;
+    fp.backend = "tpu";
+    ck_assert_int_eq(dllm_forward_new(model, &fp, &other, &err), DLLM_ERR_ARG);
+    ck_assert_str_eq(err.text, "unknown backend 'tpu': this build has cpu");
+    fp.backend = NULL;
+    fp.kernels = "neon";
+    ck_assert_int_eq(dllm_forward_new(model, &fp, &other, &err), DLLM_ERR_ARG);
+    ck_assert_str_eq(err.text, "unknown kernel variant 'neon': use ref, avx2, avxvnni or avx512");
     ck_assert_ptr_null(other);
     free(logits);
-    dllm_forward_free(fwd);
+    test_forward_free(&t);
     dllm_model_close(model);
 }
 END_TEST
 
-/* The fractions a progress function saw. */
+/* What a progress function saw, and when to set a cancel flag. */
 struct progress_log {
     int n;
     double seen[4096];
+    enum dllm_progress_kind kind[4096];
+    int64_t max_layer;   /* the highest DLLM_PROGRESS_FORWARD done below total, or -1 */
+    int cancel_at;       /* set cancel at this call (counting from 1); 0: never */
+    atomic_bool *cancel; /* the flag to set */
 };
 
-static void log_progress(double fraction, void *user)
+static void log_progress(const struct dllm_progress *p, void *user)
 {
     struct progress_log *log = user;
-    if (log->n < 4096)
-        log->seen[log->n++] = fraction;
+    if (log->n < 4096) {
+        log->kind[log->n] = p->kind;
+        log->seen[log->n++] = p->fraction;
+    }
+    if (p->kind == DLLM_PROGRESS_FORWARD && p->done < p->total && p->done > log->max_layer)
+        log->max_layer = p->done;
+    if (log->cancel_at && log->n == log->cancel_at)
+        atomic_store(log->cancel, true);
+}
+
+/* A forward context with progress and cancel for a model on kernels, failing on error. */
+static enum dllm_status new_forward(const struct dllm_model *model, struct dllm_threadpool *pool,
+                                    const char *kernels, struct progress_log *log,
+                                    atomic_bool *cancel, struct dllm_forward **fwd,
+                                    struct dllm_error *err)
+{
+    struct dllm_forward_params fp;
+    dllm_forward_params_init(&fp);
+    fp.max_tokens = fp.max_rows = 16;
+    fp.pool = pool;
+    fp.kernels = kernels;
+    fp.progress = log_progress;
+    fp.progress_user = log;
+    fp.cancel = cancel;
+    return dllm_forward_new(model, &fp, fwd, err);
 }
 
 /*
- * A forward context of a repacking variant reports the repacking through the model's progress
+ * A forward context of a repacking variant reports the repacking through its progress
  * function, from 0 to 1 in order; the reference kernels repack nothing and report nothing.
  */
 START_TEST(test_repack_progress)
@@ -519,18 +566,13 @@ START_TEST(test_repack_progress)
         printf("SKIP: repack progress with %s: %s\n", variant, err.text);
         return;
     }
-    char *path = fixture_path("models/llada-tiny-q4km.gguf");
-    struct progress_log log = {0};
-    struct dllm_model_params params;
-    dllm_model_params_init(&params);
-    params.progress = log_progress;
-    params.progress_user = &log;
-    struct dllm_model *model;
+    struct dllm_model *model = open_model("llada-tiny-q4km.gguf");
+    struct progress_log log = {.max_layer = -1};
+    struct dllm_threadpool *pool;
     struct dllm_forward *fwd;
-    setenv("DLLM_KERNELS", variant, 1);
-    ck_assert_msg(dllm_model_open(path, &params, &model, &err) == DLLM_OK, "%s", err.text);
-    ck_assert_msg(dllm_forward_new(model, 8, 8, 1, &fwd, &err) == DLLM_OK, "%s", err.text);
-    unsetenv("DLLM_KERNELS");
+    ck_assert_int_eq(dllm_threadpool_new(1, &pool, &err), DLLM_OK);
+    ck_assert_msg(new_forward(model, pool, variant, &log, NULL, &fwd, &err) == DLLM_OK, "%s",
+                  err.text);
     if (_i == 0) {
         ck_assert_int_eq(log.n, 0);
     } else {
@@ -538,13 +580,209 @@ START_TEST(test_repack_progress)
         ck_assert_int_ge(log.n, 3);
         ck_assert_double_eq(log.seen[0], 0.0);
         ck_assert_double_eq(log.seen[log.n - 1], 1.0);
+        for (int i = 0; i < log.n; i++)
+            ck_assert_int_eq(log.kind[i], DLLM_PROGRESS_REPACK);
         for (int i = 1; i < log.n; i++)
             ck_assert(log.seen[i] >= log.seen[i - 1]);
     }
     printf("%s: %d progress calls\n", variant, log.n);
     dllm_forward_free(fwd);
+    dllm_threadpool_free(pool);
     dllm_model_close(model);
+}
+END_TEST
+
+/* The synthetic model of the cancel tests: the tiny LLaDA shape with 6 layers. */
+static struct dllm_model *open_six_layers(char **path)
+{
+    struct dllm_synth_params p;
+    struct dllm_error err = {0};
+    ck_assert_int_eq(dllm_synth_params_init(&p, "llada", "tiny", &err), DLLM_OK);
+    p.n_layer = 6;
+    char *dir = test_tmpdir();
+    *path = malloc(strlen(dir) + 16);
+    sprintf(*path, "%s/six.gguf", dir);
+    free(dir);
+    ck_assert_msg(dllm_synth_write(*path, &p, NULL, NULL, &err) == DLLM_OK, "%s", err.text);
+    struct dllm_model *model;
+    ck_assert_msg(dllm_model_open(*path, NULL, &model, &err) == DLLM_OK, "%s", err.text);
+    return model;
+}
+
+/* Removes the cancel tests' model file and its folder. */
+static void remove_six_layers(char *path)
+{
+    unlink(path);
+    *strrchr(path, '/') = 0;
+    rmdir(path);
     free(path);
+}
+
+/* A pass over 16 tokens of the model, into logits [16, n_vocab]. */
+static enum dllm_status run16(struct dllm_forward *fwd, const struct dllm_model *model,
+                              const atomic_bool *cancel, float *logits, struct dllm_error *err)
+{
+    int32_t ids[16], rows[16];
+    for (int i = 0; i < 16; i++) {
+        ids[i] = (int32_t)((i * 131 + 7) % dllm_model_n_vocab(model));
+        rows[i] = i;
+    }
+    const struct dllm_pass pass = {
+        .ids = ids, .n_tokens = 16, .rows = rows, .n_rows = 16, .logits = logits, .cancel = cancel};
+    return dllm_forward_run(fwd, &pass, err);
+}
+
+/*
+ * Cancel inside a pass, without a clock: the pass's own per-layer progress sets the flag as
+ * layer k begins; the pass returns DLLM_ERR_CANCELLED with no layer after k + 1 begun, and the
+ * next pass on the same context gives the logits of an uncancelled one, bit for bit.
+ */
+START_TEST(test_cancel_pass)
+{
+    char *path;
+    struct dllm_model *model = open_six_layers(&path);
+    const size_t bytes = 16 * (size_t)dllm_model_n_vocab(model) * sizeof(float);
+    float *want = malloc(bytes), *got = malloc(bytes);
+    struct dllm_error err = {0};
+    struct dllm_threadpool *pool;
+    ck_assert_int_eq(dllm_threadpool_new(2, &pool, &err), DLLM_OK);
+    atomic_bool cancel = false;
+    struct progress_log log = {.max_layer = -1, .cancel = &cancel};
+    struct dllm_forward *fwd;
+    ck_assert_msg(new_forward(model, pool, NULL, &log, NULL, &fwd, &err) == DLLM_OK, "%s",
+                  err.text);
+    ck_assert_int_eq(run16(fwd, model, &cancel, want, &err), DLLM_OK);
+    ck_assert_int_eq(log.max_layer, 5);
+    for (int k = 0; k < 6; k++) {
+        log = (struct progress_log){.max_layer = -1, .cancel = &cancel, .cancel_at = k + 1};
+        atomic_store(&cancel, false);
+        ck_assert_int_eq(run16(fwd, model, &cancel, got, &err), DLLM_ERR_CANCELLED);
+        ck_assert_msg(log.max_layer <= k + 1, "layer %lld began after a cancel at %d",
+                      (long long)log.max_layer, k);
+        log = (struct progress_log){.max_layer = -1};
+        atomic_store(&cancel, false);
+        ck_assert_int_eq(run16(fwd, model, &cancel, got, &err), DLLM_OK);
+        ck_assert_mem_eq(got, want, bytes);
+    }
+    dllm_forward_free(fwd);
+    dllm_threadpool_free(pool);
+    free(want);
+    free(got);
+    dllm_model_close(model);
+    remove_six_layers(path);
+}
+END_TEST
+
+/*
+ * Cancel while a context repacks: the flag set from the repack's progress stops it before the
+ * next matrix; the call fails with DLLM_ERR_CANCELLED and leaves no context (LeakSanitizer
+ * checks that nothing stays allocated in the sanitizer build); a context made afterwards works.
+ */
+START_TEST(test_cancel_repack)
+{
+    const struct dllm_kernels *k;
+    struct dllm_error err = {0};
+    if (dllm_kernels_select("avx2", &k, &err) != DLLM_OK) {
+        printf("SKIP: repack cancel: %s\n", err.text);
+        return;
+    }
+    char *path;
+    struct dllm_model *model = open_six_layers(&path);
+    struct dllm_threadpool *pool;
+    ck_assert_int_eq(dllm_threadpool_new(2, &pool, &err), DLLM_OK);
+    atomic_bool cancel = false;
+    struct progress_log log = {.max_layer = -1, .cancel = &cancel, .cancel_at = 3};
+    struct dllm_forward *fwd = (struct dllm_forward *)&log; /* must become NULL */
+    ck_assert_int_eq(new_forward(model, pool, "avx2", &log, &cancel, &fwd, &err),
+                     DLLM_ERR_CANCELLED);
+    ck_assert_ptr_null(fwd);
+    ck_assert_str_eq(err.text, "cancelled while repacking the weights");
+    ck_assert_int_eq(log.n, 3); /* no matrix repacked after the flag was seen */
+    atomic_store(&cancel, false);
+    log = (struct progress_log){.max_layer = -1};
+    ck_assert_msg(new_forward(model, pool, "avx2", &log, &cancel, &fwd, &err) == DLLM_OK, "%s",
+                  err.text);
+    ck_assert_double_eq(log.seen[log.n - 1], 1.0);
+    dllm_forward_free(fwd);
+    dllm_threadpool_free(pool);
+    dllm_model_close(model);
+    remove_six_layers(path);
+}
+END_TEST
+
+/* The other thread of test_cancel_thread: sets the flag when told to, then says so. */
+struct canceller {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool go, done;
+    atomic_bool flag;
+};
+
+static void *canceller_main(void *arg)
+{
+    struct canceller *c = arg;
+    pthread_mutex_lock(&c->lock);
+    while (!c->go)
+        pthread_cond_wait(&c->cond, &c->lock);
+    atomic_store(&c->flag, true);
+    c->done = true;
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+    return NULL;
+}
+
+/* A progress function that, as layer 2 begins, has the other thread cancel, and waits for it. */
+static void cancel_from_thread(const struct dllm_progress *p, void *user)
+{
+    struct canceller *c = user;
+    if (p->kind != DLLM_PROGRESS_FORWARD || p->done != 2)
+        return;
+    pthread_mutex_lock(&c->lock);
+    c->go = true;
+    pthread_cond_broadcast(&c->cond);
+    while (!c->done)
+        pthread_cond_wait(&c->cond, &c->lock);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/*
+ * A cancel from another thread stops the pass; the next pass on the same context is
+ * bit-identical to a pass on a context that was never cancelled.
+ */
+START_TEST(test_cancel_thread)
+{
+    char *path;
+    struct dllm_model *model = open_six_layers(&path);
+    const size_t bytes = 16 * (size_t)dllm_model_n_vocab(model) * sizeof(float);
+    float *want = malloc(bytes), *got = malloc(bytes);
+    struct dllm_error err = {0};
+    struct test_forward clean = test_forward_new(model, 16, 16, 2, NULL);
+    ck_assert_int_eq(run16(clean.fwd, model, NULL, want, &err), DLLM_OK);
+
+    struct canceller c = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+    atomic_init(&c.flag, false);
+    struct dllm_forward_params fp;
+    dllm_forward_params_init(&fp);
+    fp.max_tokens = fp.max_rows = 16;
+    fp.pool = clean.pool;
+    fp.progress = cancel_from_thread;
+    fp.progress_user = &c;
+    struct dllm_forward *fwd;
+    ck_assert_int_eq(dllm_forward_new(model, &fp, &fwd, &err), DLLM_OK);
+    pthread_t thread;
+    ck_assert_int_eq(pthread_create(&thread, NULL, canceller_main, &c), 0);
+    ck_assert_int_eq(run16(fwd, model, &c.flag, got, &err), DLLM_ERR_CANCELLED);
+    pthread_join(thread, NULL);
+    ck_assert_str_eq(err.text, "the forward pass was cancelled before layer 3");
+    atomic_store(&c.flag, false); /* c.done stays true: the progress function waits no more */
+    ck_assert_int_eq(run16(fwd, model, &c.flag, got, &err), DLLM_OK);
+    ck_assert_mem_eq(got, want, bytes);
+    dllm_forward_free(fwd);
+    test_forward_free(&clean);
+    free(want);
+    free(got);
+    dllm_model_close(model);
+    remove_six_layers(path);
 }
 END_TEST
 
@@ -567,6 +805,11 @@ static Suite *forward_suite(void)
     tcase_add_loop_test(tc, test_rows_subset, 0, 2);
     tcase_add_test(tc, test_run_errors);
     tcase_add_loop_test(tc, test_repack_progress, 0, 2);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("cancel");
+    tcase_add_test(tc, test_cancel_pass);
+    tcase_add_test(tc, test_cancel_repack);
+    tcase_add_test(tc, test_cancel_thread);
     suite_add_tcase(s, tc);
     return s;
 }

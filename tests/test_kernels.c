@@ -139,26 +139,30 @@ START_TEST(test_select)
 }
 END_TEST
 
-/* DLLM_KERNELS forces a variant; a bad value is an error that names the variable. */
-START_TEST(test_select_env)
+/*
+ * A name forces a variant, NULL and "" pick the fastest, a bad name is an error; the library
+ * never reads DLLM_KERNELS (the programs do and pass it in).
+ */
+START_TEST(test_select_name)
 {
     const struct dllm_kernels *k = NULL, *best = NULL;
     struct dllm_error err = {0};
     ck_assert_int_eq(dllm_kernels_select(NULL, &best, &err), DLLM_OK);
-    unsetenv("DLLM_KERNELS");
-    ck_assert_int_eq(dllm_kernels_select_env(&k, &err), DLLM_OK);
-    ck_assert_ptr_eq(k, best);
     setenv("DLLM_KERNELS", "ref", 1);
-    ck_assert_int_eq(dllm_kernels_select_env(&k, &err), DLLM_OK);
-    ck_assert_str_eq(k->name, "ref");
-    setenv("DLLM_KERNELS", best->name, 1);
-    ck_assert_int_eq(dllm_kernels_select_env(&k, &err), DLLM_OK);
+    ck_assert_int_eq(dllm_kernels_select(NULL, &k, &err), DLLM_OK);
     ck_assert_ptr_eq(k, best);
-    setenv("DLLM_KERNELS", "fast", 1);
-    ck_assert_int_eq(dllm_kernels_select_env(&k, &err), DLLM_ERR_ARG);
-    ck_assert_msg(strncmp(err.text, "DLLM_KERNELS: unknown kernel variant 'fast'", 43) == 0, "%s",
-                  err.text);
+    ck_assert_int_eq(dllm_kernels_select("", &k, &err), DLLM_OK);
+    ck_assert_ptr_eq(k, best);
     unsetenv("DLLM_KERNELS");
+    ck_assert_int_eq(dllm_kernels_select("ref", &k, &err), DLLM_OK);
+    ck_assert_str_eq(k->name, "ref");
+    ck_assert_int_eq(dllm_kernels_select(best->name, &k, &err), DLLM_OK);
+    ck_assert_ptr_eq(k, best);
+    ck_assert_int_eq(dllm_kernels_select("fast", &k, &err), DLLM_ERR_ARG);
+    ck_assert_str_eq(err.text, "unknown kernel variant 'fast': use ref, avx2, avxvnni or avx512");
+    const char *name;
+    ck_assert_int_eq(dllm_kernels_name("ref", &name, &err), DLLM_OK);
+    ck_assert_str_eq(name, "ref");
 }
 END_TEST
 
@@ -544,7 +548,7 @@ static Suite *kernels_suite(void)
     TCase *tc = tcase_create("select");
     tcase_add_test(tc, test_features);
     tcase_add_test(tc, test_select);
-    tcase_add_test(tc, test_select_env);
+    tcase_add_test(tc, test_select_name);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("quantize");

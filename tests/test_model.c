@@ -20,10 +20,7 @@ static struct dllm_model *open_fixture(const char *file)
     char *path = fixture_path(rel);
     struct dllm_model *m = NULL;
     struct dllm_error err = {0};
-    struct dllm_model_params params;
-    dllm_model_params_init(&params);
-    params.max_tokens = 600;
-    ck_assert_msg(dllm_model_open(path, &params, &m, &err) == DLLM_OK, "%s", err.text);
+    ck_assert_msg(dllm_model_open(path, NULL, &m, &err) == DLLM_OK, "%s", err.text);
     free(path);
     return m;
 }
@@ -257,9 +254,9 @@ START_TEST(test_defaults)
 END_TEST
 
 /*
- * The memory check: a canvas of 2^30 tokens (the context length allows it) needs terabytes;
- * the same file opens with a short canvas, and with the default one, which plans for at most
- * DLLM_MAX_CANVAS_DEFAULT tokens however long the context (Dream's is 131072).
+ * The memory check, where the canvas is known (dllm_forward_new): a canvas of 2^30 tokens (the
+ * context length allows it) needs terabytes; skip_memory_check turns it off; a forward
+ * context for a short canvas of the same file is made.
  */
 START_TEST(test_memory)
 {
@@ -268,15 +265,18 @@ START_TEST(test_memory)
     char *path = edited_copy(&c, dir);
     struct dllm_model *m = NULL;
     struct dllm_error err = {0};
-    struct dllm_model_params params;
-    dllm_model_params_init(&params);
-    params.max_tokens = 1 << 30;
-    ck_assert_int_eq(dllm_model_open(path, &params, &m, &err), DLLM_ERR_NOMEM);
-    ck_assert_ptr_null(m);
+    ck_assert_msg(dllm_model_open(path, NULL, &m, &err) == DLLM_OK, "%s", err.text);
+    struct dllm_forward_params fp;
+    dllm_forward_params_init(&fp);
+    fp.max_tokens = 1 << 30;
+    fp.max_rows = 1;
+    ck_assert_int_eq(dllm_threadpool_new(1, &fp.pool, &err), DLLM_OK);
+    struct dllm_forward *fwd = NULL;
+    ck_assert_int_eq(dllm_forward_new(m, &fp, &fwd, &err), DLLM_ERR_NOMEM);
+    ck_assert_ptr_null(fwd);
     double need, avail;
     char tail[DLLM_ERROR_TEXT_MAX];
-    const char *msg = err.text + strlen(path) + 2;
-    ck_assert_msg(sscanf(msg, "model needs %lf GB but only %lf GB is available%[^\n]", &need,
+    ck_assert_msg(sscanf(err.text, "model needs %lf GB but only %lf GB is available%[^\n]", &need,
                          &avail, tail) == 3,
                   "%s", err.text);
     ck_assert_double_gt(need, 1000.0);
@@ -284,11 +284,16 @@ START_TEST(test_memory)
     ck_assert_double_lt(avail, need);
     ck_assert_str_eq(tail, " (for a canvas of 1073741824 tokens): use a smaller model or a "
                            "shorter canvas");
-
-    params.max_tokens = 600;
-    ck_assert_msg(dllm_model_open(path, &params, &m, &err) == DLLM_OK, "%s", err.text);
-    dllm_model_close(m);
-    ck_assert_msg(dllm_model_open(path, NULL, &m, &err) == DLLM_OK, "%s", err.text);
+    /* Without the check the allocation itself is refused, with its own message. */
+    fp.skip_memory_check = true;
+    ck_assert_int_eq(dllm_forward_new(m, &fp, &fwd, &err), DLLM_ERR_NOMEM);
+    ck_assert_str_eq(err.text, "out of memory for a forward pass over 1073741824 tokens");
+    ck_assert_ptr_null(fwd);
+    fp.skip_memory_check = false;
+    fp.max_tokens = 600;
+    ck_assert_msg(dllm_forward_new(m, &fp, &fwd, &err) == DLLM_OK, "%s", err.text);
+    dllm_forward_free(fwd);
+    dllm_threadpool_free(fp.pool);
     dllm_model_close(m);
     unlink(path);
     rmdir(dir);
@@ -305,20 +310,17 @@ START_TEST(test_open_errors)
     ck_assert_str_eq(err.text, "/nonexistent/model.gguf: cannot open: No such file or directory");
     ck_assert_ptr_null(m);
 
+    /* A cancel flag already set stops the load at its first check, leaving nothing. */
     char *path = fixture_path("models/" LLADA);
+    atomic_bool cancel = true;
     struct dllm_model_params params;
     dllm_model_params_init(&params);
-    params.max_tokens = 4097;
-    ck_assert_int_eq(dllm_model_open(path, &params, &m, &err), DLLM_ERR_ARG);
-    char want[DLLM_ERROR_TEXT_MAX];
-    snprintf(want, sizeof want,
-             "%s: a canvas of 4097 tokens does not fit the context length 4096 of the model "
-             "(llada.context_length)",
-             path);
-    ck_assert_str_eq(err.text, want);
-    params.max_tokens = -1;
-    ck_assert_int_eq(dllm_model_open(path, &params, &m, &err), DLLM_ERR_ARG);
+    params.cancel = &cancel;
+    ck_assert_int_eq(dllm_model_open(path, &params, &m, &err), DLLM_ERR_CANCELLED);
     ck_assert_ptr_null(m);
+    atomic_store(&cancel, false);
+    ck_assert_msg(dllm_model_open(path, &params, &m, &err) == DLLM_OK, "%s", err.text);
+    dllm_model_close(m);
     dllm_model_close(NULL);
     free(path);
 }

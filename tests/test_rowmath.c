@@ -277,18 +277,15 @@ START_TEST(test_variants)
 }
 END_TEST
 
-/* The variant DLLM_KERNELS=ref selects is the reference. */
+/* The variant kernels "ref" selects is the reference. */
 START_TEST(test_select)
 {
     const struct dllm_rowmath *rm = NULL;
     struct dllm_error err = {0};
-    setenv("DLLM_KERNELS", "ref", 1);
-    ck_assert_int_eq(dllm_rowmath_select_env(&rm, &err), DLLM_OK);
+    ck_assert_int_eq(dllm_rowmath_select("ref", &rm, &err), DLLM_OK);
     ck_assert_str_eq(rm->name, "ref");
-    setenv("DLLM_KERNELS", "nonsense", 1);
-    ck_assert_int_eq(dllm_rowmath_select_env(&rm, &err), DLLM_ERR_ARG);
-    unsetenv("DLLM_KERNELS");
-    ck_assert_int_eq(dllm_rowmath_select_env(&rm, &err), DLLM_OK);
+    ck_assert_int_eq(dllm_rowmath_select("nonsense", &rm, &err), DLLM_ERR_ARG);
+    ck_assert_int_eq(dllm_rowmath_select(NULL, &rm, &err), DLLM_OK);
     ck_assert(dllm_rowmath_usable(rm));
     printf("selected: %s\n", rm->name);
 }

@@ -30,7 +30,8 @@ static struct dllm_sampler *new_sampler(int64_t max_canvas, int64_t n_vocab)
 {
     struct dllm_sampler *s = NULL;
     struct dllm_error err = {0};
-    ck_assert_msg(dllm_sampler_new(max_canvas, n_vocab, 1, &s, &err) == DLLM_OK, "%s", err.text);
+    ck_assert_msg(dllm_sampler_new(max_canvas, n_vocab, 1, NULL, &s, &err) == DLLM_OK, "%s",
+                  err.text);
     return s;
 }
 
@@ -1286,14 +1287,18 @@ struct run_record {
     int64_t n_commits;
 };
 
-/* Runs case c to the end with a pool of n_threads (0: none), recording every commit. */
-static void record_run(const struct run_case *c, int n_threads, struct run_record *rec)
+/*
+ * Runs case c to the end with a pool of n_threads (0: none) and the row maths of the kernel
+ * variant `kernels` (NULL: the fastest), recording every commit.
+ */
+static void record_run(const struct run_case *c, int n_threads, const char *kernels,
+                       struct run_record *rec)
 {
     struct dllm_sampler *s = NULL;
     struct dllm_threadpool *pool = NULL;
     struct dllm_error err = {0};
-    ck_assert_msg(dllm_sampler_new(RPROMPT + RGEN, RV, n_threads ? n_threads : 1, &s, &err) ==
-                      DLLM_OK,
+    ck_assert_msg(dllm_sampler_new(RPROMPT + RGEN, RV, n_threads ? n_threads : 1, kernels, &s,
+                                   &err) == DLLM_OK,
                   "%s", err.text);
     if (n_threads)
         ck_assert(dllm_threadpool_new(n_threads, &pool, &err) == DLLM_OK);
@@ -1357,38 +1362,35 @@ static void assert_same_run(const struct run_record *a, const struct run_record 
 START_TEST(test_threads_same)
 {
     static struct run_record serial, threaded;
-    record_run(&run_cases[_i], 0, &serial);
+    record_run(&run_cases[_i], 0, NULL, &serial);
     for (int t = 1; t <= 3; t++) {
         char what[64];
         snprintf(what, sizeof what, "case %d, %d threads", _i, t);
-        record_run(&run_cases[_i], t, &threaded);
+        record_run(&run_cases[_i], t, NULL, &threaded);
         assert_same_run(&serial, &threaded, what);
     }
 }
 END_TEST
 
-/* Every row-maths variant this CPU runs (chosen by DLLM_KERNELS) commits what the reference does.
+/* Every row-maths variant this CPU runs (chosen by kernel name) commits what the reference does.
  */
 START_TEST(test_variants_same)
 {
     static struct run_record ref, other;
-    setenv("DLLM_KERNELS", "ref", 1);
-    record_run(&run_cases[_i], 2, &ref);
+    record_run(&run_cases[_i], 2, "ref", &ref);
     size_t n;
     const struct dllm_kernels *all = dllm_kernels_all(&n);
     for (size_t k = 1; k < n; k++) {
         if (!dllm_kernels_usable(&all[k])) {
-            printf("SKIP: DLLM_KERNELS=%s: this CPU lacks instructions the variant needs\n",
+            printf("SKIP: kernels %s: this CPU lacks instructions the variant needs\n",
                    all[k].name);
             continue;
         }
-        setenv("DLLM_KERNELS", all[k].name, 1);
-        record_run(&run_cases[_i], 2, &other);
+        record_run(&run_cases[_i], 2, all[k].name, &other);
         char what[64];
-        snprintf(what, sizeof what, "case %d, DLLM_KERNELS=%s", _i, all[k].name);
+        snprintf(what, sizeof what, "case %d, kernels %s", _i, all[k].name);
         assert_same_run(&ref, &other, what);
     }
-    unsetenv("DLLM_KERNELS");
 }
 END_TEST
 
@@ -1494,7 +1496,7 @@ START_TEST(test_threads_errors)
     ck_assert(dllm_threadpool_new(3, &big, NULL) == DLLM_OK);
     struct dllm_sampler *s2 = NULL;
     struct dllm_error err = {0};
-    ck_assert_int_eq(dllm_sampler_new(16, V8, 2, &s2, &err), DLLM_OK);
+    ck_assert_int_eq(dllm_sampler_new(16, V8, 2, NULL, &s2, &err), DLLM_OK);
     struct dllm_sampler_params p = llada(8, 8, 0);
     int32_t canvas[10];
     fill_canvas(canvas, 2, 8, MASK8);
@@ -1525,9 +1527,9 @@ START_TEST(test_errors)
 {
     struct dllm_sampler *s = NULL;
     struct dllm_error err = {0};
-    ck_assert_int_eq(dllm_sampler_new(0, 8, 1, &s, &err), DLLM_ERR_ARG);
+    ck_assert_int_eq(dllm_sampler_new(0, 8, 1, NULL, &s, &err), DLLM_ERR_ARG);
     ck_assert_ptr_null(s);
-    ck_assert_int_eq(dllm_sampler_new(8, 1, 1, &s, &err), DLLM_ERR_ARG);
+    ck_assert_int_eq(dllm_sampler_new(8, 1, 1, NULL, &s, &err), DLLM_ERR_ARG);
     dllm_sampler_free(NULL);
 
     s = new_sampler(6, V8);

@@ -237,7 +237,7 @@ START_TEST(generate_multi_turn)
     req.n_messages = 1;
     generate(&f, &req, &r);
     ck_assert_int_eq(r.n_error, 1);
-    ck_assert(strstr(r.message, "shorten the prompt or lower --max-tokens"));
+    ck_assert(strstr(r.message, "shorten the prompt or generate fewer tokens"));
     close_session(&f);
 }
 END_TEST

@@ -8,6 +8,7 @@
 #include "dllm.h"
 #include "synth.h"
 #include "fixtures.h"
+#include "forward_util.h"
 #include "gguf_edit.h"
 #include "gguf_write.h"
 
@@ -865,17 +866,13 @@ START_TEST(synth_forward)
     const char *arch = _i == 0 ? "llada" : "dream";
     struct dllm_synth_params p = preset(arch, "tiny");
     char *path = synth(&p, "fwd.gguf");
-    struct dllm_model_params mp;
-    dllm_model_params_init(&mp);
-    mp.max_tokens = 16;
     struct dllm_model *m;
-    struct dllm_forward *fwd;
     struct dllm_error err;
-    ck_assert_msg(dllm_model_open(path, &mp, &m, &err) == DLLM_OK, "%s", err.text);
+    ck_assert_msg(dllm_model_open(path, NULL, &m, &err) == DLLM_OK, "%s", err.text);
     ck_assert_str_eq(dllm_model_arch(m), arch);
     ck_assert_int_eq(dllm_model_n_layer(m), 2);
     const int32_t mask = dllm_model_mask_id(m);
-    ck_assert_int_eq(dllm_forward_new(m, 16, 16, 0, &fwd, &err), DLLM_OK);
+    struct test_forward t = test_forward_new(m, 16, 16, 0, NULL);
     int32_t ids[16], rows[16];
     for (int i = 0; i < 16; i++) {
         ids[i] = i < 8 ? 'a' + i : i < 10 ? 258 : mask;
@@ -883,7 +880,7 @@ START_TEST(synth_forward)
     }
     const int64_t n_vocab = dllm_model_n_vocab(m);
     float *logits = malloc((size_t)(16 * n_vocab) * sizeof *logits);
-    ck_assert_msg(dllm_forward_run(fwd, ids, 16, rows, 16, logits, &err) == DLLM_OK, "%s",
+    ck_assert_msg(test_forward_run(t.fwd, ids, 16, rows, 16, logits, &err) == DLLM_OK, "%s",
                   err.text);
     double sum2 = 0;
     for (int64_t i = 0; i < 16 * n_vocab; i++) {
@@ -893,7 +890,7 @@ START_TEST(synth_forward)
     const double rms = sqrt(sum2 / (double)(16 * n_vocab));
     ck_assert_msg(rms > 0.1 && rms < 10, "logits rms %g", rms);
     free(logits);
-    dllm_forward_free(fwd);
+    test_forward_free(&t);
     dllm_model_close(m);
     remove_file(path);
 }

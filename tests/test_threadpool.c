@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <time.h>
 
 /* Counts, per item, how often it ran, and which threads ran anything. */
@@ -94,14 +95,18 @@ START_TEST(test_stress)
 }
 END_TEST
 
-/* Thread counts outside 1..1024 are DLLM_ERR_ARG; freeing NULL is fine. */
+/* 0 threads is one per online core; counts outside 0..1024 are DLLM_ERR_ARG; freeing NULL is
+ * fine. */
 START_TEST(test_bad_counts)
 {
     struct dllm_threadpool *pool = NULL;
     struct dllm_error err = {0};
-    ck_assert_int_eq(dllm_threadpool_new(0, &pool, &err), DLLM_ERR_ARG);
-    ck_assert_ptr_null(pool);
+    ck_assert_int_eq(dllm_threadpool_new(0, &pool, &err), DLLM_OK);
+    ck_assert_int_eq(dllm_threadpool_size(pool), sysconf(_SC_NPROCESSORS_ONLN));
+    dllm_threadpool_free(pool);
+    pool = NULL;
     ck_assert_int_eq(dllm_threadpool_new(-3, &pool, &err), DLLM_ERR_ARG);
+    ck_assert_str_eq(err.text, "-3 threads: use 1 to 1024 (0: one per core)");
     ck_assert_int_eq(dllm_threadpool_new(1025, &pool, &err), DLLM_ERR_ARG);
     ck_assert_ptr_null(pool);
     dllm_threadpool_free(NULL);

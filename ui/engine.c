@@ -37,15 +37,14 @@ enum dllm_status ui_engine_open(const struct ui_engine_params *params, struct ui
     }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    struct dllm_model_params mp;
-    dllm_model_params_init(&mp);
-    mp.progress = params->progress;
-    mp.progress_user = params->progress_user;
-    enum dllm_status st = dllm_model_open(params->model, &mp, &e->model, err);
+    enum dllm_status st = dllm_model_open(params->model, NULL, &e->model, err);
     if (st == DLLM_OK) {
         struct dllm_session_params sp;
         dllm_session_params_init(&sp);
         sp.threads = params->threads;
+        sp.kernels = params->kernels;
+        sp.progress = params->progress;
+        sp.progress_user = params->progress_user;
         st = dllm_session_new(e->model, &sp, &e->session, err);
     }
     if (st != DLLM_OK) {

@@ -17,10 +17,11 @@
 struct ui_engine;
 
 struct ui_engine_params {
-    const char *model; /* a GGUF path (or, with the hub, org/repo[:QUANT]) */
-    int threads;       /* 0: the number of cores */
-    bool no_chat;      /* send the last user message as raw text, without the chat template */
-    void (*progress)(double fraction, void *user); /* dllm_model_params' progress, or NULL */
+    const char *model;   /* a GGUF path (or, with the hub, org/repo[:QUANT]) */
+    int threads;         /* 0: the number of cores */
+    bool no_chat;        /* send the last user message as raw text, without the chat template */
+    const char *kernels; /* the kernel variant, or NULL for the fastest */
+    dllm_progress_fn progress; /* the weights' preparation (dllm_session_params'), or NULL */
     void *progress_user;
 };
 

@@ -142,15 +142,6 @@ enum dllm_status dllm_kernels_select(const char *force, const struct dllm_kernel
                           "unknown kernel variant '%s': use ref, avx2, avxvnni or avx512", force);
 }
 
-enum dllm_status dllm_kernels_select_env(const struct dllm_kernels **out, struct dllm_error *err)
-{
-    enum dllm_status st = dllm_kernels_select(getenv("DLLM_KERNELS"), out, err);
-    if (st != DLLM_OK) {
-        dllm_error_prefix(err, "DLLM_KERNELS");
-    }
-    return st;
-}
-
 /* ---- running on a pool ------------------------------------------------------------------- */
 
 /* One product or conversion shared out over a pool. */
@@ -259,10 +250,10 @@ void dllm_kernels_rows_par(const struct dllm_kernels *k, struct dllm_threadpool 
     rows_run(k, pool, wtype, w, false, K, N, scratch, L, y, ldy);
 }
 
-enum dllm_status dllm_kernels_name(const char **out, struct dllm_error *err)
+enum dllm_status dllm_kernels_name(const char *force, const char **out, struct dllm_error *err)
 {
     const struct dllm_kernels *k;
-    enum dllm_status st = dllm_kernels_select_env(&k, err);
+    enum dllm_status st = dllm_kernels_select(force, &k, err);
     if (st == DLLM_OK) {
         *out = k->name;
     }

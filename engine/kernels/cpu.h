@@ -78,9 +78,6 @@ bool dllm_kernels_usable(const struct dllm_kernels *k);
 enum dllm_status dllm_kernels_select(const char *force, const struct dllm_kernels **out,
                                      struct dllm_error *err);
 
-/* dllm_kernels_select with the environment variable DLLM_KERNELS as force. */
-enum dllm_status dllm_kernels_select_env(const struct dllm_kernels **out, struct dllm_error *err);
-
 /*
  * Running a variant on a thread pool: the conversion shares out the L activation rows, the
  * product items of 4 * row_align weight rows (the last one shorter), claimed by the pool's

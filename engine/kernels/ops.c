@@ -51,13 +51,3 @@ enum dllm_status dllm_ops_select(const char *force, const struct dllm_ops **out,
     }
     return st;
 }
-
-enum dllm_status dllm_ops_select_env(const struct dllm_ops **out, struct dllm_error *err)
-{
-    const struct dllm_kernels *k;
-    enum dllm_status st = dllm_kernels_select_env(&k, err);
-    if (st == DLLM_OK) {
-        *out = dllm_ops_for(k);
-    }
-    return st;
-}

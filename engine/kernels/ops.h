@@ -109,9 +109,6 @@ const struct dllm_ops *dllm_ops_for(const struct dllm_kernels *k);
 enum dllm_status dllm_ops_select(const char *force, const struct dllm_ops **out,
                                  struct dllm_error *err);
 
-/* dllm_ops_select with the environment variable DLLM_KERNELS as force. */
-enum dllm_status dllm_ops_select_env(const struct dllm_ops **out, struct dllm_error *err);
-
 /* The SIMD variants' entry points, defined in ops-<name>.c. */
 void dllm_rms_norm_avx2(const float *x, const float *g, float eps, int64_t n, float *y);
 void dllm_rope_avx2(float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,

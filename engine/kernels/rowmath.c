@@ -26,10 +26,11 @@ bool dllm_rowmath_usable(const struct dllm_rowmath *rm)
     return (dllm_cpu_features() & rm->features) == rm->features;
 }
 
-enum dllm_status dllm_rowmath_select_env(const struct dllm_rowmath **out, struct dllm_error *err)
+enum dllm_status dllm_rowmath_select(const char *force, const struct dllm_rowmath **out,
+                                     struct dllm_error *err)
 {
     const struct dllm_kernels *k;
-    enum dllm_status st = dllm_kernels_select_env(&k, err);
+    enum dllm_status st = dllm_kernels_select(force, &k, err);
     if (st != DLLM_OK)
         return st;
     size_t i = N_VARIANTS;

@@ -90,11 +90,11 @@ const struct dllm_rowmath *dllm_rowmath_all(size_t *n);
 bool dllm_rowmath_usable(const struct dllm_rowmath *rm);
 
 /*
- * The fastest variant that goes with the matrix kernels DLLM_KERNELS selects (see
- * dllm_kernels_select_env): "ref" gives the reference; an unknown or unsupported name is its
- * error.
+ * The fastest variant that goes with the matrix kernels dllm_kernels_select picks for force:
+ * "ref" gives the reference; an unknown or unsupported name is its error.
  */
-enum dllm_status dllm_rowmath_select_env(const struct dllm_rowmath **out, struct dllm_error *err);
+enum dllm_status dllm_rowmath_select(const char *force, const struct dllm_rowmath **out,
+                                     struct dllm_error *err);
 
 /* The variants' entry points, defined in rowmath-<name>.c. */
 float dllm_rowmath_max_ref(const float *x, int64_t n);

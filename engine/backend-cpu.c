@@ -1,0 +1,439 @@
+/*
+ * The CPU backend: the forward pass's operations on the kernels of kernels/ (one variant of
+ * the matrix kernels, "ref", "avx2", "avxvnni" or "avx512", and the block kernels of the same
+ * instruction set), over buffers in one 64-byte aligned arena, run on the caller's thread
+ * pool. The SIMD variants repack the model's K-quant matrices into their panel layout once.
+ */
+#include "config.h"
+
+#include "backend.h"
+#include "dllm.h"
+#include "gguf/gguf.h"
+#include "kernels/cpu.h"
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+#include "threadpool.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#define BUFFER_ALIGN   64
+#define ATTENTION_ROWS 16 /* query rows per attention work item (a multiple of the ops' tile) */
+
+/* A weight matrix as the backend multiplies it: the model's tensor, and its repacked copy. */
+struct matrix {
+    const struct dllm_gguf_tensor *t;
+    const void *packed; /* NULL when not repacked */
+};
+
+/* The matrices of a layer, in the order of struct cpu's mats (enum dllm_weight's order). */
+#define M_PER_LAYER DLLM_W_OUTPUT
+
+/* The arena's parts: the activations of enum dllm_buf, then the backend's own scratch. */
+enum {
+    SCRATCH_SCORES = DLLM_N_BUFS, /* [n_threads, attention scratch] */
+    SCRATCH_COS,                  /* [max_tokens, n_rot / 2] RoPE table */
+    SCRATCH_SIN,                  /* [max_tokens, n_rot / 2] */
+    SCRATCH_ACT,                  /* [max_tokens] activation rows converted for a kernel */
+    N_PARTS
+};
+
+struct cpu {
+    struct dllm_backend base;
+    const struct dllm_model *model;
+    int64_t max_tokens;
+    void *arena;
+    float *buf[DLLM_N_BUFS];
+    float *scores, *cos, *sin;
+    void *act;
+    const struct dllm_kernels *kernels;
+    const struct dllm_ops *ops;
+    struct dllm_threadpool *pool;
+    struct matrix *mats; /* layer il's at mats[il * M_PER_LAYER + w], then the output */
+    uint32_t act_type;   /* the weight type whose activation format act holds */
+    void *packed;        /* the repacked copies of mats, one anonymous mapping, or NULL */
+    size_t packed_bytes;
+};
+
+/* Bytes of one activation row converted for the matrix of the model that needs the most. */
+static size_t act_row_bytes(const struct dllm_model *m)
+{
+    size_t most = dllm_matmul_scratch_bytes(m->output->type, m->output->ne[0], 1);
+    for (int64_t il = 0; il < m->hp.n_layer; il++) {
+        const struct dllm_layer *l = &m->layers[il];
+        const struct dllm_gguf_tensor *w[] = {l->wq,     l->wk,   l->wv,    l->wo,
+                                              l->w_gate, l->w_up, l->w_down};
+        for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+            size_t b = dllm_matmul_scratch_bytes(w[i]->type, w[i]->ne[0], 1);
+            most = b > most ? b : most;
+        }
+    }
+    return most;
+}
+
+/* Byte sizes of the arena's parts for a config, each rounded up to the alignment. */
+static bool part_sizes(const struct dllm_backend_config *cfg, size_t size[N_PARTS])
+{
+    const struct dllm_hparams *hp = &cfg->model->hp;
+    const int64_t L = cfg->max_tokens, R = cfg->max_rows;
+    const int T = dllm_threadpool_size(cfg->pool);
+    const int64_t dq = hp->n_head * hp->head_dim, dkv = hp->n_head_kv * hp->head_dim;
+    const struct {
+        int64_t rows, cols;
+        size_t elem;
+    } shape[N_PARTS] = {
+        [DLLM_BUF_X] = {L, hp->n_embd, sizeof(float)},
+        [DLLM_BUF_XN] = {L, hp->n_embd, sizeof(float)},
+        [DLLM_BUF_Q] = {L, dq, sizeof(float)},
+        [DLLM_BUF_K] = {L, dkv, sizeof(float)},
+        [DLLM_BUF_V] = {L, dkv, sizeof(float)},
+        [DLLM_BUF_ATT] = {L, dq, sizeof(float)},
+        [DLLM_BUF_GATE] = {L, hp->n_ff, sizeof(float)},
+        [DLLM_BUF_UP] = {L, hp->n_ff, sizeof(float)},
+        [DLLM_BUF_OUT] = {R, hp->n_embd, sizeof(float)},
+        [SCRATCH_SCORES] = {T, dllm_ops_attention_scratch(L, hp->head_dim), sizeof(float)},
+        [SCRATCH_COS] = {L, hp->n_rot / 2, sizeof(float)},
+        [SCRATCH_SIN] = {L, hp->n_rot / 2, sizeof(float)},
+        [SCRATCH_ACT] = {L, 1, act_row_bytes(cfg->model)},
+    };
+    for (int i = 0; i < N_PARTS; i++) {
+        size_t n;
+        if (__builtin_mul_overflow((size_t)shape[i].rows, (size_t)shape[i].cols, &n) ||
+            __builtin_mul_overflow(n, shape[i].elem, &n) ||
+            __builtin_add_overflow(n, (size_t)BUFFER_ALIGN - 1, &n))
+            return false;
+        size[i] = n / BUFFER_ALIGN * BUFFER_ALIGN;
+    }
+    return true;
+}
+
+/* Bytes of the arena for a config; SIZE_MAX when it overflows. */
+static size_t arena_bytes(const struct dllm_backend_config *cfg)
+{
+    size_t size[N_PARTS], total = 0;
+    if (!part_sizes(cfg, size))
+        return SIZE_MAX;
+    for (int i = 0; i < N_PARTS; i++) {
+        if (__builtin_add_overflow(total, size[i], &total))
+            return SIZE_MAX;
+    }
+    return total;
+}
+
+/*
+ * The host bytes of a config beyond the weights: the arena (the repacked weights replace the
+ * file's pages of them, so the weights count once).
+ */
+static size_t cpu_host_bytes(const struct dllm_backend_config *cfg)
+{
+    return arena_bytes(cfg);
+}
+
+/* Reports the repack's progress, when asked to. */
+static void report_repack(const struct dllm_backend_config *cfg, size_t done, size_t total)
+{
+    if (!cfg->progress)
+        return;
+    struct dllm_progress p = {.kind = DLLM_PROGRESS_REPACK,
+                              .fraction = total ? (double)done / (double)total : 1.0,
+                              .done = (int64_t)done,
+                              .total = (int64_t)total};
+    cfg->progress(&p, cfg->progress_user);
+}
+
+/*
+ * Lists the model's matrices in c->mats and, where the kernel variant repacks their types,
+ * repacks them into one anonymous mapping and releases the pages of the originals, so the
+ * weights stay resident once. The repacked copies are as large as the originals, plus a few
+ * bytes per Q6_K block. The cancel flag is checked before each matrix.
+ */
+static enum dllm_status repack_matrices(struct cpu *c, const struct dllm_backend_config *cfg,
+                                        struct dllm_error *err)
+{
+    const struct dllm_model *m = c->model;
+    const int64_t n = m->hp.n_layer * M_PER_LAYER + 1;
+    if (!(c->mats = calloc((size_t)n, sizeof *c->mats)))
+        return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
+    for (int64_t il = 0; il < m->hp.n_layer; il++) {
+        const struct dllm_layer *l = &m->layers[il];
+        const struct dllm_gguf_tensor *w[M_PER_LAYER] = {
+            [DLLM_W_Q] = l->wq,       [DLLM_W_K] = l->wk,        [DLLM_W_V] = l->wv,
+            [DLLM_W_O] = l->wo,       [DLLM_W_GATE] = l->w_gate, [DLLM_W_UP] = l->w_up,
+            [DLLM_W_DOWN] = l->w_down};
+        for (int i = 0; i < M_PER_LAYER; i++)
+            c->mats[il * M_PER_LAYER + i].t = w[i];
+    }
+    c->mats[n - 1].t = m->output;
+    if (!c->kernels->repacked_bytes)
+        return DLLM_OK;
+    size_t total = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const struct dllm_gguf_tensor *t = c->mats[i].t;
+        total += c->kernels->repacked_bytes(t->type, t->ne[0], t->ne[1]);
+    }
+    if (total == 0)
+        return DLLM_OK;
+    void *map = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (map == MAP_FAILED)
+        return dllm_error_set(err, DLLM_ERR_NOMEM,
+                              "out of memory for the repacked weights (%.1f GB): close other "
+                              "programs or use a smaller model",
+                              (double)total / 1e9);
+    c->packed = map;
+    c->packed_bytes = total;
+    uint8_t *dst = map;
+    report_repack(cfg, 0, total);
+    for (int64_t i = 0; i < n; i++) {
+        if (cfg->cancel && atomic_load(cfg->cancel))
+            return dllm_error_set(err, DLLM_ERR_CANCELLED, "cancelled while repacking the weights");
+        const struct dllm_gguf_tensor *t = c->mats[i].t;
+        const size_t bytes = c->kernels->repacked_bytes(t->type, t->ne[0], t->ne[1]);
+        if (bytes == 0)
+            continue;
+        dllm_kernels_repack_par(c->kernels, c->pool, t->type, t->data, t->ne[0], t->ne[1], dst);
+        c->mats[i].packed = dst;
+        if (t != m->tok_embd)
+            dllm_gguf_release_pages(m->gguf, t->data, t->size);
+        dst += bytes;
+        report_repack(cfg, (size_t)(dst - (uint8_t *)map), total);
+    }
+    return DLLM_OK;
+}
+
+static void cpu_destroy(struct dllm_backend *be)
+{
+    struct cpu *c = (struct cpu *)be;
+    if (!c)
+        return;
+    if (c->packed)
+        munmap(c->packed, c->packed_bytes);
+    free(c->mats);
+    free(c->arena);
+    free(c);
+}
+
+static enum dllm_status cpu_create(const struct dllm_backend_config *cfg, struct dllm_backend **out,
+                                   struct dllm_error *err)
+{
+    const struct dllm_kernels *kernels;
+    enum dllm_status st = dllm_kernels_select(cfg->variant, &kernels, err);
+    if (st)
+        return st;
+    size_t size[N_PARTS];
+    const size_t total = arena_bytes(cfg);
+    struct cpu *c = calloc(1, sizeof *c);
+    if (c && total != SIZE_MAX && part_sizes(cfg, size))
+        c->arena = aligned_alloc(BUFFER_ALIGN, total);
+    if (!c || !c->arena) {
+        free(c);
+        return dllm_error_set(err, DLLM_ERR_NOMEM,
+                              "out of memory for a forward pass over %lld tokens",
+                              (long long)cfg->max_tokens);
+    }
+    c->base.ops = &dllm_backend_cpu;
+    c->model = cfg->model;
+    c->max_tokens = cfg->max_tokens;
+    c->kernels = kernels;
+    c->ops = dllm_ops_for(kernels);
+    c->pool = cfg->pool;
+    void *parts[N_PARTS];
+    char *p = c->arena;
+    for (int i = 0; i < N_PARTS; i++) {
+        parts[i] = p;
+        p += size[i];
+    }
+    for (int i = 0; i < DLLM_N_BUFS; i++)
+        c->buf[i] = parts[i];
+    c->scores = parts[SCRATCH_SCORES];
+    c->cos = parts[SCRATCH_COS];
+    c->sin = parts[SCRATCH_SIN];
+    c->act = parts[SCRATCH_ACT];
+    const struct dllm_hparams *hp = &cfg->model->hp;
+    dllm_rope_table(hp->rope_base, hp->n_rot, cfg->max_tokens, c->cos, c->sin);
+    if ((st = repack_matrices(c, cfg, err))) {
+        cpu_destroy(&c->base);
+        return st;
+    }
+    *out = &c->base;
+    return DLLM_OK;
+}
+
+static const char *cpu_variant(const struct dllm_backend *be)
+{
+    return ((const struct cpu *)be)->kernels->name;
+}
+
+/* The width of a buffer's rows. */
+static int64_t buf_cols(const struct cpu *c, enum dllm_buf b)
+{
+    const struct dllm_hparams *hp = &c->model->hp;
+    switch (b) {
+    case DLLM_BUF_Q:
+    case DLLM_BUF_ATT: return hp->n_head * hp->head_dim;
+    case DLLM_BUF_K:
+    case DLLM_BUF_V: return hp->n_head_kv * hp->head_dim;
+    case DLLM_BUF_GATE:
+    case DLLM_BUF_UP: return hp->n_ff;
+    default: return hp->n_embd;
+    }
+}
+
+/* The model's vector of a layer, or NULL when it has none (biases of LLaDA). */
+static const float *vector(const struct cpu *c, int64_t layer, enum dllm_vector v)
+{
+    const struct dllm_model *m = c->model;
+    if (v == DLLM_V_OUTPUT_NORM)
+        return m->output_norm;
+    const struct dllm_layer *l = &m->layers[layer];
+    switch (v) {
+    case DLLM_V_ATTN_NORM: return l->attn_norm;
+    case DLLM_V_BQ: return l->bq;
+    case DLLM_V_BK: return l->bk;
+    case DLLM_V_BV: return l->bv;
+    case DLLM_V_FFN_NORM: return l->ffn_norm;
+    default: return NULL;
+    }
+}
+
+static enum dllm_status cpu_embed(struct dllm_backend *be, const int32_t *ids, int64_t L,
+                                  struct dllm_error *err)
+{
+    struct cpu *c = (struct cpu *)be;
+    const struct dllm_model *m = c->model;
+    const int64_t d = m->hp.n_embd;
+    for (int64_t i = 0; i < L; i++) {
+        enum dllm_status st = dllm_gguf_tensor_decode(m->tok_embd, (int64_t)ids[i] * d, d,
+                                                      c->buf[DLLM_BUF_X] + i * d, err);
+        if (st)
+            return st;
+    }
+    return DLLM_OK;
+}
+
+static void cpu_rms_norm(struct dllm_backend *be, enum dllm_buf src, const int32_t *rows, int64_t L,
+                         int64_t layer, enum dllm_vector g, enum dllm_buf dst)
+{
+    struct cpu *c = (struct cpu *)be;
+    const int64_t n = c->model->hp.n_embd;
+    const float *w = vector(c, layer, g);
+    for (int64_t i = 0; i < L; i++)
+        c->ops->rms_norm(c->buf[src] + (rows ? rows[i] : i) * n, w, c->model->hp.norm_eps, n,
+                         c->buf[dst] + i * n);
+}
+
+/*
+ * y[L, N] = x[L, K] W^T for the matrix at mats[i]: converts x for W's type unless it was
+ * converted for the last product already in the same activation format, then multiplies,
+ * from W's repacked copy where it has one.
+ */
+static void product(struct cpu *c, int64_t i, const float *x, int64_t L, bool same_input, float *y,
+                    int64_t ldy)
+{
+    const struct matrix *mat = &c->mats[i];
+    const struct dllm_gguf_tensor *w = mat->t;
+    const int64_t K = w->ne[0], N = w->ne[1];
+    if (!same_input || dllm_matmul_act_format(c->act_type) != dllm_matmul_act_format(w->type))
+        dllm_kernels_quantize_par(c->kernels, c->pool, w->type, x, K, L, c->act);
+    c->act_type = w->type;
+    if (mat->packed)
+        dllm_kernels_rows_packed_par(c->kernels, c->pool, w->type, mat->packed, K, N, c->act, L, y,
+                                     ldy);
+    else
+        dllm_kernels_rows_par(c->kernels, c->pool, w->type, w->data, K, N, c->act, L, y, ldy);
+}
+
+static void cpu_matmul(struct dllm_backend *be, int64_t layer, enum dllm_weight w,
+                       enum dllm_buf src, int64_t L, bool same_input, enum dllm_buf dst)
+{
+    struct cpu *c = (struct cpu *)be;
+    product(c, layer * M_PER_LAYER + w, c->buf[src], L, same_input, c->buf[dst], buf_cols(c, dst));
+}
+
+static void cpu_add_bias(struct dllm_backend *be, enum dllm_buf buf, int64_t layer,
+                         enum dllm_vector b, int64_t L)
+{
+    struct cpu *c = (struct cpu *)be;
+    const float *v = vector(c, layer, b);
+    if (!v)
+        return;
+    const int64_t n = buf_cols(c, buf);
+    for (int64_t i = 0; i < L; i++)
+        c->ops->add(c->buf[buf] + i * n, v, n);
+}
+
+static void cpu_rope(struct dllm_backend *be, int64_t L)
+{
+    struct cpu *c = (struct cpu *)be;
+    const struct dllm_hparams *hp = &c->model->hp;
+    const int64_t dq = hp->n_head * hp->head_dim, dkv = hp->n_head_kv * hp->head_dim;
+    const int64_t half = hp->n_rot / 2;
+    for (int64_t i = 0; i < L; i++) {
+        c->ops->rope(c->buf[DLLM_BUF_Q] + i * dq, hp->n_head, hp->head_dim, hp->n_rot,
+                     hp->rope_mode, c->cos + i * half, c->sin + i * half);
+        c->ops->rope(c->buf[DLLM_BUF_K] + i * dkv, hp->n_head_kv, hp->head_dim, hp->n_rot,
+                     hp->rope_mode, c->cos + i * half, c->sin + i * half);
+    }
+}
+
+struct attention_job {
+    struct cpu *c;
+    int64_t L;
+};
+
+/* One work item of the attention: ATTENTION_ROWS query rows, with the thread's scratch. */
+static void attention_rows(void *ctx, int64_t item, int thread)
+{
+    const struct attention_job *job = ctx;
+    const struct cpu *c = job->c;
+    const struct dllm_hparams *hp = &c->model->hp;
+    int64_t i0 = item * ATTENTION_ROWS,
+            i1 = i0 + ATTENTION_ROWS < job->L ? i0 + ATTENTION_ROWS : job->L;
+    const size_t scratch = (size_t)dllm_ops_attention_scratch(c->max_tokens, hp->head_dim);
+    c->ops->attention(c->buf[DLLM_BUF_Q], c->buf[DLLM_BUF_K], c->buf[DLLM_BUF_V], job->L,
+                      hp->n_head, hp->n_head_kv, hp->head_dim, 1.0f / sqrtf((float)hp->head_dim),
+                      i0, i1, c->scores + (size_t)thread * scratch, c->buf[DLLM_BUF_ATT]);
+}
+
+static void cpu_attention(struct dllm_backend *be, int64_t L)
+{
+    struct cpu *c = (struct cpu *)be;
+    struct attention_job job = {c, L};
+    dllm_threadpool_run(c->pool, (L + ATTENTION_ROWS - 1) / ATTENTION_ROWS, attention_rows, &job);
+}
+
+static void cpu_swiglu(struct dllm_backend *be, int64_t L)
+{
+    struct cpu *c = (struct cpu *)be;
+    c->ops->swiglu(c->buf[DLLM_BUF_GATE], c->buf[DLLM_BUF_UP], L * c->model->hp.n_ff);
+}
+
+static void cpu_add(struct dllm_backend *be, enum dllm_buf src, int64_t L)
+{
+    struct cpu *c = (struct cpu *)be;
+    c->ops->add(c->buf[DLLM_BUF_X], c->buf[src], L * c->model->hp.n_embd);
+}
+
+static void cpu_output(struct dllm_backend *be, int64_t R, float *logits)
+{
+    struct cpu *c = (struct cpu *)be;
+    product(c, c->model->hp.n_layer * M_PER_LAYER, c->buf[DLLM_BUF_OUT], R, false, logits,
+            c->model->hp.n_vocab);
+}
+
+const struct dllm_backend_ops dllm_backend_cpu = {
+    .name = "cpu",
+    .host_bytes = cpu_host_bytes,
+    .create = cpu_create,
+    .destroy = cpu_destroy,
+    .variant = cpu_variant,
+    .embed = cpu_embed,
+    .rms_norm = cpu_rms_norm,
+    .matmul = cpu_matmul,
+    .add_bias = cpu_add_bias,
+    .rope = cpu_rope,
+    .attention = cpu_attention,
+    .swiglu = cpu_swiglu,
+    .add = cpu_add,
+    .output = cpu_output,
+};

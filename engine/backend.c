@@ -1,0 +1,23 @@
+/* The table of backends a forward context can run on (backend.h). */
+#include "config.h"
+
+#include "backend.h"
+
+#include <string.h>
+
+static const struct dllm_backend_ops *const backends[] = {&dllm_backend_cpu};
+#define N_BACKENDS (sizeof backends / sizeof backends[0])
+
+enum dllm_status dllm_backend_find(const char *name, const struct dllm_backend_ops **out,
+                                   struct dllm_error *err)
+{
+    if (!name || !*name)
+        name = "cpu";
+    for (size_t i = 0; i < N_BACKENDS; i++) {
+        if (strcmp(backends[i]->name, name) == 0) {
+            *out = backends[i];
+            return DLLM_OK;
+        }
+    }
+    return dllm_error_set(err, DLLM_ERR_ARG, "unknown backend '%s': this build has cpu", name);
+}

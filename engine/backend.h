@@ -1,0 +1,122 @@
+/*
+ * The seam between the forward pass's graph (forward.c) and the hardware that runs it. A
+ * backend prepares a model's weights its own way (the CPU backends repack K-quant matrices
+ * for their kernels) and allocates the activation buffers of a pass; the graph names them
+ * only by enum dllm_buf and never touches their memory. Only the logits rows a pass asks for
+ * leave a backend, into the caller's memory. A new backend adds a struct dllm_backend_ops and
+ * an entry in backend.c's table; forward.c does not change.
+ */
+#ifndef DLLM_BACKEND_H
+#define DLLM_BACKEND_H
+
+#include "dllm.h"
+#include "model.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The activation buffers of a pass, each [max_tokens rows] wide as the comment says. */
+enum dllm_buf {
+    DLLM_BUF_X,    /* [L, n_embd] the residual stream */
+    DLLM_BUF_XN,   /* [L, n_embd] a block's normed input, then its projected output */
+    DLLM_BUF_Q,    /* [L, n_head * head_dim] */
+    DLLM_BUF_K,    /* [L, n_head_kv * head_dim] */
+    DLLM_BUF_V,    /* [L, n_head_kv * head_dim] */
+    DLLM_BUF_ATT,  /* [L, n_head * head_dim] attention output, heads side by side */
+    DLLM_BUF_GATE, /* [L, n_ff] gate projection, then SwiGLU */
+    DLLM_BUF_UP,   /* [L, n_ff] */
+    DLLM_BUF_OUT,  /* [max_rows, n_embd] the final-normed rows to project to logits */
+    DLLM_N_BUFS
+};
+
+/* The matrices of a layer; DLLM_W_OUTPUT is the output projection (layer ignored). */
+enum dllm_weight {
+    DLLM_W_Q,
+    DLLM_W_K,
+    DLLM_W_V,
+    DLLM_W_O,
+    DLLM_W_GATE,
+    DLLM_W_UP,
+    DLLM_W_DOWN,
+    DLLM_W_OUTPUT
+};
+
+/* The vectors of a layer; DLLM_V_OUTPUT_NORM is the final norm's (layer ignored). */
+enum dllm_vector {
+    DLLM_V_ATTN_NORM,
+    DLLM_V_BQ, /* biases: absent (the op does nothing) unless the model has them */
+    DLLM_V_BK,
+    DLLM_V_BV,
+    DLLM_V_FFN_NORM,
+    DLLM_V_OUTPUT_NORM
+};
+
+/* What a backend is created for. */
+struct dllm_backend_config {
+    const struct dllm_model *model;
+    int64_t max_tokens, max_rows;
+    struct dllm_threadpool *pool; /* the CPU threads it may use; not owned */
+    const char *variant;          /* the backend's own variant name, or NULL for its best */
+    dllm_progress_fn progress;    /* DLLM_PROGRESS_REPACK while preparing the weights */
+    void *progress_user;
+    const atomic_bool *cancel; /* checked while preparing the weights */
+};
+
+struct dllm_backend;
+
+/*
+ * A backend's operations. L is the number of rows (tokens) an op works on; every buffer is
+ * read and written from row 0. Ops run to completion on the calling thread (using the pool
+ * as they like) and cannot fail, except where they return a status.
+ */
+struct dllm_backend_ops {
+    const char *name; /* "cpu" */
+    /* Bytes of host memory the backend's buffers take for a config (the memory check). */
+    size_t (*host_bytes)(const struct dllm_backend_config *cfg);
+    /* Prepares the weights and allocates the buffers; DLLM_ERR_CANCELLED leaves nothing. */
+    enum dllm_status (*create)(const struct dllm_backend_config *cfg, struct dllm_backend **out,
+                               struct dllm_error *err);
+    void (*destroy)(struct dllm_backend *be);
+    /* The variant it runs ("avx512", ...). */
+    const char *(*variant)(const struct dllm_backend *be);
+    /* X = the embedding rows of ids[0 .. L-1]. */
+    enum dllm_status (*embed)(struct dllm_backend *be, const int32_t *ids, int64_t L,
+                              struct dllm_error *err);
+    /* dst = RMSNorm(src) * g row by row, over src's rows rows[0 .. L-1] (all when NULL). */
+    void (*rms_norm)(struct dllm_backend *be, enum dllm_buf src, const int32_t *rows, int64_t L,
+                     int64_t layer, enum dllm_vector g, enum dllm_buf dst);
+    /*
+     * dst[L, N] = src[L, K] W^T for the layer's matrix W [N, K]. same_input: src is the
+     * input of the product just done, unchanged since, so a conversion of it may be reused.
+     */
+    void (*matmul)(struct dllm_backend *be, int64_t layer, enum dllm_weight w, enum dllm_buf src,
+                   int64_t L, bool same_input, enum dllm_buf dst);
+    /* buf[L, n] += b on every row; nothing when the model has no such bias. */
+    void (*add_bias)(struct dllm_backend *be, enum dllm_buf buf, int64_t layer, enum dllm_vector b,
+                     int64_t L);
+    /* RoPE of Q and K at positions 0 .. L-1, in place. */
+    void (*rope)(struct dllm_backend *be, int64_t L);
+    /* ATT = bidirectional grouped-query attention of Q over K and V, all L rows. */
+    void (*attention)(struct dllm_backend *be, int64_t L);
+    /* GATE = SiLU(GATE) * UP over L rows. */
+    void (*swiglu)(struct dllm_backend *be, int64_t L);
+    /* X += src over L rows. */
+    void (*add)(struct dllm_backend *be, enum dllm_buf src, int64_t L);
+    /* logits[R, n_vocab] (the caller's memory) = OUT[R, n_embd] times the output matrix. */
+    void (*output)(struct dllm_backend *be, int64_t R, float *logits);
+};
+
+/* Every backend starts with its ops. */
+struct dllm_backend {
+    const struct dllm_backend_ops *ops;
+};
+
+/* The backend named name ("cpu"; NULL is "cpu"), or DLLM_ERR_ARG naming the known ones. */
+enum dllm_status dllm_backend_find(const char *name, const struct dllm_backend_ops **out,
+                                   struct dllm_error *err);
+
+/* The CPU backend: the kernels of kernels/ on the thread pool; variant names a kernel set. */
+extern const struct dllm_backend_ops dllm_backend_cpu;
+
+#endif
