@@ -682,7 +682,7 @@ DLLM_API void dllm_forward_free(struct dllm_forward *fwd);
 /* ---- sampler settings ------------------------------------------------------------------- */
 
 /*
- * The reference a generation follows (reference.md part B). Both fill the generation area's
+ * The reference a generation follows. Both fill the generation area's
  * masks over a number of steps and never re-mask a committed token.
  *   LLADA: LLaDA generate.py. Blocks of block_length tile the generation area, left to right;
  *          a block that began with n masks commits floor(n/s) + [i < n mod s] tokens at its

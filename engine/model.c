@@ -1,7 +1,7 @@
 /*
  * Model loading: the architecture and hyperparameters from GGUF metadata, the tensors of the
- * graph with their shapes and types checked against them, and a memory check before anything
- * is read (shared/docs/reference.md A.1 to A.3).
+ * graph with their shapes and types checked against them (the keys and tensors llama.cpp's
+ * convert_hf_to_gguf.py writes and src/llama-model.cpp reads for llada and dream).
  */
 #include "config.h"
 

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* The hyperparameters of the graph (shared/docs/reference.md A.1 to A.3). */
+/* The hyperparameters of the graph (llama.cpp src/llama-model.cpp, llada and dream). */
 struct dllm_hparams {
     int64_t n_layer;
     int64_t n_embd;    /* d_model */

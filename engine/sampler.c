@@ -1,6 +1,6 @@
 /*
  * Diffusion samplers: LLaDA's generate.py, Dream's diffusion_generate and Fast-dLLM's
- * confidence threshold (reference.md part B), as a schedule plus one step on given logits.
+ * confidence threshold (NVlabs/Fast-dLLM llada/generate.py), as a schedule plus one step on given logits.
  */
 #include "config.h"
 

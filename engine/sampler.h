@@ -1,5 +1,6 @@
 /*
- * Diffusion samplers (reference.md part B): the step schedule, and one denoising step turned
+ * Diffusion samplers (ML-GSAI/LLaDA generate.py, Dream-org generation_utils.py, NVlabs/Fast-dLLM
+ * llada/generate.py): the step schedule, and one denoising step turned
  * from given logits rows into committed tokens. Nothing here knows about models: the caller
  * runs the forward pass for the positions the sampler asks for and hands the rows back.
  *
@@ -123,7 +124,7 @@ float dllm_sampler_transfer_fraction(int64_t steps, int64_t i, float eps);
 int64_t dllm_sampler_quota_dream(int64_t n, int64_t steps, int64_t i, float eps);
 
 /*
- * The early-stop rule (reference.md B.5): true when the generation area [start, end) holds an
+ * The early-stop rule: true when the generation area [start, end) holds an
  * end-of-generation token (one of eog[0 .. n_eog-1]) and no mask comes before the first one.
  * Samplers never re-mask, so the text up to that token is then final.
  */

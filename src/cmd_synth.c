@@ -41,12 +41,12 @@ const char cmd_synth_usage[] =
     "  -q, --quiet         no progress on stderr\n"
     "  -h, --help          this help\n";
 
-/* Set by SIGINT; the progress callback then asks the library to stop. */
-static volatile sig_atomic_t interrupted;
+/* Set by SIGINT; the library stops at its next check. */
+static atomic_bool interrupted;
 
 static void on_sigint(int sig)
 {
-    interrupted = 1;
+    atomic_store(&interrupted, true);
     signal(sig, SIG_DFL); /* a second Ctrl+C ends the program at once */
 }
 
@@ -57,16 +57,16 @@ struct view {
     int last; /* the last percentage shown, -1 before any */
 };
 
-static bool on_progress(uint64_t done, uint64_t total, void *user)
+static void on_progress(const struct dllm_progress *p, void *user)
 {
     struct view *v = user;
+    const uint64_t done = (uint64_t)p->done, total = (uint64_t)p->total;
     int pct = total ? (int)(100 * done / total) : 100;
     if (v->tty ? pct != v->last : pct / 10 != v->last / 10 || v->last < 0) {
         fprintf(stderr, "%swriting %s: %3d%% (%.1f of %.1f MB)%s", v->tty ? "\r" : "", v->path, pct,
                 (double)done / 1e6, (double)total / 1e6, v->tty ? "" : "\n");
         v->last = pct;
     }
-    return !interrupted;
 }
 
 int cmd_synth(const struct cli_command *cmd, int argc, char **argv)
@@ -120,8 +120,11 @@ int cmd_synth(const struct cli_command *cmd, int argc, char **argv)
         cli_usage_error(cmd, "%s", err.text);
 
     struct view view = {.path = out, .tty = isatty(STDERR_FILENO), .last = -1};
+    params.progress = quiet ? NULL : on_progress;
+    params.progress_user = &view;
+    params.cancel = &interrupted;
     signal(SIGINT, on_sigint);
-    enum dllm_status st = dllm_synth_write(out, &params, quiet ? NULL : on_progress, &view, &err);
+    enum dllm_status st = dllm_synth_write(out, &params, &err);
     signal(SIGINT, SIG_DFL);
     if (view.tty && view.last >= 0)
         fputc('\n', stderr);

@@ -3,7 +3,7 @@
  * header is written and the tensor data streamed after it, tensor by tensor in the order they
  * were added, so that a file of any size is written without holding its data in memory.
  *
- * The layout is the one llama.cpp's reader expects (shared/docs/reference.md C.1): version 3,
+ * The layout is the one llama.cpp's reader expects (ggml/include/gguf.h): version 3,
  * keys in the order they were first set, tensor infos in the order added with offsets packed
  * in that order, each tensor padded with zeros to the alignment (32 unless changed), and the
  * data section starting at the first aligned byte after the header.

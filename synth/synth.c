@@ -1,7 +1,7 @@
 /*
  * Synthetic models: GGUF files of the real LLaDA and Dream layouts with random weights
  * (dllm.h, "synthetic models"). The tensor list, its order and the types of the Q4_K_M mix
- * follow llama-quantize (shared/docs/reference.md A.2, A.3, C.7); the keys and the synthetic
+ * follow llama-quantize (llama.cpp src/llama-quant.cpp); the keys and the synthetic
  * vocabulary follow the test fixtures, which llama.cpp's own converter wrote.
  */
 #include "config.h"
@@ -525,8 +525,7 @@ static enum dllm_status set_keys(struct dllm_gguf_writer *w, const struct dllm_s
 struct output {
     struct dllm_gguf_writer *w;
     uint8_t *buf; /* [CHUNK_BYTES] */
-    dllm_synth_progress_fn progress;
-    void *user;
+    const struct dllm_synth_params *params;
 };
 
 /*
@@ -556,18 +555,26 @@ static enum dllm_status write_tensor(struct output *o, const struct planned *t, 
         enum dllm_status st = dllm_gguf_writer_write(o->w, buf, n * block_bytes, err);
         if (st)
             return st;
-        if (o->progress && !o->progress(dllm_gguf_writer_data_written(o->w),
-                                        dllm_gguf_writer_data_size(o->w), o->user))
+        const struct dllm_synth_params *p = o->params;
+        if (p->progress) {
+            const uint64_t done = dllm_gguf_writer_data_written(o->w),
+                           total = dllm_gguf_writer_data_size(o->w);
+            const struct dllm_progress pr = {.kind = DLLM_PROGRESS_SYNTH,
+                                             .fraction = total ? (double)done / (double)total : 1,
+                                             .done = (int64_t)done,
+                                             .total = (int64_t)total};
+            p->progress(&pr, p->progress_user);
+        }
+        if (p->cancel && atomic_load(p->cancel))
             return dllm_error_set(err, DLLM_ERR_CANCELLED, "cancelled: nothing was written");
     }
     return DLLM_OK;
 }
 
 enum dllm_status dllm_synth_write(const char *path, const struct dllm_synth_params *params,
-                                  dllm_synth_progress_fn progress, void *user,
                                   struct dllm_error *err)
 {
-    struct output o = {.progress = progress, .user = user};
+    struct output o = {.params = params};
     struct planned *tensors = NULL;
     struct vocab vocab = {0};
     enum dllm_status st = dllm_synth_params_check(params, err);

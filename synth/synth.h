@@ -12,7 +12,8 @@
 /*
  * GGUF files of the real architectures and shapes with random weights, for benchmarks and
  * tests without a download. Tensor names, order, shapes and types are those llama.cpp's
- * converter and llama-quantize write (reference.md A.2, A.3, C.7), the metadata keys those of
+ * converter and llama-quantize write (convert_hf_to_gguf.py, src/llama-quant.cpp), the metadata
+ * keys those of
  * a converted model. The vocabulary is synthetic and byte-level: the 256 GPT-2 byte tokens,
  * 8 merges, [PAD<i>] fillers, and the architecture's special tokens at their real ids, or
  * when the vocabulary is smaller than those ids at the same distance from its top as in the
@@ -45,6 +46,10 @@ struct dllm_synth_params {
     int64_t n_ctx;     /* the context length written to the file */
     enum dllm_synth_type type;
     uint64_t seed; /* the same seed and params give the same file, byte for byte */
+    /* DLLM_PROGRESS_SYNTH about every megabyte of tensor data written (done/total bytes) */
+    dllm_progress_fn progress;
+    void *progress_user;
+    const atomic_bool *cancel; /* checked between megabytes */
 };
 
 /*
@@ -66,19 +71,14 @@ enum dllm_status dllm_synth_params_check(const struct dllm_synth_params *params,
 const char *dllm_synth_type_name(enum dllm_synth_type type);
 bool dllm_synth_type_parse(const char *name, enum dllm_synth_type *out);
 
-/* Reports bytes of tensor data written so far of total; returning false cancels the write. */
-typedef bool (*dllm_synth_progress_fn)(uint64_t done, uint64_t total, void *user);
-
 /*
  * Writes a synthetic model to path, streaming: the tensor data is generated block by block as
  * it is written, so memory use does not grow with the model. The file appears under its name
  * only when complete (it is written as PATH.tmp and renamed; an existing file is replaced);
- * on failure or cancellation nothing is left behind. progress (may be NULL) is called about
- * every megabyte. DLLM_ERR_IO names the file and the problem (a full disk, a missing folder),
- * DLLM_ERR_CANCELLED follows a progress callback's false.
+ * on failure or cancellation nothing is left behind. DLLM_ERR_IO names the file and the
+ * problem (a full disk, a missing folder); DLLM_ERR_CANCELLED follows params->cancel.
  */
 enum dllm_status dllm_synth_write(const char *path, const struct dllm_synth_params *params,
-                                  dllm_synth_progress_fn progress, void *user,
                                   struct dllm_error *err);
 
 #endif /* DLLM_SYNTH_H */

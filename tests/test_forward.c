@@ -134,7 +134,7 @@ START_TEST(test_rope_pairs)
 END_TEST
 
 /*
- * The LLaDA trap (reference.md A.2): rows permuted inside each head as the converter does,
+ * The LLaDA trap (convert_hf_to_gguf.py's LLaDA permute): rows permuted inside each head as the converter does,
  * GGUF (h, 2j+s) <- HF (h, s*half + j), then NORMAL RoPE, equal NEOX RoPE on the original rows.
  */
 START_TEST(test_rope_permuted)
@@ -603,7 +603,7 @@ static struct dllm_model *open_six_layers(char **path)
     *path = malloc(strlen(dir) + 16);
     sprintf(*path, "%s/six.gguf", dir);
     free(dir);
-    ck_assert_msg(dllm_synth_write(*path, &p, NULL, NULL, &err) == DLLM_OK, "%s", err.text);
+    ck_assert_msg(dllm_synth_write(*path, &p, &err) == DLLM_OK, "%s", err.text);
     struct dllm_model *model;
     ck_assert_msg(dllm_model_open(*path, NULL, &model, &err) == DLLM_OK, "%s", err.text);
     return model;

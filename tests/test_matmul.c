@@ -1,6 +1,7 @@
 /*
- * Reference matrix kernels: activation quantisers against their definitions (reference.md
- * C.6), and y = x · W^T against float64 products of the weights decoded by quant.c.
+ * Reference matrix kernels: activation quantisers against their definitions (ggml-quants.c
+ * quantize_row_q8_0, quantize_row_q8_K), and y = x · W^T against float64 products of the weights
+ * decoded by quant.c.
  */
 #include "fixtures.h"
 #include "kernels/matmul.h"

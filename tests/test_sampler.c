@@ -284,7 +284,7 @@ START_TEST(test_quota_llada)
 END_TEST
 
 /*
- * reference.md B.2's table (eps 1e-3): commits at step 0, at every middle step, at the last.
+ * Dream's schedule (generation_utils.py, eps 1e-3): commits at step 0, at every middle step, at the last.
  * python3 float32 simulation of torch.linspace(1, eps, steps + 1) and int(N (1 - s/t)) with N
  * the masks left gives the same rows, and the full lists for the small cases below.
  */

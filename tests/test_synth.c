@@ -2,7 +2,7 @@
  * The GGUF writer (values of every type and tensors read back through the reader, the
  * positions it reports, temporary files, a full disk, bad paths) and synthetic models: their
  * layout against the fixture models llama.cpp's tools wrote, the Q4_K_M type mix against the
- * layer sets of reference.md C.7 and the use_more_bits formula, the chat templates against the
+ * layer sets of llama-quant.cpp's use_more_bits formula, the chat templates against the
  * published tokenizer_config.json files, loading, a forward pass and a chat prompt.
  */
 #include "dllm.h"
@@ -568,9 +568,9 @@ START_TEST(writer_bad_paths)
     dllm_gguf_writer_free(w);
     struct dllm_synth_params p;
     ck_assert_int_eq(dllm_synth_params_init(&p, "llada", "tiny", &err), DLLM_OK);
-    ck_assert_int_eq(dllm_synth_write("/nonexistent-dllm-dir/x.gguf", &p, NULL, NULL, &err),
+    ck_assert_int_eq(dllm_synth_write("/nonexistent-dllm-dir/x.gguf", &p, &err),
                      DLLM_ERR_IO);
-    ck_assert_int_eq(dllm_synth_write("/dev/full", &p, NULL, NULL, &err), DLLM_ERR_IO);
+    ck_assert_int_eq(dllm_synth_write("/dev/full", &p, &err), DLLM_ERR_IO);
     ck_assert(strstr(err.text, "No space left on device"));
     rmdir(dir);
     free(dir);
@@ -597,7 +597,7 @@ static char *synth(const struct dllm_synth_params *p, const char *name)
 {
     char *path = join(synth_dir, name);
     struct dllm_error err;
-    ck_assert_msg(dllm_synth_write(path, p, NULL, NULL, &err) == DLLM_OK, "%s", err.text);
+    ck_assert_msg(dllm_synth_write(path, p, &err) == DLLM_OK, "%s", err.text);
     return path;
 }
 
@@ -688,7 +688,7 @@ START_TEST(synth_matches_fixture)
 }
 END_TEST
 
-/* reference.md C.7: the layers whose attn_v and ffn_down are Q6_K in a Q4_K_M file. */
+/* llama-quant.cpp use_more_bits: the layers whose attn_v and ffn_down are Q6_K in a Q4_K_M file. */
 static const int s32[] = {0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 28, 29, 30, 31};
 static const int s28[] = {0, 1, 2, 5, 8, 11, 14, 17, 20, 23, 24, 25, 26, 27};
 
@@ -1011,18 +1011,22 @@ START_TEST(synth_seed)
 END_TEST
 
 struct progress_log {
-    int calls, cancel_at;
+    int calls, cancel_at; /* cancel_at: set the flag at that call */
     uint64_t last_done, last_total;
     bool monotonic;
+    atomic_bool cancel;
 };
 
-static bool log_progress(uint64_t done, uint64_t total, void *user)
+static void log_progress(const struct dllm_progress *p, void *user)
 {
     struct progress_log *l = user;
-    l->monotonic &= done >= l->last_done && done <= total && (!l->calls || total == l->last_total);
+    const uint64_t done = (uint64_t)p->done, total = (uint64_t)p->total;
+    l->monotonic &= p->kind == DLLM_PROGRESS_SYNTH && done >= l->last_done && done <= total &&
+                    (!l->calls || total == l->last_total);
     l->last_done = done;
     l->last_total = total;
-    return ++l->calls != l->cancel_at;
+    if (++l->calls == l->cancel_at)
+        atomic_store(&l->cancel, true);
 }
 
 /* Progress counts up to the data section's size; a cancel leaves no file behind. */
@@ -1032,7 +1036,9 @@ START_TEST(synth_progress_cancel)
     char *path = join(synth_dir, "p.gguf");
     struct dllm_error err;
     struct progress_log l = {.monotonic = true};
-    ck_assert_int_eq(dllm_synth_write(path, &p, log_progress, &l, &err), DLLM_OK);
+    p.progress = log_progress;
+    p.progress_user = &l;
+    ck_assert_int_eq(dllm_synth_write(path, &p, &err), DLLM_OK);
     ck_assert(l.monotonic && l.calls > 3);
     struct dllm_gguf *g = open_path(path);
     struct stat sb;
@@ -1042,7 +1048,9 @@ START_TEST(synth_progress_cancel)
     dllm_gguf_close(g);
     unlink(path);
     struct progress_log c = {.monotonic = true, .cancel_at = 3};
-    ck_assert_int_eq(dllm_synth_write(path, &p, log_progress, &c, &err), DLLM_ERR_CANCELLED);
+    p.progress_user = &c;
+    p.cancel = &c.cancel;
+    ck_assert_int_eq(dllm_synth_write(path, &p, &err), DLLM_ERR_CANCELLED);
     ck_assert_int_eq(c.calls, 3);
     ck_assert(!exists(path) && !tmp_exists(path));
     free(path);
@@ -1094,7 +1102,7 @@ START_TEST(synth_param_errors)
         }
         st = dllm_synth_params_check(&p, &err);
         ck_assert_int_eq(st, DLLM_ERR_ARG);
-        ck_assert_int_eq(dllm_synth_write("/nonexistent-dllm-dir/x.gguf", &p, NULL, NULL, &err),
+        ck_assert_int_eq(dllm_synth_write("/nonexistent-dllm-dir/x.gguf", &p, &err),
                          DLLM_ERR_ARG); /* checked before anything is created */
     }
     ck_assert_int_eq(st, DLLM_ERR_ARG);

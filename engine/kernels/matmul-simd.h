@@ -32,6 +32,7 @@
  *     adds is subtracted by starting each block's sum at -128 * sum(w).
  *   F32, F16, BF16: weights and activations converted to float, one FMA per weight and row.
  */
+#include "kernels/cpu.h"
 #include "kernels/matmul.h"
 #include "gguf/quant.h"
 
@@ -160,7 +161,7 @@ struct kpanel {
 
 /*
  * Q4_K and Q5_K scales and mins from the block's first four words w (fp16 d and dmin, then
- * 6-bit values packed in 12 bytes s, reference.md C.4):
+ * 6-bit values packed in 12 bytes s, as ggml-quants.c get_scale_min_k4 unpacks them):
  *   sc[j] = s[j] & 63, mn[j] = s[j+4] & 63 for j < 4,
  *   sc[j+4] = (s[j+8] & 15) | (s[j] >> 6) << 4, mn[j+4] = (s[j+8] >> 4) | (s[j+4] >> 6) << 4.
  */

@@ -12,7 +12,7 @@
  * back to back, each dllm_matmul_act_row_bytes(wtype, K) long (quant.h layouts).
  *
  * llama.cpp's CPU backend gives K-quant weights Q8_K activations, one scale per 256 elements
- * (reference.md C.6); an outlier in a 256-element chunk then coarsens the step of its other 255
+ * (ggml-cpu's vec_dot_type for Q4_K, Q5_K, Q6_K); an outlier in a 256-element chunk then coarsens the step of its other 255
  * values. A scale per 128 (Q8_K128, each 128 quantised by the same rule) keeps the logits of
  * every fixture model closer to the float64 reference than llama.cpp's (tests/test_forward:
  * worst rows 0.016-0.018 relative L2 where llama.cpp's are 0.018-0.021; with one scale per 256
@@ -26,7 +26,7 @@
  * The *_ref functions are the scalar specification; faster variants must match them within a
  * tolerance. Inside an activation block (128 elements of Q8_K128, 32 of Q8_0) the products are
  * exact int32 sums and block contributions accumulate in float; F32, F16 and BF16 products are
- * float and their sums double. See shared/docs/reference.md C.5 and C.6.
+ * float and their sums double.
  */
 #ifndef DLLM_KERNELS_MATMUL_H
 #define DLLM_KERNELS_MATMUL_H
