@@ -12,8 +12,10 @@ struct record {
     int n_start, n_step, n_done, n_error, n_notice;
     int64_t n_prompt, canvas_len, n_steps, last_masks_left, committed_total;
     bool masks_monotonic;
-    int cancel_at_step; /* cancel when this step arrives; -1 never */
+    int cancel_at_step;      /* cancel when this step arrives; -1 never */
+    atomic_bool *cancel_flag; /* set it then (the request's flag); NULL: dllm_session_cancel */
     struct dllm_session *session;
+    int32_t step_canvas[4096]; /* the canvas of the last STEP event */
     int32_t tokens[4096];
     int64_t n_tokens;
     int32_t canvas[4096];
@@ -45,8 +47,13 @@ static void on_event(const struct dllm_event *ev, void *user)
         for (int64_t i = 0; i < ev->n_committed; i++)
             if (ev->canvas[ev->committed[i].pos] != ev->committed[i].token)
                 r->masks_monotonic = false;
-        if (ev->step == r->cancel_at_step)
-            dllm_session_cancel(r->session);
+        memcpy(r->step_canvas, ev->canvas, (size_t)ev->canvas_len * sizeof *r->step_canvas);
+        if (ev->step == r->cancel_at_step) {
+            if (r->cancel_flag)
+                atomic_store(r->cancel_flag, true);
+            else
+                dllm_session_cancel(r->session);
+        }
         break;
     case DLLM_EVENT_DONE:
         r->n_done++;
@@ -105,9 +112,11 @@ static void close_session(struct fixture *f)
 static void generate(struct fixture *f, const struct dllm_request *req, struct record *r)
 {
     int cancel_at = r->cancel_at_step;
+    atomic_bool *flag = r->cancel_flag;
     memset(r, 0, sizeof *r);
     r->masks_monotonic = true;
     r->cancel_at_step = cancel_at ? cancel_at : -1;
+    r->cancel_flag = flag;
     r->session = f->session;
     r->mask_id = dllm_model_mask_id(f->model);
     struct dllm_error err;
@@ -174,7 +183,7 @@ START_TEST(generate_deterministic)
 }
 END_TEST
 
-/* Cancel from the callback stops at the next step boundary and keeps the partial canvas. */
+/* dllm_session_cancel from the callback stops the run and keeps the partial canvas. */
 START_TEST(generate_cancel)
 {
     struct fixture f = open_session(models[0], 256);
@@ -189,6 +198,40 @@ START_TEST(generate_cancel)
     ck_assert_int_eq(r.steps_run, 3);
     ck_assert_int_eq(r.masks_left_done, 32 - r.committed_total);
     ck_assert_int_gt(r.masks_left_done, 0);
+    close_session(&f);
+}
+END_TEST
+
+/*
+ * The request's own cancel flag, set as step 2 is reported, ends the run with the canvas of
+ * that step; the next request on the session, without the flag set, gives the tokens a fresh
+ * session gives.
+ */
+START_TEST(generate_cancel_flag)
+{
+    struct fixture f = open_session(models[_i], 256);
+    struct dllm_chat_message msg;
+    struct dllm_request req =
+        user_request(_i == 0 ? DLLM_SAMPLER_LLADA : DLLM_SAMPLER_DREAM, "Count to ten.", &msg);
+    req.sampler.early_stop = false;
+    atomic_bool flag = false;
+    req.cancel = &flag;
+    static struct record r, again, fresh;
+    r.cancel_at_step = 2;
+    r.cancel_flag = &flag;
+    generate(&f, &req, &r);
+    ck_assert_int_eq(r.n_done, 1);
+    ck_assert(r.cancelled);
+    ck_assert_int_eq(r.steps_run, 3);
+    ck_assert_mem_eq(r.canvas, r.step_canvas, (size_t)r.canvas_len * sizeof *r.canvas);
+    atomic_store(&flag, false);
+    generate(&f, &req, &again);
+    ck_assert(!again.cancelled);
+    struct fixture g = open_session(models[_i], 256);
+    generate(&g, &req, &fresh);
+    ck_assert_int_eq(again.n_tokens, fresh.n_tokens);
+    ck_assert_mem_eq(again.canvas, fresh.canvas, (size_t)fresh.canvas_len * sizeof *fresh.canvas);
+    close_session(&g);
     close_session(&f);
 }
 END_TEST
@@ -288,6 +331,7 @@ static Suite *session_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, generate_deterministic, 0, 2);
     tcase_add_test(tc, generate_cancel);
+    tcase_add_loop_test(tc, generate_cancel_flag, 0, 2);
     tcase_add_test(tc, generate_multi_turn);
     tcase_add_test(tc, generate_refused);
     tcase_add_test(tc, generate_raw);

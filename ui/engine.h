@@ -59,7 +59,8 @@ enum dllm_status ui_engine_start(struct ui_engine *engine, const struct dllm_cha
                                  struct dllm_error *err);
 
 /*
- * Asks the running generation to stop at the next step boundary; it then ends with a DONE
+ * Asks the running generation to stop inside its current step, at the forward pass's next
+ * layer, keeping the canvas of the last finished step; it then ends with a DONE
  * event marked cancelled that keeps the partial answer. Nothing happens when idle.
  */
 void ui_engine_cancel(struct ui_engine *engine);
