@@ -7,7 +7,9 @@
 #include "dllm-hub.h"
 #include "dllm.h"
 #include "fixtures.h"
-#include "hub.h"
+#include "listing.h"
+#include "ref.h"
+#include "util.h"
 
 #include <check.h>
 #include <curl/curl.h>
@@ -453,7 +455,7 @@ static const struct path_case path_cases[] = {
 START_TEST(path_valid)
 {
     const struct path_case *c = &path_cases[_i];
-    ck_assert_msg(dllm_hubcache_path_valid(c->path) == c->valid, "'%s'", c->path);
+    ck_assert_msg(dllm_hub_path_valid(c->path) == c->valid, "'%s'", c->path);
 }
 END_TEST
 

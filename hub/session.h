@@ -1,9 +1,12 @@
-/* Fetching from the Hugging Face hub for one repo: listings and verified, resumable downloads. */
-#ifndef DLLM_HUBFETCH_H
-#define DLLM_HUBFETCH_H
+/*
+ * One download session with the Hugging Face hub for one repo: the listing at a revision and
+ * verified, resumable downloads into the cache.
+ */
+#ifndef DLLM_HUB_SESSION_H
+#define DLLM_HUB_SESSION_H
 
 #include "dllm-hub.h"
-#include "hubcache.h"
+#include "listing.h"
 
 #include <stdint.h>
 
