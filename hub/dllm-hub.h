@@ -72,31 +72,13 @@ struct dllm_hub_ref {
 DLLM_API enum dllm_status dllm_hub_ref_parse(const char *text, struct dllm_hub_ref *out,
                                              struct dllm_error *err);
 
-/* What a download is doing, in struct dllm_hub_progress. */
+/* What a download is doing: the phase of its struct dllm_progress reports. */
 enum dllm_hub_phase {
     DLLM_HUB_PHASE_CHECK,    /* hashing a cached file, or the partial download to resume */
     DLLM_HUB_PHASE_WAIT,     /* waiting for another process downloading the same file */
     DLLM_HUB_PHASE_DOWNLOAD, /* receiving bytes */
     DLLM_HUB_PHASE_RETRY,    /* waiting retry_in seconds before another attempt */
     DLLM_HUB_PHASE_DONE,     /* the file is verified and linked */
-};
-
-/*
- * A progress event, at most about ten a second per file plus one at each change of phase.
- * Strings are valid during the callback only.
- */
-struct dllm_hub_progress {
-    enum dllm_hub_phase phase;
-    const char *repo; /* "org/name" */
-    const char *file; /* the path inside the repo */
-    int file_index;   /* 0 .. n_files-1 among the files this call fetches */
-    int n_files;
-    int64_t bytes;   /* bytes of the file done (downloaded, or hashed when checking) */
-    int64_t total;   /* the file's size */
-    double rate;     /* download rate in bytes per second over the last seconds; 0 unknown */
-    int attempt;     /* 1 for the first request of the file */
-    double retry_in; /* PHASE_RETRY: seconds until the next attempt */
-    const char *why; /* PHASE_RETRY: the failure ("HTTP 503", "connection reset", ...) */
 };
 
 /* Options of the hub functions; dllm_hub_params_init fills the defaults. */
@@ -108,12 +90,20 @@ struct dllm_hub_params {
     bool offline;              /* the cache only, no network (HF_HUB_OFFLINE=1 sets it too) */
     const char *verified_path; /* NULL: $XDG_CACHE_HOME/dllm/verified.json */
     /*
-     * Cancels when it becomes non-zero: may be set from a signal handler or another thread.
-     * Checked at least once a second during transfers and between chunks when hashing.
+     * Cancels when it becomes true (see dllm.h, "cancel and progress"): checked at least once
+     * a second during transfers and between chunks when hashing.
      */
-    const volatile int *cancel;
-    void (*progress)(const struct dllm_hub_progress *progress, void *user);
-    void *user;
+    const atomic_bool *cancel;
+    /*
+     * Called with progress_user as a file is checked, waited for and downloaded, at most about
+     * ten times a second per file plus once at each change of phase: kind
+     * DLLM_PROGRESS_DOWNLOAD, phase an enum dllm_hub_phase, done and total the bytes of the
+     * file done (downloaded, or hashed when checking) and its size, fraction done/total (0
+     * when the size is unknown), rate in bytes a second, and the download fields (repo, file,
+     * file_index, n_files, attempt; retry_in and why in PHASE_RETRY).
+     */
+    dllm_progress_fn progress;
+    void *progress_user;
     int max_retries;       /* failed attempts in a row (no new bytes) before giving up; 5 */
     int retry_base_ms;     /* first backoff, doubling; 1000, or $DLLM_HUB_RETRY_BASE_MS */
     int stall_seconds;     /* a transfer with no byte for this long is retried; 30, or

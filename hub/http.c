@@ -521,7 +521,7 @@ enum dllm_status dllm_hubhttp_connect(struct dllm_hubhttp *http, struct dllm_err
 /* Whether the params' cancel flag is set. */
 bool dllm_hubhttp_cancelled(const struct dllm_hubhttp *http)
 {
-    return http->p->cancel && *http->p->cancel;
+    return http->p->cancel && atomic_load(http->p->cancel);
 }
 
 enum dllm_status dllm_hubhttp_init(struct dllm_hubhttp *http, const struct dllm_hub_params *p,

@@ -109,20 +109,23 @@ static void report(struct dllm_hubfetch *hub, enum dllm_hub_phase phase, int64_t
     }
     if (!hub->p->progress)
         return;
-    struct dllm_hub_progress pr = {
-        .phase = phase,
+    int64_t total = fx ? fx->f->size : 0;
+    struct dllm_progress pr = {
+        .kind = DLLM_PROGRESS_DOWNLOAD,
+        .fraction = total > 0 ? (double)bytes / (double)total : 0,
+        .done = bytes,
+        .total = total,
+        .rate = fx ? fx->rate : 0,
+        .phase = (int)phase,
         .repo = hub->cache.repo,
         .file = fx ? fx->f->path : "",
         .file_index = fx ? fx->index : 0,
         .n_files = fx ? fx->n_files : 0,
-        .bytes = bytes,
-        .total = fx ? fx->f->size : 0,
-        .rate = fx ? fx->rate : 0,
         .attempt = fx ? fx->attempt : 0,
         .retry_in = retry_in,
         .why = why ? why : "",
     };
-    hub->p->progress(&pr, hub->p->user);
+    hub->p->progress(&pr, hub->p->progress_user);
 }
 
 /* Hashing progress: reports PHASE_CHECK (or PHASE_WAIT for done < 0); false when cancelled. */

@@ -19,9 +19,9 @@ const char *model_ref_state_name(enum dllm_hub_state state);
 /*
  * dllm_hub_resolve with the program's progress display: a bar with bytes, rate and ETA on a
  * terminal, throttled log lines otherwise, nothing when quiet; retries are always said.
- * Ctrl+C cancels, keeping the partial download for the next run. params->progress, user and
- * cancel are set here. Prints the library's warning line, if any. On failure err says what
- * to do, an interrupted download included.
+ * Ctrl+C cancels, keeping the partial download for the next run. params->progress,
+ * progress_user and cancel are set here (and cleared after). Prints the library's warning line, if
+ * any. On failure err says what to do, an interrupted download included.
  */
 enum dllm_status model_ref_resolve(const char *ref, struct dllm_hub_params *params, bool quiet,
                                    struct dllm_hub_model **out, struct dllm_error *err);

@@ -204,16 +204,22 @@ static void teardown(void)
 struct seen {
     int events[DLLM_HUB_PHASE_DONE + 1];
     int64_t cancel_at;
-    volatile int cancel;
+    atomic_bool cancel;
 };
 
-static void on_progress(const struct dllm_hub_progress *p, void *user)
+/* Counts the events by phase, checks their shape and cancels at cancel_at bytes. */
+static void on_progress(const struct dllm_progress *p, void *user)
 {
     struct seen *s = user;
+    ck_assert_int_eq(p->kind, DLLM_PROGRESS_DOWNLOAD);
+    ck_assert(p->phase >= DLLM_HUB_PHASE_CHECK && p->phase <= DLLM_HUB_PHASE_DONE);
     s->events[p->phase]++;
-    ck_assert_int_le(p->bytes, p->total > 0 ? p->total : p->bytes);
-    if (s->cancel_at > 0 && p->phase == DLLM_HUB_PHASE_DOWNLOAD && p->bytes >= s->cancel_at)
-        s->cancel = 1;
+    ck_assert_int_le(p->done, p->total > 0 ? p->total : p->done);
+    ck_assert(p->total > 0 ? p->fraction == (double)p->done / (double)p->total : p->fraction == 0);
+    ck_assert_ptr_nonnull(p->repo);
+    ck_assert_ptr_nonnull(p->file);
+    if (s->cancel_at > 0 && p->phase == DLLM_HUB_PHASE_DOWNLOAD && p->done >= s->cancel_at)
+        atomic_store(&s->cancel, true);
 }
 
 static void params_for(struct dllm_hub_params *p, struct seen *s)
@@ -223,7 +229,7 @@ static void params_for(struct dllm_hub_params *p, struct seen *s)
     if (s) {
         *s = (struct seen){0};
         p->progress = on_progress;
-        p->user = s;
+        p->progress_user = s;
         p->cancel = &s->cancel;
     }
 }
