@@ -29,7 +29,7 @@ struct view {
     bool tty;
     int width;
     double last_log;
-    int last_file; /* the file of the last line, -1 before any */
+    int last_file;  /* the file of the last line, -1 before any */
     int last_phase; /* an enum dllm_hub_phase */
 };
 
