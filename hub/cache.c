@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <pwd.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,34 +23,11 @@
 
 #define COPY_CHUNK (1 << 20) /* bytes read at a time when copying a blob */
 
-const char *dllm_hubcache_home(void)
+char *dllm_hubcache_root(const struct dllm_hub_params *p)
 {
-    const char *home = getenv("HOME");
-    if (home && *home)
-        return home;
-    struct passwd *pw = getpwuid(getuid());
-    return pw && pw->pw_dir ? pw->pw_dir : "/";
-}
-
-/* The value of an environment variable when set and not empty, else NULL. */
-const char *dllm_hubcache_env(const char *name)
-{
-    const char *v = getenv(name);
-    return v && *v ? v : NULL;
-}
-
-char *dllm_hubcache_root(const char *override)
-{
-    const char *v;
-    if (override && *override)
-        return strdup(override);
-    if ((v = dllm_hubcache_env("HF_HUB_CACHE")) || (v = dllm_hubcache_env("HUGGINGFACE_HUB_CACHE")))
-        return strdup(v);
-    if ((v = dllm_hubcache_env("HF_HOME")))
-        return dllm_hub_fmt("%s/hub", v);
-    if ((v = dllm_hubcache_env("XDG_CACHE_HOME")))
-        return dllm_hub_fmt("%s/huggingface/hub", v);
-    return dllm_hub_fmt("%s/.cache/huggingface/hub", dllm_hubcache_home());
+    if (p && p->cache_dir && *p->cache_dir)
+        return strdup(p->cache_dir);
+    return dllm_hub_fmt("%s/.cache/huggingface/hub", dllm_hub_home(p ? p->home : NULL));
 }
 
 enum dllm_status dllm_hubcache_init(struct dllm_hubcache *c, const char *root, const char *repo,
@@ -478,8 +454,7 @@ enum dllm_status dllm_hubcache_link(const struct dllm_hubcache *c, const char *c
     strcat(target, etag);
     if ((st = dllm_hubcache_mkdirs(dir, err)) != DLLM_OK)
         goto fail;
-    const char *nolinks = getenv("HF_HUB_DISABLE_SYMLINKS");
-    bool copy = nolinks && *nolinks && strcmp(nolinks, "0") != 0;
+    bool copy = c->copies;
     if (!copy && symlink(target, tmp) != 0) {
         if (errno != EPERM && errno != EOPNOTSUPP && errno != ENOSYS) {
             st =

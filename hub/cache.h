@@ -31,19 +31,11 @@ struct dllm_hubcache {
     char *repo;  /* org/name */
     char *dir;   /* <root>/models--org--name */
     char *locks; /* <root>/.locks/models--org--name */
+    bool copies; /* snapshots get copies of the blobs, not links (params->no_symlinks) */
 };
 
-/* The value of an environment variable when set and not empty, else NULL. */
-const char *dllm_hubcache_env(const char *name);
-
-/* The user's home folder: $HOME, else the password database's entry. */
-const char *dllm_hubcache_home(void);
-
-/*
- * The cache root: override when not NULL, else HF_HUB_CACHE, HUGGINGFACE_HUB_CACHE,
- * $HF_HOME/hub, $XDG_CACHE_HOME/huggingface/hub, ~/.cache/huggingface/hub. Malloc'd.
- */
-char *dllm_hubcache_root(const char *override);
+/* The cache root: params->cache_dir, else <home>/.cache/huggingface/hub. Malloc'd. */
+char *dllm_hubcache_root(const struct dllm_hub_params *params);
 
 /* The folders of repo under root; creates nothing. */
 enum dllm_status dllm_hubcache_init(struct dllm_hubcache *c, const char *root, const char *repo,
@@ -91,8 +83,7 @@ enum dllm_status dllm_hubcache_scan(const struct dllm_hubcache *c, const char *c
 
 /*
  * Makes snapshots/<commit>/<path> a relative symlink to blobs/<etag>, replacing what was
- * there atomically; copies the blob where symlinks are impossible or HF_HUB_DISABLE_SYMLINKS
- * is set.
+ * there atomically; copies the blob where symlinks are impossible or c->copies is set.
  */
 enum dllm_status dllm_hubcache_link(const struct dllm_hubcache *c, const char *commit,
                                     const char *path, const char *etag, struct dllm_error *err);

@@ -6,7 +6,6 @@
 
 #include "http.h"
 
-#include "cache.h"
 #include "util.h"
 
 #include <ctype.h>
@@ -447,31 +446,15 @@ char *dllm_hubhttp_escape(const struct dllm_hubhttp *http, const char *s, bool k
     return out;
 }
 
-/* The token: the parameter, HF_TOKEN, HUGGING_FACE_HUB_TOKEN, then the token file. */
+/*
+ * The token of the params without surrounding white space (*out NULL when there is none);
+ * DLLM_ERR_ARG when a space or control character is left in it, which a header cannot carry.
+ */
 static enum dllm_status load_token(const struct dllm_hub_params *p, char **out,
                                    struct dllm_error *err)
 {
-    const char *v = p->token && *p->token ? p->token : getenv("HF_TOKEN");
-    if (!v || !*v)
-        v = getenv("HUGGING_FACE_HUB_TOKEN");
-    char buf[4096] = "";
-    char *path = NULL;
+    const char *v = p->token ? p->token : "";
     *out = NULL;
-    if (!v || !*v) {
-        const char *tp = getenv("HF_TOKEN_PATH"), *home = getenv("HF_HOME");
-        const char *xdg = getenv("XDG_CACHE_HOME");
-        path = tp && *tp       ? strdup(tp)
-               : home && *home ? dllm_hub_fmt("%s/token", home)
-               : xdg && *xdg   ? dllm_hub_fmt("%s/huggingface/token", xdg)
-                               : dllm_hub_fmt("%s/.cache/huggingface/token", dllm_hubcache_home());
-        FILE *f = path ? fopen(path, "rb") : NULL;
-        if (f) {
-            size_t n = fread(buf, 1, sizeof buf - 1, f);
-            buf[n] = 0;
-            fclose(f);
-        }
-        v = buf;
-    }
     size_t n = strlen(v);
     while (n > 0 && isspace((unsigned char)v[n - 1]))
         n--;
@@ -479,18 +462,15 @@ static enum dllm_status load_token(const struct dllm_hub_params *p, char **out,
         v++;
         n--;
     }
-    enum dllm_status st = DLLM_OK;
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)v[i] < 0x21 || v[i] == 0x7f)
-            st = dllm_error_set(err, DLLM_ERR_ARG,
-                                "the access token %s%s has a space or "
-                                "control character in it",
-                                path ? "in " : "(HF_TOKEN)", path ? path : "");
-    if (st == DLLM_OK && n > 0 && !(*out = strndup(v, n)))
-        st = dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
-    OPENSSL_cleanse(buf, sizeof buf);
-    free(path);
-    return st;
+            return dllm_error_set(err, DLLM_ERR_ARG,
+                                  "the access token (params token: HF_TOKEN, "
+                                  "HUGGING_FACE_HUB_TOKEN or the token file) has a space or "
+                                  "control character in it");
+    if (n > 0 && !(*out = strndup(v, n)))
+        return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
+    return DLLM_OK;
 }
 
 /* libcurl's global setup, once per process. */
@@ -528,9 +508,7 @@ enum dllm_status dllm_hubhttp_init(struct dllm_hubhttp *http, const struct dllm_
                                    const char *repo, struct dllm_error *err)
 {
     *http = (struct dllm_hubhttp){.p = p, .repo = repo};
-    const char *ep = p->endpoint && *p->endpoint ? p->endpoint : getenv("HF_ENDPOINT");
-    if (!ep || !*ep)
-        ep = DEFAULT_ENDPOINT;
+    const char *ep = p->endpoint && *p->endpoint ? p->endpoint : DEFAULT_ENDPOINT;
     if (!(http->endpoint = strdup(ep)))
         return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
     size_t n = strlen(http->endpoint);

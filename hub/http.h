@@ -69,7 +69,7 @@ struct dllm_hubsink {
 };
 
 /*
- * Readies h for repo with the params: the endpoint (params->endpoint, else HF_ENDPOINT, else
+ * Readies h for repo with the params: the endpoint (params->endpoint, else
  * https://huggingface.co) without its trailing '/'. Nothing is sent yet.
  */
 enum dllm_status dllm_hubhttp_init(struct dllm_hubhttp *h, const struct dllm_hub_params *p,

@@ -127,9 +127,9 @@ enum dllm_status dllm_hub_list(const struct dllm_hub_params *params, struct dllm
 {
     *out = NULL;
     struct dllm_hub_list *list = calloc(1, sizeof *list);
-    struct dllm_hubmemo *memo = dllm_hubmemo_load(params ? params->verified_path : NULL);
+    struct dllm_hubmemo *memo = dllm_hubmemo_load(params);
     enum dllm_status st = DLLM_OK;
-    if (!list || !(list->root = dllm_hubcache_root(params ? params->cache_dir : NULL))) {
+    if (!list || !(list->root = dllm_hubcache_root(params))) {
         st = dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
         goto fail;
     }
@@ -353,7 +353,7 @@ enum dllm_status dllm_hub_remove(const char *ref, const struct dllm_hub_params *
     int64_t files = 0, freed = 0;
     char *root = NULL;
     struct dllm_hubmemo *memo = NULL;
-    enum dllm_status st = dllm_hub_ref_parse(ref, &r, err);
+    enum dllm_status st = dllm_hub_ref_parse(ref, params, &r, err);
     if (st != DLLM_OK)
         goto fail;
     if (r.local) {
@@ -361,7 +361,7 @@ enum dllm_status dllm_hub_remove(const char *ref, const struct dllm_hub_params *
                             "'%s' is a path: remove takes a hub model (org/repo[:QUANT])", ref);
         goto fail;
     }
-    root = dllm_hubcache_root(params ? params->cache_dir : NULL);
+    root = dllm_hubcache_root(params);
     if (!root || (st = dllm_hubcache_init(&c, root, r.repo, err)) != DLLM_OK) {
         st = root ? st : dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
         goto fail;
@@ -385,7 +385,7 @@ enum dllm_status dllm_hub_remove(const char *ref, const struct dllm_hub_params *
         remove_tree(c.dir, 0);
         remove_tree(c.locks, 0);
     }
-    memo = dllm_hubmemo_load(params ? params->verified_path : NULL);
+    memo = dllm_hubmemo_load(params);
     dllm_hubmemo_prune(memo);
     dllm_hubmemo_save(memo, NULL);
 fail:

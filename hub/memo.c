@@ -32,15 +32,15 @@ static bool file_key(const char *path, char real[4096], int64_t *size, int64_t *
     return true;
 }
 
-struct dllm_hubmemo *dllm_hubmemo_load(const char *path)
+struct dllm_hubmemo *dllm_hubmemo_load(const struct dllm_hub_params *p)
 {
     struct dllm_hubmemo *m = calloc(1, sizeof *m);
     if (!m)
         return NULL;
-    const char *xdg = dllm_hubcache_env("XDG_CACHE_HOME");
-    m->path = path && *path ? strdup(path)
-              : xdg         ? dllm_hub_fmt("%s/dllm/verified.json", xdg)
-                            : dllm_hub_fmt("%s/.cache/dllm/verified.json", dllm_hubcache_home());
+    const char *path = p ? p->verified_path : NULL;
+    m->path = path && *path
+                  ? strdup(path)
+                  : dllm_hub_fmt("%s/.cache/dllm/verified.json", dllm_hub_home(p ? p->home : NULL));
     json_t *root = m->path ? json_load_file(m->path, 0, NULL) : NULL;
     json_t *files = json_object_get(root, "files");
     m->files = json_is_object(files) ? json_incref(files) : json_object();

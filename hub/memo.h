@@ -1,7 +1,7 @@
 /*
  * The verified memo: the record of files already checked against their hub hash, keyed by
- * real path, size and modification time: $XDG_CACHE_HOME/dllm/verified.json (or
- * ~/.cache/dllm/verified.json).
+ * real path, size and modification time, in params->verified_path (by default
+ * <home>/.cache/dllm/verified.json).
  */
 #ifndef DLLM_HUB_MEMO_H
 #define DLLM_HUB_MEMO_H
@@ -12,8 +12,8 @@
 
 struct dllm_hubmemo;
 
-/* Loads the memo at path (NULL: the default path); a missing or unreadable one is empty. */
-struct dllm_hubmemo *dllm_hubmemo_load(const char *path);
+/* Loads the memo the params name (NULL: the defaults); a missing or unreadable one is empty. */
+struct dllm_hubmemo *dllm_hubmemo_load(const struct dllm_hub_params *params);
 /* Whether the file at path was verified as etag and has not changed since. */
 bool dllm_hubmemo_check(const struct dllm_hubmemo *m, const char *path, const char *etag);
 /* Records the file at path as verified against etag. */

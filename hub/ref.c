@@ -6,7 +6,6 @@
 
 #include "ref.h"
 
-#include "cache.h"
 #include "util.h"
 
 #include <ctype.h>
@@ -52,8 +51,8 @@ static bool ends_with_ci(const char *s, const char *suffix)
     return n >= m && strcasecmp(s + n - m, suffix) == 0;
 }
 
-enum dllm_status dllm_hub_ref_parse(const char *text, struct dllm_hub_ref *out,
-                                    struct dllm_error *err)
+enum dllm_status dllm_hub_ref_parse(const char *text, const struct dllm_hub_params *params,
+                                    struct dllm_hub_ref *out, struct dllm_error *err)
 {
     struct dllm_hub_ref r = {0};
     struct stat sb;
@@ -64,8 +63,9 @@ enum dllm_status dllm_hub_ref_parse(const char *text, struct dllm_hub_ref *out,
                     strcmp(text, "..") == 0;
     if (pathlike || stat(text, &sb) == 0) {
         r.local = true;
-        const char *home =
-            text[0] == '~' && (text[1] == '/' || !text[1]) ? dllm_hubcache_home() : NULL;
+        const char *home = text[0] == '~' && (text[1] == '/' || !text[1])
+                               ? dllm_hub_home(params ? params->home : NULL)
+                               : NULL;
         int n = home ? snprintf(r.path, sizeof r.path, "%s%s", home, text + 1)
                      : snprintf(r.path, sizeof r.path, "%s", text);
         if (n < 0 || (size_t)n >= sizeof r.path)

@@ -14,19 +14,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-void dllm_hub_params_init(struct dllm_hub_params *params)
-{
-    const char *base = getenv("DLLM_HUB_RETRY_BASE_MS");
-    const char *stall = getenv("DLLM_HUB_STALL_SECONDS");
-    *params = (struct dllm_hub_params){
-        .revision = "main",
-        .max_retries = 5,
-        .retry_base_ms = base && atoi(base) >= 0 ? atoi(base) : 1000,
-        .stall_seconds = stall && atoi(stall) > 0 ? atoi(stall) : 30,
-        .connect_timeout_s = 10,
-    };
-}
-
 struct dllm_hub_model {
     char **paths;
     int n;
@@ -81,7 +68,7 @@ enum dllm_status dllm_hub_resolve(const char *ref, const struct dllm_hub_params 
     }
     *out = NULL;
     struct dllm_hub_ref r;
-    enum dllm_status st = dllm_hub_ref_parse(ref, &r, err);
+    enum dllm_status st = dllm_hub_ref_parse(ref, params, &r, err);
     if (st != DLLM_OK)
         return st;
     if (r.local)
@@ -91,7 +78,7 @@ enum dllm_status dllm_hub_resolve(const char *ref, const struct dllm_hub_params 
     struct dllm_hub_model *m = NULL;
     size_t *idx = NULL, n_idx = 0;
     char commit[DLLM_HUB_COMMIT_LEN + 1];
-    if ((st = dllm_hubfetch_open(ref, r.repo, params, &hub, err)) != DLLM_OK)
+    if ((st = dllm_hubfetch_open(r.repo, params, &hub, err)) != DLLM_OK)
         goto fail;
     if ((st = dllm_hubfetch_listing(hub, commit, &l, err)) != DLLM_OK)
         goto fail;

@@ -60,7 +60,6 @@ struct fetch {
 /* A session with the hub for one repo. */
 struct dllm_hubfetch {
     const struct dllm_hub_params *p;
-    const char *ref; /* as the user wrote it, for messages */
     bool offline;
     struct dllm_hubhttp http;
     struct dllm_hubcache cache;
@@ -474,8 +473,8 @@ static enum dllm_status write_error(const struct dllm_hubfetch *hub, const char 
 {
     if (e == ENOSPC || e == EDQUOT || e == EFBIG)
         return dllm_error_set(err, DLLM_ERR_IO,
-                              "the disk holding %s is full (%s): free some space and run the "
-                              "same command again, the download resumes where it stopped",
+                              "the disk holding %s is full (%s): free some space; the partial "
+                              "download is kept and the next attempt resumes it",
                               hub->cache.root, strerror(e));
     return dllm_error_set(err, DLLM_ERR_IO, "cannot write %s: %s", partial, strerror(e));
 }
@@ -493,7 +492,8 @@ static enum outcome get_file(struct dllm_hubfetch *hub, struct fetch *fx, const 
     CURLcode rc = dllm_hubhttp_perform(&hub->http, REQ_FILE, url, &fx->r, &sink);
     if (dllm_hubhttp_cancelled(&hub->http) || rc == CURLE_ABORTED_BY_CALLBACK) {
         dllm_error_set(err, DLLM_ERR_CANCELLED,
-                       "download of %s cancelled; run the same command again to resume",
+                       "download of %s cancelled; the partial download is kept and the "
+                       "next attempt resumes it",
                        fx->f->path);
         return OUT_FAIL;
     }
@@ -652,8 +652,8 @@ static enum dllm_status download(struct dllm_hubfetch *hub, struct fetch *fx, co
         restarts += fx->restarted;
         if (failures > hub->p->max_retries || restarts > hub->p->max_retries) {
             st = dllm_error_set(err, DLLM_ERR_IO,
-                                "downloading %s failed %d times (%s); run the same command "
-                                "again to resume",
+                                "downloading %s failed %d times (%s); the partial download is "
+                                "kept and the next attempt resumes it",
                                 fx->f->path, failures, why);
             goto fail;
         }
@@ -753,10 +753,7 @@ static enum dllm_status fetch_one(struct dllm_hubfetch *hub, struct fetch *fx, c
             goto fail;
         drop_corrupt(hub, snap, blob);
         if (hub->offline) {
-            dllm_error_prefix(err,
-                              "the cached copy was corrupt and is deleted; run 'dllm "
-                              "pull %s' online to fetch it again",
-                              hub->ref);
+            dllm_error_prefix(err, "the cached copy was corrupt and is deleted");
             goto fail;
         }
         warn(hub, "the cached %s was corrupt and was downloaded again", fx->f->path);
@@ -764,8 +761,8 @@ static enum dllm_status fetch_one(struct dllm_hubfetch *hub, struct fetch *fx, c
     if (hub->offline && stat(blob, &sb) != 0) {
         st = dllm_error_set(err, DLLM_ERR_MISSING,
                             "%s of %s is not in the cache (%s) and the hub is not used "
-                            "(offline): run 'dllm pull %s' while online",
-                            fx->f->path, hub->cache.repo, hub->cache.root, hub->ref);
+                            "(offline)",
+                            fx->f->path, hub->cache.repo, hub->cache.root);
         goto fail;
     }
     if ((st = dllm_hubcache_lock(&hub->cache, fx->etag, check_tick, hub, &lock, err)) != DLLM_OK)
@@ -798,26 +795,19 @@ fail:
     return st;
 }
 
-/* Whether an environment variable holds a true value: 1, ON, YES or TRUE. */
-static bool env_true(const char *name)
-{
-    const char *v = getenv(name);
-    return v && (strcmp(v, "1") == 0 || strcasecmp(v, "on") == 0 || strcasecmp(v, "yes") == 0 ||
-                 strcasecmp(v, "true") == 0);
-}
-
 /* Starts a session for repo with the parameters (or the defaults when NULL). */
-static enum dllm_status hub_init(struct dllm_hubfetch *hub, const char *ref, const char *repo,
+static enum dllm_status hub_init(struct dllm_hubfetch *hub, const char *repo,
                                  const struct dllm_hub_params *p, struct dllm_error *err)
 {
-    *hub = (struct dllm_hubfetch){.p = p, .ref = ref};
-    char *root = dllm_hubcache_root(p->cache_dir);
+    *hub = (struct dllm_hubfetch){.p = p};
+    char *root = dllm_hubcache_root(p);
     if (!root)
         return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
-    hub->offline = p->offline || env_true("HF_HUB_OFFLINE") || env_true("TRANSFORMERS_OFFLINE");
+    hub->offline = p->offline;
     enum dllm_status st = dllm_hubcache_init(&hub->cache, root, repo, err);
     if (st != DLLM_OK)
         goto fail;
+    hub->cache.copies = p->no_symlinks;
     if ((st = dllm_hubhttp_init(&hub->http, p, hub->cache.repo, err)) != DLLM_OK)
         goto fail;
     hub->http.on_retry = on_retry;
@@ -827,7 +817,7 @@ static enum dllm_status hub_init(struct dllm_hubfetch *hub, const char *ref, con
                             p->revision ? p->revision : "(null)");
         goto fail;
     }
-    hub->memo = dllm_hubmemo_load(p->verified_path);
+    hub->memo = dllm_hubmemo_load(p);
     if (!hub->offline)
         st = dllm_hubhttp_connect(&hub->http, err);
 fail:
@@ -896,20 +886,18 @@ enum dllm_status dllm_hubfetch_listing(struct dllm_hubfetch *hub,
     if (!hub->offline)
         return st;
     return dllm_error_set(err, DLLM_ERR_MISSING,
-                          "%s is not in the cache (%s) and the hub is not used (offline): run "
-                          "'dllm pull %s' while online",
-                          hub->cache.repo, hub->cache.root, hub->ref);
+                          "%s is not in the cache (%s) and the hub is not used (offline)",
+                          hub->cache.repo, hub->cache.root);
 }
 
-enum dllm_status dllm_hubfetch_open(const char *ref, const char *repo,
-                                    const struct dllm_hub_params *params,
+enum dllm_status dllm_hubfetch_open(const char *repo, const struct dllm_hub_params *params,
                                     struct dllm_hubfetch **out, struct dllm_error *err)
 {
     *out = NULL;
     struct dllm_hubfetch *hub = calloc(1, sizeof *hub);
     if (!hub)
         return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
-    enum dllm_status st = hub_init(hub, ref, repo, params, err);
+    enum dllm_status st = hub_init(hub, repo, params, err);
     if (st != DLLM_OK) {
         dllm_hubfetch_close(hub);
         return st;

@@ -13,9 +13,8 @@
 /* A session with the hub (or only the cache, offline) for one repo. */
 struct dllm_hubfetch;
 
-/* Opens a session for repo; ref is the model reference as given, for messages. */
-enum dllm_status dllm_hubfetch_open(const char *ref, const char *repo,
-                                    const struct dllm_hub_params *params,
+/* Opens a session for repo. */
+enum dllm_status dllm_hubfetch_open(const char *repo, const struct dllm_hub_params *params,
                                     struct dllm_hubfetch **out, struct dllm_error *err);
 /* Saves the verified memo and ends the session; accepts NULL. */
 void dllm_hubfetch_close(struct dllm_hubfetch *hub);

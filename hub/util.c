@@ -3,11 +3,13 @@
 
 #include "util.h"
 
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 char *dllm_hub_fmt(const char *fmt, ...)
 {
@@ -69,4 +71,12 @@ double dllm_hub_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+const char *dllm_hub_home(const char *home)
+{
+    if (home && *home)
+        return home;
+    struct passwd *pw = getpwuid(getuid());
+    return pw && pw->pw_dir ? pw->pw_dir : "/";
 }

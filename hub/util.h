@@ -26,6 +26,9 @@ bool dllm_hub_path_valid(const char *path);
 /* A malloc'd copy of the folder part of path ("." when it has none), or NULL. */
 char *dllm_hub_parent(const char *path);
 
+/* home when not NULL or empty, else the user's home in the password database, else "/". */
+const char *dllm_hub_home(const char *home);
+
 /* Seconds on the monotonic clock. */
 double dllm_hub_now(void);
 

@@ -198,6 +198,20 @@ static void on_progress(const struct dllm_progress *p, void *user)
     v->last_phase = p->phase;
 }
 
+void model_ref_params(struct dllm_hub_params *params, struct dllm_hub_env *env)
+{
+    dllm_hub_params_init(params);
+    struct dllm_error err = {0};
+    if (dllm_hub_params_from_env(params, env, &err) != DLLM_OK)
+        cli_fail("%s", err.text);
+    const char *base = getenv("DLLM_HUB_RETRY_BASE_MS");
+    const char *stall = getenv("DLLM_HUB_STALL_SECONDS");
+    if (base && atoi(base) >= 0)
+        params->retry_base_ms = atoi(base);
+    if (stall && atoi(stall) > 0)
+        params->stall_seconds = atoi(stall);
+}
+
 enum dllm_status model_ref_resolve(const char *ref, struct dllm_hub_params *params, bool quiet,
                                    struct dllm_hub_model **out, struct dllm_error *err)
 {
@@ -220,6 +234,11 @@ enum dllm_status model_ref_resolve(const char *ref, struct dllm_hub_params *para
     if (st == DLLM_ERR_CANCELLED && err)
         snprintf(err->text, sizeof err->text,
                  "download of %s interrupted; run the same command again to resume", ref);
+    /* Offline, a file missing from the cache or found corrupt there (and deleted). */
+    if (params->offline && (st == DLLM_ERR_MISSING || st == DLLM_ERR_FORMAT) && err) {
+        size_t n = strlen(err->text);
+        snprintf(err->text + n, sizeof err->text - n, ": run 'dllm pull %s' while online", ref);
+    }
     if (st != DLLM_OK)
         return st;
     const struct dllm_hub_model *m = *out;
@@ -237,8 +256,9 @@ enum dllm_status model_ref_resolve(const char *ref, struct dllm_hub_params *para
 char *model_ref_path(const char *ref, bool offline)
 {
     struct dllm_hub_params params;
-    dllm_hub_params_init(&params);
-    params.offline = offline;
+    struct dllm_hub_env env;
+    model_ref_params(&params, &env);
+    params.offline = params.offline || offline;
     struct dllm_error err = {0};
     struct dllm_hub_model *model;
     if (!ref)
