@@ -27,12 +27,10 @@ extern "C" {
  * (NAME-00001-of-0000N.gguf) is downloaded whole, every part; dllm cannot load split files
  * yet (merge them with llama.cpp's llama-gguf-split --merge).
  *
- * Environment: HF_ENDPOINT (default https://huggingface.co), HF_HUB_CACHE or
- * HUGGINGFACE_HUB_CACHE (else $HF_HOME/hub, $XDG_CACHE_HOME/huggingface/hub,
- * ~/.cache/huggingface/hub), HF_TOKEN or HUGGING_FACE_HUB_TOKEN (else the file
- * $HF_TOKEN_PATH or $HF_HOME/token), HF_HUB_OFFLINE=1, HF_HUB_DISABLE_SYMLINKS=1, and the
- * proxy variables libcurl reads (https_proxy, no_proxy, ...). The token is sent to the hub
- * only, never to the host a download redirects to, and never appears in error text.
+ * The hub functions read no environment variable: their params say everything, and
+ * dllm_hub_params_from_env fills the params from huggingface_hub's variables (libcurl still
+ * reads its proxy variables, https_proxy, no_proxy, ...). The token is sent to the hub only,
+ * never to the host a download redirects to, and never appears in error text.
  *
  * Statuses: DLLM_ERR_ARG a malformed reference; DLLM_ERR_MISSING no such repo, revision,
  * file or quant (the text lists the repo's GGUF files), or not in the cache when offline;
@@ -55,6 +53,8 @@ DLLM_API void dllm_hub_library_versions(char *buf, size_t size);
 #define DLLM_HUB_TAG_MAX  1025 /* a quant tag or a path inside the repo, and the NUL */
 #define DLLM_HUB_PATH_MAX 4096 /* a local path, and the NUL */
 
+struct dllm_hub_params;
+
 /* A parsed model reference. */
 struct dllm_hub_ref {
     bool local;                   /* a local path rather than a hub model */
@@ -65,14 +65,15 @@ struct dllm_hub_ref {
 };
 
 /*
- * Parses a model reference without touching the network. Errors (DLLM_ERR_ARG) name what is
+ * Parses a model reference without touching the network; a leading ~ is the home folder of
+ * the params (which may be NULL: then the password database's). Errors (DLLM_ERR_ARG) name what is
  * wrong: "'org' is neither an existing file nor a hub model (org/repo[:QUANT])",
  * "invalid hub repo id 'a/b/c': ...", "unsafe file name in 'org/repo:../x.gguf'".
  */
-DLLM_API enum dllm_status dllm_hub_ref_parse(const char *text, struct dllm_hub_ref *out,
-                                             struct dllm_error *err);
+DLLM_API enum dllm_status dllm_hub_ref_parse(const char *text, const struct dllm_hub_params *params,
+                                             struct dllm_hub_ref *out, struct dllm_error *err);
 
-/* What a download is doing, in struct dllm_hub_progress. */
+/* What a download is doing: the phase of its struct dllm_progress reports. */
 enum dllm_hub_phase {
     DLLM_HUB_PHASE_CHECK,    /* hashing a cached file, or the partial download to resume */
     DLLM_HUB_PHASE_WAIT,     /* waiting for another process downloading the same file */
@@ -82,46 +83,77 @@ enum dllm_hub_phase {
 };
 
 /*
- * A progress event, at most about ten a second per file plus one at each change of phase.
- * Strings are valid during the callback only.
+ * Options of the hub functions. dllm_hub_params_init fills fixed defaults and reads nothing;
+ * dllm_hub_params_from_env then sets what the environment says.
  */
-struct dllm_hub_progress {
-    enum dllm_hub_phase phase;
-    const char *repo; /* "org/name" */
-    const char *file; /* the path inside the repo */
-    int file_index;   /* 0 .. n_files-1 among the files this call fetches */
-    int n_files;
-    int64_t bytes;   /* bytes of the file done (downloaded, or hashed when checking) */
-    int64_t total;   /* the file's size */
-    double rate;     /* download rate in bytes per second over the last seconds; 0 unknown */
-    int attempt;     /* 1 for the first request of the file */
-    double retry_in; /* PHASE_RETRY: seconds until the next attempt */
-    const char *why; /* PHASE_RETRY: the failure ("HTTP 503", "connection reset", ...) */
-};
-
-/* Options of the hub functions; dllm_hub_params_init fills the defaults. */
 struct dllm_hub_params {
-    const char *endpoint;      /* NULL: $HF_ENDPOINT, else https://huggingface.co */
-    const char *cache_dir;     /* NULL: HF_HUB_CACHE and the rest (see above) */
-    const char *token;         /* NULL: HF_TOKEN, HUGGING_FACE_HUB_TOKEN, the token file */
-    const char *revision;      /* a branch, tag or commit; default "main" */
-    bool offline;              /* the cache only, no network (HF_HUB_OFFLINE=1 sets it too) */
-    const char *verified_path; /* NULL: $XDG_CACHE_HOME/dllm/verified.json */
+    const char *endpoint;  /* the hub; NULL or "": https://huggingface.co */
+    const char *cache_dir; /* the cache root; NULL or "": <home>/.cache/huggingface/hub */
+    const char *token;     /* the access token; NULL or "": none */
+    const char *revision;  /* a branch, tag or commit; default "main" */
+    bool offline;          /* the cache only, no network */
+    bool no_symlinks;      /* snapshots hold copies of the blobs rather than links to them */
+    /* The home folder, for a leading ~ and the default paths; NULL or "": the password
+     * database's entry of the user, else "/". */
+    const char *home;
+    const char *verified_path; /* NULL or "": <home>/.cache/dllm/verified.json */
     /*
-     * Cancels when it becomes non-zero: may be set from a signal handler or another thread.
-     * Checked at least once a second during transfers and between chunks when hashing.
+     * Cancels when it becomes true (see dllm.h, "cancel and progress"): checked at least once
+     * a second during transfers and between chunks when hashing.
      */
-    const volatile int *cancel;
-    void (*progress)(const struct dllm_hub_progress *progress, void *user);
-    void *user;
+    const atomic_bool *cancel;
+    /*
+     * Called with progress_user as a file is checked, waited for and downloaded, at most about
+     * ten times a second per file plus once at each change of phase: kind
+     * DLLM_PROGRESS_DOWNLOAD, phase an enum dllm_hub_phase, done and total the bytes of the
+     * file done (downloaded, or hashed when checking) and its size, fraction done/total (0
+     * when the size is unknown), rate in bytes a second, and the download fields (repo, file,
+     * file_index, n_files, attempt; retry_in and why in PHASE_RETRY).
+     */
+    dllm_progress_fn progress;
+    void *progress_user;
     int max_retries;       /* failed attempts in a row (no new bytes) before giving up; 5 */
-    int retry_base_ms;     /* first backoff, doubling; 1000, or $DLLM_HUB_RETRY_BASE_MS */
-    int stall_seconds;     /* a transfer with no byte for this long is retried; 30, or
-                              $DLLM_HUB_STALL_SECONDS */
+    int retry_base_ms;     /* first backoff, doubling; 1000 */
+    int stall_seconds;     /* a transfer with no byte for this long is retried; 30 */
     int connect_timeout_s; /* 10 */
 };
 
 DLLM_API void dllm_hub_params_init(struct dllm_hub_params *params);
+
+#define DLLM_HUB_TOKEN_MAX 4096 /* bytes of a token read from the environment, and the NUL */
+
+/* Room for the strings dllm_hub_params_from_env sets: the params point into it. */
+struct dllm_hub_env {
+    char home[DLLM_HUB_PATH_MAX];
+    char endpoint[DLLM_HUB_PATH_MAX];
+    char cache_dir[DLLM_HUB_PATH_MAX];
+    char verified_path[DLLM_HUB_PATH_MAX];
+    char token[DLLM_HUB_TOKEN_MAX]; /* clear it when done if the memory may be seen later */
+};
+
+/*
+ * The one place libdllm-hub reads the environment: sets the params from the variables
+ * huggingface_hub reads (its constants.py; the "Environment variables" page of its docs),
+ * each only when set and not empty, leaving the others as they are:
+ *   HOME                      home (for ~ and the default paths)
+ *   HF_ENDPOINT               endpoint
+ *   HF_HUB_CACHE, else HUGGINGFACE_HUB_CACHE, else $HF_HOME/hub, else
+ *   $XDG_CACHE_HOME/huggingface/hub
+ *                             cache_dir
+ *   XDG_CACHE_HOME            verified_path: $XDG_CACHE_HOME/dllm/verified.json
+ *   HF_TOKEN, else HUGGING_FACE_HUB_TOKEN, else the content of the file $HF_TOKEN_PATH,
+ *   else $HF_HOME/token, $XDG_CACHE_HOME/huggingface/token, <home>/.cache/huggingface/token
+ *                             token (a missing file: no token)
+ *   HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE = 1, ON, YES or TRUE (any case)
+ *                             offline = true
+ *   HF_HUB_DISABLE_SYMLINKS not "0" (dllm's own, in the same naming)
+ *                             no_symlinks = true
+ * The strings point into env, which must outlive the params' use. DLLM_ERR_ARG when a value
+ * is longer than its room in env (the text never holds the token).
+ */
+DLLM_API enum dllm_status dllm_hub_params_from_env(struct dllm_hub_params *params,
+                                                   struct dllm_hub_env *env,
+                                                   struct dllm_error *err);
 
 /* A resolved model: local paths of its file or files. */
 struct dllm_hub_model;
@@ -134,9 +166,10 @@ struct dllm_hub_model;
  * download, retried with backoff, hashed while it streams and compared in size and SHA-256
  * with the hub's before it is moved into blobs/ and linked. A cached file is hashed the first
  * time it is used and the result kept in the verified memo.
- * Offline (params->offline or HF_HUB_OFFLINE), or when the hub cannot be reached and the
+ * Offline (params->offline), or when the hub cannot be reached and the
  * cache has the model, only the cache is used: dllm_hub_model_warning says so, and names
- * files that could not be verified. On failure *out is NULL.
+ * files that could not be verified. params NULL: dllm_hub_params_init's defaults. On failure
+ * *out is NULL.
  */
 DLLM_API enum dllm_status dllm_hub_resolve(const char *ref, const struct dllm_hub_params *params,
                                            struct dllm_hub_model **out, struct dllm_error *err);

@@ -346,7 +346,8 @@ int cmd_doctor(const struct cli_command *cmd, int argc, char **argv)
         cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
     /* The default model first, so the list below shows what this check verified. */
     struct dllm_hub_params params;
-    dllm_hub_params_init(&params);
+    struct dllm_hub_env env;
+    model_ref_params(&params, &env);
     params.offline = true;
     struct default_model d = {.status = DLLM_OK};
     d.status = model_ref_resolve(DLLM_HUB_DEFAULT_MODEL, &params, false, &d.model, &d.err);

@@ -34,7 +34,8 @@ int cmd_ls(const struct cli_command *cmd, int argc, char **argv)
     if (optind < argc)
         cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
     struct dllm_hub_params params;
-    dllm_hub_params_init(&params);
+    struct dllm_hub_env env;
+    model_ref_params(&params, &env);
     struct dllm_error err = {0};
     struct dllm_hub_list *list;
     if (dllm_hub_list(&params, &list, &err) != DLLM_OK)

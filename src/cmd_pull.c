@@ -36,7 +36,8 @@ int cmd_pull(const struct cli_command *cmd, int argc, char **argv)
                                          {"quiet", no_argument, NULL, 'q'},
                                          {0}};
     struct dllm_hub_params params;
-    dllm_hub_params_init(&params);
+    struct dllm_hub_env env;
+    model_ref_params(&params, &env);
     bool quiet = false;
     int c;
     while ((c = cli_getopt(cmd, argc, argv, "q", opts)) != -1) {
@@ -51,7 +52,7 @@ int cmd_pull(const struct cli_command *cmd, int argc, char **argv)
     const char *ref = optind < argc ? argv[optind] : DLLM_HUB_DEFAULT_MODEL;
     struct dllm_error err = {0};
     struct dllm_hub_ref parsed;
-    if (dllm_hub_ref_parse(ref, &parsed, &err) != DLLM_OK)
+    if (dllm_hub_ref_parse(ref, &params, &parsed, &err) != DLLM_OK)
         cli_usage_error(cmd, "%s", err.text);
     if (parsed.local)
         cli_usage_error(cmd, "'%s' is a local path: pull takes a hub model (org/repo[:QUANT])",

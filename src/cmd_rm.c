@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "dllm-hub.h"
 #include "dllm.h"
+#include "model_ref.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -28,13 +29,14 @@ int cmd_rm(const struct cli_command *cmd, int argc, char **argv)
         cli_usage_error(cmd, argc - optind ? "one MODEL at a time" : "MODEL is missing");
     const char *ref = argv[optind];
     struct dllm_error err = {0};
+    struct dllm_hub_params params;
+    struct dllm_hub_env env;
+    model_ref_params(&params, &env);
     struct dllm_hub_ref parsed;
-    if (dllm_hub_ref_parse(ref, &parsed, &err) != DLLM_OK)
+    if (dllm_hub_ref_parse(ref, &params, &parsed, &err) != DLLM_OK)
         cli_usage_error(cmd, "%s", err.text);
     if (parsed.local)
         cli_usage_error(cmd, "'%s' is a local path: rm takes a hub model (org/repo[:QUANT])", ref);
-    struct dllm_hub_params params;
-    dllm_hub_params_init(&params);
     int64_t files, bytes;
     if (dllm_hub_remove(ref, &params, &files, &bytes, &err) != DLLM_OK)
         cli_fail("%s", err.text);

@@ -15,11 +15,12 @@
 #include <unistd.h>
 
 /* Set by SIGINT during a resolve; the library checks it and stops, keeping the partial file. */
-static volatile sig_atomic_t interrupted;
+static atomic_bool interrupted;
 
+/* Cancels the resolve in progress. */
 static void on_sigint(int sig)
 {
-    interrupted = 1;
+    atomic_store(&interrupted, true);
     signal(sig, SIG_DFL); /* a second Ctrl+C ends the program at once */
 }
 
@@ -28,8 +29,8 @@ struct view {
     bool tty;
     int width;
     double last_log;
-    int last_file; /* the file of the last line, -1 before any */
-    enum dllm_hub_phase last_phase;
+    int last_file;  /* the file of the last line, -1 before any */
+    int last_phase; /* an enum dllm_hub_phase */
 };
 
 static double now_s(void)
@@ -90,26 +91,23 @@ static void short_name(char out[40], const char *path)
 }
 
 /* Redraws the terminal line: name, a bar that takes the room left, bytes, rate and ETA. */
-static void draw_bar(struct view *v, const struct dllm_hub_progress *p)
+static void draw_bar(struct view *v, const struct dllm_progress *p)
 {
     char name[40], a[16], b[16], r[16], eta[32], right[160], line[512];
     int width = v->width > 20 ? v->width - 1 : 79;
     short_name(name, p->file);
-    double frac = p->total > 0 ? (double)p->bytes / (double)p->total : 0;
-    if (frac > 1)
-        frac = 1;
+    double frac = p->fraction < 1 ? p->fraction : 1;
     if (p->phase == DLLM_HUB_PHASE_WAIT) {
         snprintf(line, sizeof line, "%s  waiting for another download of this file", name);
     } else if (p->phase == DLLM_HUB_PHASE_CHECK) {
         snprintf(line, sizeof line, "%s  checking %3.0f%%  %s", name, 100 * frac,
-                 model_ref_bytes(a, (double)p->bytes));
+                 model_ref_bytes(a, (double)p->done));
     } else {
         double left = p->phase == DLLM_HUB_PHASE_DONE ? 0
-                      : p->rate > 0                   ? (double)(p->total - p->bytes) / p->rate
+                      : p->rate > 0                   ? (double)(p->total - p->done) / p->rate
                                                       : -1;
-        int n =
-            snprintf(right, sizeof right, " %3.0f%%  %s/%s", 100 * frac,
-                     model_ref_bytes(a, (double)p->bytes), model_ref_bytes(b, (double)p->total));
+        int n = snprintf(right, sizeof right, " %3.0f%%  %s/%s", 100 * frac,
+                         model_ref_bytes(a, (double)p->done), model_ref_bytes(b, (double)p->total));
         if (p->rate > 0)
             snprintf(right + n, sizeof right - (size_t)n, "  %s/s  ETA %s",
                      model_ref_bytes(r, p->rate), clock_text(eta, left));
@@ -134,7 +132,7 @@ static void draw_bar(struct view *v, const struct dllm_hub_progress *p)
 }
 
 /* Log lines for a log file: one at each change, and every 10 s while downloading. */
-static void log_line(struct view *v, const struct dllm_hub_progress *p)
+static void log_line(struct view *v, const struct dllm_progress *p)
 {
     char a[16], b[16], r[16], eta[32];
     double t = now_s();
@@ -145,7 +143,7 @@ static void log_line(struct view *v, const struct dllm_hub_progress *p)
         return;
     v->last_log = t;
     const char *file = p->file;
-    switch (p->phase) {
+    switch ((enum dllm_hub_phase)p->phase) {
     case DLLM_HUB_PHASE_CHECK:
         fprintf(stderr, "dllm: %s: checking the SHA-256 of %s on disk\n", file,
                 model_ref_bytes(a, (double)p->total));
@@ -154,21 +152,21 @@ static void log_line(struct view *v, const struct dllm_hub_progress *p)
         fprintf(stderr, "dllm: %s: waiting for another download of this file\n", file);
         break;
     case DLLM_HUB_PHASE_DOWNLOAD:
-        if (fresh && p->bytes == 0) {
+        if (fresh && p->done == 0) {
             fprintf(stderr, "dllm: %s: downloading %s\n", file,
                     model_ref_bytes(a, (double)p->total));
             break;
         }
         if (fresh) {
             fprintf(stderr, "dllm: %s: resuming at %s of %s\n", file,
-                    model_ref_bytes(a, (double)p->bytes), model_ref_bytes(b, (double)p->total));
+                    model_ref_bytes(a, (double)p->done), model_ref_bytes(b, (double)p->total));
             break;
         }
         fprintf(stderr, "dllm: %s: %s of %s (%.0f%%), %s/s, ETA %s\n", file,
-                model_ref_bytes(a, (double)p->bytes), model_ref_bytes(b, (double)p->total),
-                p->total > 0 ? 100.0 * (double)p->bytes / (double)p->total : 0,
+                model_ref_bytes(a, (double)p->done), model_ref_bytes(b, (double)p->total),
+                p->total > 0 ? 100.0 * (double)p->done / (double)p->total : 0,
                 model_ref_bytes(r, p->rate),
-                clock_text(eta, p->rate > 0 ? (double)(p->total - p->bytes) / p->rate : -1));
+                clock_text(eta, p->rate > 0 ? (double)(p->total - p->done) / p->rate : -1));
         break;
     case DLLM_HUB_PHASE_RETRY: break;
     case DLLM_HUB_PHASE_DONE:
@@ -181,7 +179,7 @@ static void log_line(struct view *v, const struct dllm_hub_progress *p)
  * The progress callback: retries are always said; the rest by bar or log line, except the
  * end of a file nothing was shown for (already in the cache and verified), which is silent.
  */
-static void on_progress(const struct dllm_hub_progress *p, void *user)
+static void on_progress(const struct dllm_progress *p, void *user)
 {
     struct view *v = user;
     if (p->phase == DLLM_HUB_PHASE_DONE && v->last_file != p->file_index)
@@ -200,6 +198,20 @@ static void on_progress(const struct dllm_hub_progress *p, void *user)
     v->last_phase = p->phase;
 }
 
+void model_ref_params(struct dllm_hub_params *params, struct dllm_hub_env *env)
+{
+    dllm_hub_params_init(params);
+    struct dllm_error err = {0};
+    if (dllm_hub_params_from_env(params, env, &err) != DLLM_OK)
+        cli_fail("%s", err.text);
+    const char *base = getenv("DLLM_HUB_RETRY_BASE_MS");
+    const char *stall = getenv("DLLM_HUB_STALL_SECONDS");
+    if (base && atoi(base) >= 0)
+        params->retry_base_ms = atoi(base);
+    if (stall && atoi(stall) > 0)
+        params->stall_seconds = atoi(stall);
+}
+
 enum dllm_status model_ref_resolve(const char *ref, struct dllm_hub_params *params, bool quiet,
                                    struct dllm_hub_model **out, struct dllm_error *err)
 {
@@ -208,19 +220,25 @@ enum dllm_status model_ref_resolve(const char *ref, struct dllm_hub_params *para
     if (view.tty && ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0)
         view.width = ws.ws_col;
     params->progress = quiet ? NULL : on_progress;
-    params->user = &view;
+    params->progress_user = &view;
     params->cancel = &interrupted;
-    interrupted = 0;
+    atomic_store(&interrupted, false);
     void (*previous)(int) = signal(SIGINT, on_sigint);
     enum dllm_status st = dllm_hub_resolve(ref, params, out, err);
     signal(SIGINT, previous);
     params->progress = NULL;
-    params->user = NULL;
+    params->progress_user = NULL;
+    params->cancel = NULL;
     if (view.tty && view.last_file >= 0)
         fputc('\n', stderr);
     if (st == DLLM_ERR_CANCELLED && err)
         snprintf(err->text, sizeof err->text,
                  "download of %s interrupted; run the same command again to resume", ref);
+    /* Offline, a file missing from the cache or found corrupt there (and deleted). */
+    if (params->offline && (st == DLLM_ERR_MISSING || st == DLLM_ERR_FORMAT) && err) {
+        size_t n = strlen(err->text);
+        snprintf(err->text + n, sizeof err->text - n, ": run 'dllm pull %s' while online", ref);
+    }
     if (st != DLLM_OK)
         return st;
     const struct dllm_hub_model *m = *out;
@@ -238,8 +256,9 @@ enum dllm_status model_ref_resolve(const char *ref, struct dllm_hub_params *para
 char *model_ref_path(const char *ref, bool offline)
 {
     struct dllm_hub_params params;
-    dllm_hub_params_init(&params);
-    params.offline = offline;
+    struct dllm_hub_env env;
+    model_ref_params(&params, &env);
+    params.offline = params.offline || offline;
     struct dllm_error err = {0};
     struct dllm_hub_model *model;
     if (!ref)

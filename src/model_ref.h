@@ -17,11 +17,19 @@ const char *model_ref_bytes(char buf[16], double bytes);
 const char *model_ref_state_name(enum dllm_hub_state state);
 
 /*
+ * The hub params every program uses: dllm_hub_params_init, then dllm_hub_params_from_env
+ * (the strings it sets point into env), then dllm's own test knobs DLLM_HUB_RETRY_BASE_MS
+ * (the first backoff in ms) and DLLM_HUB_STALL_SECONDS. A failure ends the program.
+ */
+void model_ref_params(struct dllm_hub_params *params, struct dllm_hub_env *env);
+
+/*
  * dllm_hub_resolve with the program's progress display: a bar with bytes, rate and ETA on a
  * terminal, throttled log lines otherwise, nothing when quiet; retries are always said.
- * Ctrl+C cancels, keeping the partial download for the next run. params->progress, user and
- * cancel are set here. Prints the library's warning line, if any. On failure err says what
- * to do, an interrupted download included.
+ * Ctrl+C cancels, keeping the partial download for the next run. params->progress,
+ * progress_user and cancel are set here (and cleared after). Prints the library's warning line, if
+ * any. On failure err says what to do, an interrupted download included, and offline a missing
+ * or corrupt cached file ("run 'dllm pull REF' while online").
  */
 enum dllm_status model_ref_resolve(const char *ref, struct dllm_hub_params *params, bool quiet,
                                    struct dllm_hub_model **out, struct dllm_error *err);

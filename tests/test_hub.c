@@ -7,7 +7,9 @@
 #include "dllm-hub.h"
 #include "dllm.h"
 #include "fixtures.h"
-#include "hub.h"
+#include "listing.h"
+#include "ref.h"
+#include "util.h"
 
 #include <check.h>
 #include <curl/curl.h>
@@ -180,8 +182,6 @@ static void setup(void)
     setenv("HF_HOME", hf, 1);
     setenv("XDG_CACHE_HOME", xdg, 1);
     setenv("HF_ENDPOINT", hub_url, 1);
-    setenv("DLLM_HUB_RETRY_BASE_MS", "10", 1);
-    setenv("DLLM_HUB_STALL_SECONDS", "1", 1);
     unsetenv("HF_HUB_CACHE");
     unsetenv("HUGGINGFACE_HUB_CACHE");
     unsetenv("HF_TOKEN");
@@ -202,26 +202,39 @@ static void teardown(void)
 struct seen {
     int events[DLLM_HUB_PHASE_DONE + 1];
     int64_t cancel_at;
-    volatile int cancel;
+    atomic_bool cancel;
 };
 
-static void on_progress(const struct dllm_hub_progress *p, void *user)
+/* Counts the events by phase, checks their shape and cancels at cancel_at bytes. */
+static void on_progress(const struct dllm_progress *p, void *user)
 {
     struct seen *s = user;
+    ck_assert_int_eq(p->kind, DLLM_PROGRESS_DOWNLOAD);
+    ck_assert(p->phase >= DLLM_HUB_PHASE_CHECK && p->phase <= DLLM_HUB_PHASE_DONE);
     s->events[p->phase]++;
-    ck_assert_int_le(p->bytes, p->total > 0 ? p->total : p->bytes);
-    if (s->cancel_at > 0 && p->phase == DLLM_HUB_PHASE_DOWNLOAD && p->bytes >= s->cancel_at)
-        s->cancel = 1;
+    ck_assert_int_le(p->done, p->total > 0 ? p->total : p->done);
+    ck_assert(p->total > 0 ? p->fraction == (double)p->done / (double)p->total : p->fraction == 0);
+    ck_assert_ptr_nonnull(p->repo);
+    ck_assert_ptr_nonnull(p->file);
+    if (s->cancel_at > 0 && p->phase == DLLM_HUB_PHASE_DOWNLOAD && p->done >= s->cancel_at)
+        atomic_store(&s->cancel, true);
 }
 
+/* Room for the strings dllm_hub_params_from_env sets in the params of params_for. */
+static struct dllm_hub_env env;
+
+/* The params a test uses: the defaults, the environment, quick retries, progress into s. */
 static void params_for(struct dllm_hub_params *p, struct seen *s)
 {
     dllm_hub_params_init(p);
+    ck_assert_int_eq(dllm_hub_params_from_env(p, &env, NULL), DLLM_OK);
     p->max_retries = 3;
+    p->retry_base_ms = 10;
+    p->stall_seconds = 1;
     if (s) {
         *s = (struct seen){0};
         p->progress = on_progress;
-        p->user = s;
+        p->progress_user = s;
         p->cancel = &s->cancel;
     }
 }
@@ -401,7 +414,7 @@ START_TEST(ref_parse)
     const struct ref_case *c = &ref_cases[_i];
     struct dllm_hub_ref r;
     struct dllm_error err = {0};
-    enum dllm_status st = dllm_hub_ref_parse(c->text, &r, &err);
+    enum dllm_status st = dllm_hub_ref_parse(c->text, NULL, &r, &err);
     ck_assert_msg(st == c->want, "'%s': status %d (%s)", c->text, st, err.text);
     if (st != DLLM_OK) {
         ck_assert_msg(err.text[0], "'%s': no error text", c->text);
@@ -420,9 +433,11 @@ END_TEST
 
 START_TEST(ref_home)
 {
-    setenv("HOME", "/home/someone", 1);
+    struct dllm_hub_params p;
+    dllm_hub_params_init(&p);
+    p.home = "/home/someone";
     struct dllm_hub_ref r;
-    ck_assert_int_eq(dllm_hub_ref_parse("~/m/x.gguf", &r, NULL), DLLM_OK);
+    ck_assert_int_eq(dllm_hub_ref_parse("~/m/x.gguf", &p, &r, NULL), DLLM_OK);
     ck_assert(r.local);
     ck_assert_str_eq(r.path, "/home/someone/m/x.gguf");
     /* An existing file in the current folder is a path even without ./ */
@@ -430,11 +445,113 @@ START_TEST(ref_home)
     ck_assert_int_eq(chdir(dir), 0);
     FILE *f = fopen("model.gguf", "w");
     fclose(f);
-    ck_assert_int_eq(dllm_hub_ref_parse("model.gguf", &r, NULL), DLLM_OK);
+    ck_assert_int_eq(dllm_hub_ref_parse("model.gguf", &p, &r, NULL), DLLM_OK);
     ck_assert(r.local);
     unlink("model.gguf");
     rmdir(dir);
     free(dir);
+}
+END_TEST
+
+/* dllm_hub_params_init reads nothing; dllm_hub_params_from_env maps huggingface_hub's variables. */
+START_TEST(params_env)
+{
+    static const char *const names[] = {"HF_ENDPOINT",
+                                        "HF_HUB_CACHE",
+                                        "HUGGINGFACE_HUB_CACHE",
+                                        "HF_HOME",
+                                        "XDG_CACHE_HOME",
+                                        "HF_TOKEN",
+                                        "HUGGING_FACE_HUB_TOKEN",
+                                        "HF_TOKEN_PATH",
+                                        "HF_HUB_OFFLINE",
+                                        "TRANSFORMERS_OFFLINE",
+                                        "HF_HUB_DISABLE_SYMLINKS"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        setenv(names[i], "1", 1);
+    struct dllm_hub_params p;
+    dllm_hub_params_init(&p);
+    ck_assert(!p.endpoint && !p.cache_dir && !p.token && !p.home && !p.verified_path);
+    ck_assert(!p.offline && !p.no_symlinks);
+    ck_assert_str_eq(p.revision, "main");
+    ck_assert_int_eq(p.retry_base_ms, 1000);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        unsetenv(names[i]);
+
+    struct dllm_hub_env e;
+    char *old_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    setenv("HOME", "/home/someone", 1);
+    setenv("HF_ENDPOINT", "http://hub.example", 1);
+    setenv("HF_HUB_CACHE", "/c1", 1);
+    setenv("HUGGINGFACE_HUB_CACHE", "/c2", 1);
+    setenv("HF_HOME", "/h", 1);
+    setenv("XDG_CACHE_HOME", "/x", 1);
+    setenv("HF_TOKEN", "hf_a", 1);
+    setenv("HUGGING_FACE_HUB_TOKEN", "hf_b", 1);
+    setenv("HF_HUB_OFFLINE", "yes", 1);
+    setenv("HF_HUB_DISABLE_SYMLINKS", "1", 1);
+    dllm_hub_params_init(&p);
+    ck_assert_int_eq(dllm_hub_params_from_env(&p, &e, NULL), DLLM_OK);
+    ck_assert_str_eq(p.home, "/home/someone");
+    ck_assert_str_eq(p.endpoint, "http://hub.example");
+    ck_assert_str_eq(p.cache_dir, "/c1");
+    ck_assert_str_eq(p.verified_path, "/x/dllm/verified.json");
+    ck_assert_str_eq(p.token, "hf_a");
+    ck_assert(p.offline && p.no_symlinks);
+    /* The next variable in huggingface_hub's order when one is unset. */
+    const char *order[][2] = {{"HF_HUB_CACHE", "/c2"},
+                              {"HUGGINGFACE_HUB_CACHE", "/h/hub"},
+                              {"HF_HOME", "/x/huggingface/hub"}};
+    for (int i = 0; i < 3; i++) {
+        unsetenv(order[i][0]);
+        dllm_hub_params_init(&p);
+        ck_assert_int_eq(dllm_hub_params_from_env(&p, &e, NULL), DLLM_OK);
+        ck_assert_str_eq(p.cache_dir, order[i][1]);
+    }
+    unsetenv("XDG_CACHE_HOME");
+    unsetenv("HF_TOKEN");
+    setenv("HF_HUB_OFFLINE", "0", 1);
+    setenv("HF_HUB_DISABLE_SYMLINKS", "0", 1);
+    dllm_hub_params_init(&p);
+    ck_assert_int_eq(dllm_hub_params_from_env(&p, &e, NULL), DLLM_OK);
+    ck_assert(!p.cache_dir && !p.verified_path && !p.offline && !p.no_symlinks);
+    ck_assert_str_eq(p.token, "hf_b");
+    unsetenv("HF_HUB_OFFLINE");
+    setenv("TRANSFORMERS_OFFLINE", "TRUE", 1);
+    /* Without a token variable, the token file; without the file, no token. */
+    unsetenv("HUGGING_FACE_HUB_TOKEN");
+    char *dir = test_tmpdir(), path[4200];
+    snprintf(path, sizeof path, "%s/token", dir);
+    FILE *f = fopen(path, "w");
+    fputs("hf_file\n", f);
+    fclose(f);
+    setenv("HF_TOKEN_PATH", path, 1);
+    dllm_hub_params_init(&p);
+    ck_assert_int_eq(dllm_hub_params_from_env(&p, &e, NULL), DLLM_OK);
+    ck_assert_str_eq(p.token, "hf_file\n");
+    ck_assert(p.offline);
+    unlink(path);
+    rmdir(dir);
+    free(dir);
+    dllm_hub_params_init(&p);
+    ck_assert_int_eq(dllm_hub_params_from_env(&p, &e, NULL), DLLM_OK);
+    ck_assert_ptr_null(p.token);
+    /* A value too long for its room is an error that never shows a token. */
+    char *big = malloc(DLLM_HUB_TOKEN_MAX + 2);
+    memset(big, 'x', DLLM_HUB_TOKEN_MAX + 1);
+    big[DLLM_HUB_TOKEN_MAX + 1] = 0;
+    setenv("HF_TOKEN", big, 1);
+    struct dllm_error err = {0};
+    ck_assert_int_eq(dllm_hub_params_from_env(&p, &e, &err), DLLM_ERR_ARG);
+    ck_assert_ptr_null(strstr(err.text, "xxxx"));
+    free(big);
+    unsetenv("HF_TOKEN");
+    unsetenv("HF_TOKEN_PATH");
+    unsetenv("TRANSFORMERS_OFFLINE");
+    unsetenv("HF_ENDPOINT");
+    if (old_home)
+        setenv("HOME", old_home, 1);
+    free(old_home);
 }
 END_TEST
 
@@ -453,7 +570,7 @@ static const struct path_case path_cases[] = {
 START_TEST(path_valid)
 {
     const struct path_case *c = &path_cases[_i];
-    ck_assert_msg(dllm_hubcache_path_valid(c->path) == c->valid, "'%s'", c->path);
+    ck_assert_msg(dllm_hub_path_valid(c->path) == c->valid, "'%s'", c->path);
 }
 END_TEST
 
@@ -836,7 +953,7 @@ static const struct fault_case fault_cases[] = {
     {"cdn", "429", NULL, 1, DLLM_OK, NULL},
     {"cdn", "badsha", NULL, -1, DLLM_ERR_FORMAT, "SHA-256 mismatch"},
     {"cdn", "badsize", NULL, -1, DLLM_ERR_FORMAT, "different size"},
-    {"cdn", "drop", NULL, -1, DLLM_ERR_IO, "run the same command again to resume"},
+    {"cdn", "drop", NULL, -1, DLLM_ERR_IO, "the next attempt resumes it"},
     {"cdn", "500", NULL, -1, DLLM_ERR_IO, "HTTP 500"},
     {"head", "500", NULL, 2, DLLM_OK, NULL},
     {"head", "401", NULL, 1, DLLM_ERR_IO, "set HF_TOKEN"},
@@ -1038,11 +1155,13 @@ START_TEST(token_refused)
                       strstr(err.text, "licence"),
                   "%s", err.text);
     setenv("HF_TOKEN", "hf_wrong_secret_42", 1);
+    params_for(&p, NULL);
     ck_assert_ptr_null(resolve("test/gated", &p, &st, &err));
     ck_assert_int_eq(st, DLLM_ERR_IO);
     ck_assert_msg(strstr(err.text, "refused the token"), "%s", err.text);
     ck_assert_ptr_null(strstr(err.text, "hf_wrong_secret_42"));
     setenv("HF_TOKEN", "hf_bad\ntoken", 1);
+    params_for(&p, NULL);
     ck_assert_ptr_null(resolve("test/gated", &p, &st, &err));
     ck_assert_int_eq(st, DLLM_ERR_ARG);
     ck_assert_ptr_null(strstr(err.text, "hf_bad"));
@@ -1066,22 +1185,27 @@ START_TEST(offline_from_cache)
     m = resolve_ok(TINY, &p);
     ck_assert_str_eq(dllm_hub_model_path(m), want);
     dllm_hub_model_free(m);
-    p.offline = false;
     setenv("HF_HUB_OFFLINE", "1", 1);
+    params_for(&p, NULL);
+    ck_assert(p.offline);
     m = resolve_ok(TINY ":Q4_K_M", &p);
     ck_assert_str_eq(dllm_hub_model_path(m), want);
     dllm_hub_model_free(m);
     ck_assert_int_eq(logged("/", NULL, 0), 1); /* the /_log request itself */
 
-    /* What is not cached fails, naming the pull command. */
+    /* What is not cached fails, saying so without naming any command or flag. */
     enum dllm_status st;
     struct dllm_error err;
     ck_assert_ptr_null(resolve(TINY ":Q8_0", &p, &st, &err));
     ck_assert_int_eq(st, DLLM_ERR_MISSING);
-    ck_assert_msg(strstr(err.text, "dllm pull " TINY ":Q8_0"), "%s", err.text);
+    ck_assert_msg(strstr(err.text, "tiny.Q8_0.gguf of " TINY " is not in the cache") &&
+                      strstr(err.text, "(offline)") && !strstr(err.text, "dllm pull"),
+                  "%s", err.text);
     ck_assert_ptr_null(resolve("test/q8-only", &p, &st, &err));
     ck_assert_int_eq(st, DLLM_ERR_MISSING);
-    ck_assert_msg(strstr(err.text, "dllm pull test/q8-only"), "%s", err.text);
+    ck_assert_msg(strstr(err.text, "test/q8-only is not in the cache") &&
+                      !strstr(err.text, "dllm pull"),
+                  "%s", err.text);
 }
 END_TEST
 
@@ -1134,7 +1258,8 @@ START_TEST(corrupt_cache)
     struct dllm_error err;
     ck_assert_ptr_null(resolve(TINY, &p, &st, &err));
     ck_assert_int_eq(st, DLLM_ERR_FORMAT);
-    ck_assert_msg(strstr(err.text, "corrupt") && strstr(err.text, "dllm pull"), "%s", err.text);
+    ck_assert_msg(strstr(err.text, "corrupt and is deleted") && !strstr(err.text, "dllm pull"),
+                  "%s", err.text);
     ck_assert_int_eq(file_size(path), -1);
     check_cache_valid();
     p.offline = false;
@@ -1257,6 +1382,7 @@ static Suite *hub_suite(void)
     TCase *tc = tcase_create("refs");
     tcase_add_loop_test(tc, ref_parse, 0, sizeof ref_cases / sizeof ref_cases[0]);
     tcase_add_test(tc, ref_home);
+    tcase_add_test(tc, params_env);
     tcase_add_loop_test(tc, path_valid, 0, sizeof path_cases / sizeof path_cases[0]);
     tcase_add_loop_test(tc, select_files, 0, sizeof select_cases / sizeof select_cases[0]);
     tcase_add_test(tc, select_lists_files);

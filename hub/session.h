@@ -1,18 +1,20 @@
-/* Fetching from the Hugging Face hub for one repo: listings and verified, resumable downloads. */
-#ifndef DLLM_HUBFETCH_H
-#define DLLM_HUBFETCH_H
+/*
+ * One download session with the Hugging Face hub for one repo: the listing at a revision and
+ * verified, resumable downloads into the cache.
+ */
+#ifndef DLLM_HUB_SESSION_H
+#define DLLM_HUB_SESSION_H
 
 #include "dllm-hub.h"
-#include "hubcache.h"
+#include "listing.h"
 
 #include <stdint.h>
 
 /* A session with the hub (or only the cache, offline) for one repo. */
 struct dllm_hubfetch;
 
-/* Opens a session for repo; ref is the model reference as given, for messages. */
-enum dllm_status dllm_hubfetch_open(const char *ref, const char *repo,
-                                    const struct dllm_hub_params *params,
+/* Opens a session for repo. */
+enum dllm_status dllm_hubfetch_open(const char *repo, const struct dllm_hub_params *params,
                                     struct dllm_hubfetch **out, struct dllm_error *err);
 /* Saves the verified memo and ends the session; accepts NULL. */
 void dllm_hubfetch_close(struct dllm_hubfetch *hub);

@@ -1,9 +1,12 @@
-/* Hub client internals that tests reach: repo ids, file selection, split names. */
-#ifndef DLLM_HUB_H
-#define DLLM_HUB_H
+/*
+ * Model references and file choice, without the network: hub repo ids, split GGUF names, and
+ * the files a tag names in a listing (dllm_hub_ref_parse is public, in dllm-hub.h).
+ */
+#ifndef DLLM_HUB_REF_H
+#define DLLM_HUB_REF_H
 
 #include "dllm-hub.h"
-#include "hubcache.h"
+#include "listing.h"
 
 #include <stdbool.h>
 #include <stddef.h>

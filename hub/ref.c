@@ -1,15 +1,12 @@
 /*
- * The Hugging Face hub client's front: model references as -m takes them, choosing a repo's
- * files the way llama.cpp does, and resolving a reference to verified local files
- * (the fetching itself is hubfetch.c, the cache hubcache.c).
+ * Model references as programs take them (-m): parsing one without the network, hub repo ids,
+ * split GGUF names, and choosing a repo's files for a tag the way llama.cpp does.
  */
 #include "config.h"
 
-#include "hub.h"
+#include "ref.h"
 
-#include "dllm-hub.h"
-#include "hubcache.h"
-#include "hubfetch.h"
+#include "util.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -17,8 +14,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-
-/* ---- references ------------------------------------------------------------------------- */
 
 /* Whether c may appear in a repo id. */
 static bool repo_char(char c)
@@ -56,8 +51,8 @@ static bool ends_with_ci(const char *s, const char *suffix)
     return n >= m && strcasecmp(s + n - m, suffix) == 0;
 }
 
-enum dllm_status dllm_hub_ref_parse(const char *text, struct dllm_hub_ref *out,
-                                    struct dllm_error *err)
+enum dllm_status dllm_hub_ref_parse(const char *text, const struct dllm_hub_params *params,
+                                    struct dllm_hub_ref *out, struct dllm_error *err)
 {
     struct dllm_hub_ref r = {0};
     struct stat sb;
@@ -68,8 +63,9 @@ enum dllm_status dllm_hub_ref_parse(const char *text, struct dllm_hub_ref *out,
                     strcmp(text, "..") == 0;
     if (pathlike || stat(text, &sb) == 0) {
         r.local = true;
-        const char *home =
-            text[0] == '~' && (text[1] == '/' || !text[1]) ? dllm_hubcache_home() : NULL;
+        const char *home = text[0] == '~' && (text[1] == '/' || !text[1])
+                               ? dllm_hub_home(params ? params->home : NULL)
+                               : NULL;
         int n = home ? snprintf(r.path, sizeof r.path, "%s%s", home, text + 1)
                      : snprintf(r.path, sizeof r.path, "%s", text);
         if (n < 0 || (size_t)n >= sizeof r.path)
@@ -100,7 +96,7 @@ enum dllm_status dllm_hub_ref_parse(const char *text, struct dllm_hub_ref *out,
             return dllm_error_set(err, DLLM_ERR_ARG, "empty or too long tag in '%s'", text);
         snprintf(r.tag, sizeof r.tag, "%s", tag);
         r.tag_is_file = ends_with_ci(tag, ".gguf");
-        if (r.tag_is_file && !dllm_hubcache_path_valid(tag))
+        if (r.tag_is_file && !dllm_hub_path_valid(tag))
             return dllm_error_set(err, DLLM_ERR_ARG, "unsafe file name in '%s'", text);
         for (const char *p = tag; !r.tag_is_file && *p; p++)
             if (!repo_char(*p))
@@ -112,8 +108,6 @@ enum dllm_status dllm_hub_ref_parse(const char *text, struct dllm_hub_ref *out,
     *out = r;
     return DLLM_OK;
 }
-
-/* ---- choosing files --------------------------------------------------------------------- */
 
 bool dllm_hub_split_name(const char *path, size_t *prefix_len, int *part, int *count)
 {
@@ -246,7 +240,7 @@ enum dllm_status dllm_hub_select(const struct dllm_hub_listing *l, const char *r
     /* Every part of a split model, in order; part 1 first whatever the tag named. */
     *n = 0;
     for (int k = 1; k <= count; k++) {
-        char *name = dllm_hubcache_fmt("%.*s-%05d-of-%05d.gguf", (int)prefix, path, k, count);
+        char *name = dllm_hub_fmt("%.*s-%05d-of-%05d.gguf", (int)prefix, path, k, count);
         if (!name)
             return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
         long i = -1;
@@ -262,180 +256,4 @@ enum dllm_status dllm_hub_select(const struct dllm_hub_listing *l, const char *r
         idx[(*n)++] = (size_t)i;
     }
     return DLLM_OK;
-}
-
-/* ---- resolving -------------------------------------------------------------------------- */
-
-void dllm_hub_params_init(struct dllm_hub_params *params)
-{
-    const char *base = getenv("DLLM_HUB_RETRY_BASE_MS");
-    const char *stall = getenv("DLLM_HUB_STALL_SECONDS");
-    *params = (struct dllm_hub_params){
-        .revision = "main",
-        .max_retries = 5,
-        .retry_base_ms = base && atoi(base) >= 0 ? atoi(base) : 1000,
-        .stall_seconds = stall && atoi(stall) > 0 ? atoi(stall) : 30,
-        .connect_timeout_s = 10,
-    };
-}
-
-struct dllm_hub_model {
-    char **paths;
-    int n;
-    bool split;
-    char *repo, *file, *commit, *warning;
-    int64_t size, downloaded;
-};
-
-void dllm_hub_model_free(struct dllm_hub_model *model)
-{
-    if (!model)
-        return;
-    for (int i = 0; i < model->n; i++)
-        free(model->paths[i]);
-    free(model->paths);
-    free(model->repo);
-    free(model->file);
-    free(model->commit);
-    free(model->warning);
-    free(model);
-}
-
-/* A model of one local path. */
-static enum dllm_status local_model(const char *path, struct dllm_hub_model **out,
-                                    struct dllm_error *err)
-{
-    struct dllm_hub_model *m = calloc(1, sizeof *m);
-    if (m) {
-        m->paths = calloc(1, sizeof *m->paths);
-        m->repo = strdup("");
-        m->file = strdup("");
-        m->commit = strdup("");
-    }
-    if (!m || !m->paths || !m->repo || !m->file || !m->commit || !(m->paths[0] = strdup(path))) {
-        dllm_hub_model_free(m);
-        return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
-    }
-    m->n = 1;
-    struct stat sb;
-    m->size = stat(path, &sb) == 0 ? sb.st_size : 0;
-    *out = m;
-    return DLLM_OK;
-}
-
-enum dllm_status dllm_hub_resolve(const char *ref, const struct dllm_hub_params *params,
-                                  struct dllm_hub_model **out, struct dllm_error *err)
-{
-    struct dllm_hub_params defaults;
-    if (!params) {
-        dllm_hub_params_init(&defaults);
-        params = &defaults;
-    }
-    *out = NULL;
-    struct dllm_hub_ref r;
-    enum dllm_status st = dllm_hub_ref_parse(ref, &r, err);
-    if (st != DLLM_OK)
-        return st;
-    if (r.local)
-        return local_model(r.path, out, err);
-    struct dllm_hubfetch *hub = NULL;
-    struct dllm_hub_listing l = {0};
-    struct dllm_hub_model *m = NULL;
-    size_t *idx = NULL, n_idx = 0;
-    char commit[DLLM_HUB_COMMIT_LEN + 1];
-    if ((st = dllm_hubfetch_open(ref, r.repo, params, &hub, err)) != DLLM_OK)
-        goto fail;
-    if ((st = dllm_hubfetch_listing(hub, commit, &l, err)) != DLLM_OK)
-        goto fail;
-    idx = malloc((l.n ? l.n : 1) * sizeof *idx);
-    m = calloc(1, sizeof *m);
-    if (!idx || !m) {
-        st = dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
-        goto fail;
-    }
-    if ((st = dllm_hub_select(&l, r.repo, r.tag, r.tag_is_file, idx, &n_idx, err)) != DLLM_OK)
-        goto fail;
-    m->paths = calloc(n_idx, sizeof *m->paths);
-    m->repo = strdup(r.repo);
-    m->file = strdup(l.files[idx[0]].path);
-    m->commit = strdup(commit);
-    if (!m->paths || !m->repo || !m->file || !m->commit) {
-        st = dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
-        goto fail;
-    }
-    m->split = n_idx > 1;
-    for (size_t i = 0; i < n_idx; i++) {
-        st = dllm_hubfetch_file(hub, &l.files[idx[i]], (int)i, (int)n_idx, commit, &m->paths[i],
-                                err);
-        if (st != DLLM_OK)
-            goto fail;
-        m->n++;
-        m->size += l.files[idx[i]].size;
-    }
-    if ((st = dllm_hubfetch_finish(hub, commit, err)) != DLLM_OK)
-        goto fail;
-    m->downloaded = dllm_hubfetch_downloaded(hub);
-    m->warning = dllm_hubfetch_take_warning(hub);
-fail:
-    if (st != DLLM_OK && st != DLLM_ERR_CANCELLED && err && !strstr(err->text, r.repo))
-        dllm_error_prefix(err, "%s", ref);
-    if (st == DLLM_OK) {
-        *out = m;
-        m = NULL;
-    }
-    dllm_hub_model_free(m);
-    free(idx);
-    dllm_hub_listing_fini(&l);
-    dllm_hubfetch_close(hub);
-    return st;
-}
-
-const char *dllm_hub_model_path(const struct dllm_hub_model *model)
-{
-    return model->paths[0];
-}
-
-int dllm_hub_model_n_files(const struct dllm_hub_model *model)
-{
-    return model->n;
-}
-
-const char *dllm_hub_model_file_path(const struct dllm_hub_model *model, int i)
-{
-    return i >= 0 && i < model->n ? model->paths[i] : NULL;
-}
-
-bool dllm_hub_model_split(const struct dllm_hub_model *model)
-{
-    return model->split;
-}
-
-const char *dllm_hub_model_repo(const struct dllm_hub_model *model)
-{
-    return model->repo;
-}
-
-const char *dllm_hub_model_file(const struct dllm_hub_model *model)
-{
-    return model->file;
-}
-
-const char *dllm_hub_model_commit(const struct dllm_hub_model *model)
-{
-    return model->commit;
-}
-
-int64_t dllm_hub_model_size(const struct dllm_hub_model *model)
-{
-    return model->size;
-}
-
-int64_t dllm_hub_model_downloaded(const struct dllm_hub_model *model)
-{
-    return model->downloaded;
-}
-
-const char *dllm_hub_model_warning(const struct dllm_hub_model *model)
-{
-    return model->warning;
 }

@@ -1,0 +1,82 @@
+/* Small helpers every part of the hub client uses: strings, hex digits, safe paths, time. */
+#include "config.h"
+
+#include "util.h"
+
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+char *dllm_hub_fmt(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return NULL;
+    char *s = malloc((size_t)n + 1);
+    if (!s)
+        return NULL;
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+bool dllm_hub_is_hex(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return false;
+    return s[n] == 0;
+}
+
+bool dllm_hub_path_valid(const char *path)
+{
+    size_t len = strlen(path);
+    if (len == 0 || len > 1024 || path[0] == '/' || path[len - 1] == '/')
+        return false;
+    for (const char *p = path; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f || *p == '\\')
+            return false;
+    for (const char *p = path; *p;) {
+        size_t n = strcspn(p, "/");
+        if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+            return false;
+        p += n;
+        if (*p == '/')
+            p++;
+    }
+    return true;
+}
+
+/* A malloc'd copy of the folder part of path ("." when it has none). */
+char *dllm_hub_parent(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return strdup(".");
+    if (slash == path)
+        return strdup("/");
+    return strndup(path, (size_t)(slash - path));
+}
+
+double dllm_hub_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+const char *dllm_hub_home(const char *home)
+{
+    if (home && *home)
+        return home;
+    struct passwd *pw = getpwuid(getuid());
+    return pw && pw->pw_dir ? pw->pw_dir : "/";
+}

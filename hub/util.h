@@ -1,0 +1,35 @@
+/* Small helpers every part of the hub client uses: strings, hex digits, safe paths, time. */
+#ifndef DLLM_HUB_UTIL_H
+#define DLLM_HUB_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Called during long local work (hashing, waiting for a lock) with the bytes done so far, or
+ * -1 while waiting; returning false cancels. */
+typedef bool (*dllm_hub_tick)(void *user, int64_t done);
+
+/* A printf-style malloc'd string, or NULL when out of memory. */
+char *dllm_hub_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Whether s is n lowercase hex digits. */
+bool dllm_hub_is_hex(const char *s, size_t n);
+
+/*
+ * Whether a path taken from a hub listing may be created under a snapshot folder: relative,
+ * components that are not empty, "." or "..", no backslash or control character, at most
+ * 1024 bytes.
+ */
+bool dllm_hub_path_valid(const char *path);
+
+/* A malloc'd copy of the folder part of path ("." when it has none), or NULL. */
+char *dllm_hub_parent(const char *path);
+
+/* home when not NULL or empty, else the user's home in the password database, else "/". */
+const char *dllm_hub_home(const char *home);
+
+/* Seconds on the monotonic clock. */
+double dllm_hub_now(void);
+
+#endif
