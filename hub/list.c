@@ -36,13 +36,6 @@ static bool repo_folder(const char *name, size_t *org_len)
     return true;
 }
 
-/* Whether a file name ends in .gguf, ignoring case. */
-static bool is_gguf(const char *path)
-{
-    size_t n = strlen(path);
-    return n >= 5 && strcasecmp(path + n - 5, ".gguf") == 0;
-}
-
 /* Adds the GGUF files of one snapshot of a repo to the list. */
 static enum dllm_status list_snapshot(struct dllm_hub_list *list, const struct dllm_hubcache *c,
                                       const char *commit, const struct dllm_hubmemo *memo,
@@ -55,7 +48,7 @@ static enum dllm_status list_snapshot(struct dllm_hub_list *list, const struct d
     bool have_tree = dllm_hubcache_read_tree(c, commit, &tree, NULL) == DLLM_OK;
     for (size_t i = 0; i < files.n && st == DLLM_OK; i++) {
         const struct dllm_hub_file *f = &files.files[i];
-        if (!is_gguf(f->path))
+        if (!dllm_hub_ends_with_ci(f->path, ".gguf"))
             continue;
         const struct dllm_hub_file *t = have_tree ? dllm_hub_listing_find(&tree, f->path) : NULL;
         const char *etag = dllm_hub_file_etag(t ? t : f);

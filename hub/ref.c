@@ -44,13 +44,6 @@ bool dllm_hub_repo_valid(const char *repo)
            repo_part_valid(slash + 1, strlen(slash + 1));
 }
 
-/* Whether s ends with suffix, ignoring case. */
-static bool ends_with_ci(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && strcasecmp(s + n - m, suffix) == 0;
-}
-
 enum dllm_status dllm_hub_ref_parse(const char *text, const struct dllm_hub_params *params,
                                     struct dllm_hub_ref *out, struct dllm_error *err)
 {
@@ -95,7 +88,7 @@ enum dllm_status dllm_hub_ref_parse(const char *text, const struct dllm_hub_para
         if (!*tag || strlen(tag) >= sizeof r.tag)
             return dllm_error_set(err, DLLM_ERR_ARG, "empty or too long tag in '%s'", text);
         snprintf(r.tag, sizeof r.tag, "%s", tag);
-        r.tag_is_file = ends_with_ci(tag, ".gguf");
+        r.tag_is_file = dllm_hub_ends_with_ci(tag, ".gguf");
         if (r.tag_is_file && !dllm_hub_path_valid(tag))
             return dllm_error_set(err, DLLM_ERR_ARG, "unsafe file name in '%s'", text);
         for (const char *p = tag; !r.tag_is_file && *p; p++)
@@ -114,7 +107,7 @@ bool dllm_hub_split_name(const char *path, size_t *prefix_len, int *part, int *c
     size_t n = strlen(path);
     static const char form[] = "-00000-of-00000.gguf";
     size_t m = sizeof form - 1;
-    if (n <= m || !ends_with_ci(path, ".gguf"))
+    if (n <= m || !dllm_hub_ends_with_ci(path, ".gguf"))
         return false;
     const char *s = path + n - m;
     for (size_t i = 0; i < m - 5; i++) {
@@ -143,7 +136,7 @@ static bool model_gguf(const char *path)
 {
     static const char *const sidecars[] = {"mmproj",  "imatrix", "mtp-",
                                            "eagle3-", "dflash-", "dspark-"};
-    if (!ends_with_ci(path, ".gguf"))
+    if (!dllm_hub_ends_with_ci(path, ".gguf"))
         return false;
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
@@ -195,7 +188,7 @@ static enum dllm_status no_match(const struct dllm_hub_listing *l, const char *r
     char list[DLLM_ERROR_TEXT_MAX] = "";
     size_t used = 0, shown = 0, total = 0;
     for (size_t i = 0; i < l->n; i++) {
-        if (!ends_with_ci(l->files[i].path, ".gguf"))
+        if (!dllm_hub_ends_with_ci(l->files[i].path, ".gguf"))
             continue;
         total++;
         size_t len = strlen(l->files[i].path);

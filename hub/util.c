@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -79,4 +80,10 @@ const char *dllm_hub_home(const char *home)
         return home;
     struct passwd *pw = getpwuid(getuid());
     return pw && pw->pw_dir ? pw->pw_dir : "/";
+}
+
+bool dllm_hub_ends_with_ci(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcasecmp(s + n - m, suffix) == 0;
 }

@@ -13,6 +13,9 @@ typedef bool (*dllm_hub_tick)(void *user, int64_t done);
 /* A printf-style malloc'd string, or NULL when out of memory. */
 char *dllm_hub_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Whether s ends with suffix, ignoring case. */
+bool dllm_hub_ends_with_ci(const char *s, const char *suffix);
+
 /* Whether s is n lowercase hex digits. */
 bool dllm_hub_is_hex(const char *s, size_t n);
 
