@@ -6,6 +6,10 @@ Parts (--parts, default all but compare):
   forward   `dllm bench` on the synth models at canvas 160 and 512
   generate  `dllm run --json --trace` end to end: 128 tokens, 32 steps, block 32, with and
             without --threshold 0.9; ms per step, tokens/s, time outside the forward pass
+  cache     `dllm run --json --cache none|prefix|dual` alternating (--rounds rounds): 128
+            tokens, 32 steps, block 32, no early stop; the summed step times, the speed-up
+            over none beside the bound counting computed positions gives, token agreement
+            with none; then one round with --threshold 0.9
   compare   side by side with llama.cpp on the same file, canvas and threads, runs
             alternating: `dllm bench` with logits for every row next to llama-diffusion-cli's
             time per step (one non-causal pass over the canvas plus its sampling), and
@@ -231,6 +235,79 @@ def part_generate(dllm, paths, threads, threshold_tokens):
     return out
 
 
+CACHE_MODES = ("none", "prefix", "dual")
+
+
+def cache_once(dllm, path, threads, mode, dream, threshold=None):
+    """One dllm run of the cache protocol (128 tokens, 32 steps, block 32, no early stop) with
+    --cache MODE: the sum of its step_ms, the refresh steps and positions computed per step."""
+    cmd = [dllm, "run", "-m", path, "-p", PROMPT, "--max-tokens", "128", "--steps", "32",
+           "--block-length", "32", "--no-early-stop", "--threads", str(threads), "--json",
+           "--cache", mode, "--verbose"]
+    if threshold:
+        cmd += ["--threshold", str(threshold)]
+        if dream:
+            cmd += ["--alg", "maskgit_plus"]
+    cpu = {}
+    doc, err, wall = run(cmd, cpu=cpu)
+    d = json.loads(doc)
+    m = re.search(r"prompt (\d+) tokens, canvas (\d+)", err)
+    return {"mode": mode, "threshold": threshold,
+            "prompt_tokens": int(m.group(1)) if m else None,
+            "canvas": int(m.group(2)) if m else None,
+            "steps": d["steps"], "sum_step_ms": sum(d["step_ms"]),
+            "refresh_steps": d["refresh_steps"], "step_computed": d["step_computed"],
+            "cache_bytes": d["cache_bytes"], "peak_rss_mb": d["peak_rss_mb"],
+            "tokens": d["tokens"], "process_cpu_s": cpu["s"], "wall_s": wall}
+
+
+def cache_summary(runs):
+    """Per mode: the median of the rounds' summed step times, the speed-up over none, the
+    bound on it that counting computed positions (GEMM rows) gives, and the share of tokens
+    equal to none's run of the same round."""
+    out = {}
+    none = [r for r in runs if r["mode"] == "none"]
+    for mode in CACHE_MODES:
+        rs = [r for r in runs if r["mode"] == mode]
+        if not rs:
+            continue
+        med = statistics.median(r["sum_step_ms"] for r in rs)
+        agree = []
+        for r, n in zip(rs, none):
+            same = sum(a == b for a, b in zip(r["tokens"], n["tokens"]))
+            agree.append(same / max(len(n["tokens"]), len(r["tokens"]), 1))
+        out[mode] = {"median_sum_step_ms": med,
+                     "speedup": statistics.median(r["sum_step_ms"] for r in none) / med
+                     if none else None,
+                     "row_bound": sum(none[0]["step_computed"]) / sum(rs[0]["step_computed"])
+                     if none else None,
+                     "token_agreement_with_none": statistics.median(agree) if agree else None,
+                     "cache_bytes": rs[0]["cache_bytes"],
+                     "peak_rss_mb": max(r["peak_rss_mb"] for r in rs)}
+    return out
+
+
+def part_cache(dllm, paths, threads, rounds):
+    """The cache protocol: none, prefix and dual alternating for `rounds` rounds on each model,
+    then one round of each with --threshold 0.9."""
+    out = []
+    for name, path in paths.items():
+        for threshold in (None, 0.9):
+            runs = []
+            for rnd in range(rounds if threshold is None else 1):
+                for mode in CACHE_MODES:
+                    try:
+                        r = cache_once(dllm, path, threads, mode, name == "dream", threshold)
+                    except RunError as e:
+                        r = {"mode": mode, "threshold": threshold, "error": str(e)}
+                    r["round"] = rnd
+                    runs.append(r)
+            ok = [r for r in runs if "error" not in r]
+            out.append({"model": name, "threshold": threshold, "runs": runs,
+                        "summary": cache_summary(ok)})
+    return out
+
+
 def llama_diffusion(binary, path, arch, canvas, threads):
     """llama-diffusion-cli over a canvas of `canvas` tokens: its printed time per step, and
     each step's time from the timestamps (M.SS.mmm.uuu) of its progress lines."""
@@ -403,7 +480,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "results"),
                     help="folder of the result files (default bench/results)")
     ap.add_argument("--parts", default="gemm,forward,generate",
-                    help="comma-separated: gemm, forward, generate, compare")
+                    help="comma-separated: gemm, forward, generate, cache, compare")
     ap.add_argument("--models", default="llada,dream", help="llada, dream or both")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--reps", type=int, default=3, help="timed passes per figure (default 3)")
@@ -442,6 +519,13 @@ def main():
                     "runs); ms per step = total / steps; tokens/s = "
                     "tokens / total; sampling share = sum sample_ms / sum (forward_ms + "
                     "sample_ms) from the trace" % PROMPT,
+        "cache": "dllm run --json --cache MODE, prompt '%s' through the chat template, 128 "
+                 "tokens, 32 steps, block 32, no early stop; none, prefix and dual alternate "
+                 "per round; the figure is the sum of step_ms, median over rounds; speedup = "
+                 "none's / the mode's; row_bound = positions none computes / positions the "
+                 "mode computes (summed step_computed), the speed-up if time followed GEMM rows; "
+                 "token agreement = share of answer tokens equal to none's of the same round; "
+                 "threshold runs once each" % PROMPT,
         "compare": "runs alternate per round: dllm bench with logits for all L rows (the work "
                    "llama.cpp does), llama-diffusion-cli -ub/-b/-c L --load-mode none (weights "
                    "read at load, not paged in during the steps), 5 steps: its time per step "
@@ -477,6 +561,9 @@ def main():
         save()
     if "generate" in parts:
         res["generate"] = part_generate(dllm, paths, a.threads, a.threshold_tokens)
+        save()
+    if "cache" in parts:
+        res["cache"] = part_cache(dllm, paths, a.threads, a.rounds)
         save()
     if "compare" in parts:
         res["compare"] = part_compare(dllm, a.llama_cpp, a.ik_llama, paths, a.threads, a.rounds,

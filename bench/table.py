@@ -98,6 +98,26 @@ def generate_section(doc):
     return lines + ["", source(doc)]
 
 
+def cache_section(doc):
+    rows = []
+    for c in doc["cache"]:
+        mode_of = "threshold %g" % c["threshold"] if c["threshold"] else "32 steps"
+        for mode, m in c["summary"].items():
+            rows.append([LABEL[c["model"]], mode_of, mode, secs(m["median_sum_step_ms"], 1),
+                         fmt(m["speedup"], 2) + "x", fmt(m["row_bound"], 2) + "x",
+                         fmt(100 * m["token_agreement_with_none"], 0) + "%",
+                         fmt(m["cache_bytes"] / 1e6, 0), fmt(m["peak_rss_mb"] / 1024, 2)])
+        for r in c["runs"]:
+            if "error" in r:
+                rows.append([LABEL[c["model"]], mode_of, r["mode"], failed(r["error"])] + [""] * 5)
+    lines = ["**K/V cache** (`dllm run --cache`, 128 tokens, block 32, no early stop; seconds = "
+             "the steps' summed time, median of the rounds; the bound counts computed positions; "
+             "agreement = answer tokens equal to `none`'s, random weights)", ""]
+    lines += table(["model", "decoding", "cache", "steps s", "speed-up", "row bound",
+                    "tokens as none", "cache MB", "peak RSS GB"], rows)
+    return lines + ["", source(doc)]
+
+
 def pair(a, b, digits=2):
     return "%s / %s" % (secs(a, digits), secs(b, digits))
 
@@ -166,7 +186,8 @@ def gemm_section(doc):
 def render(docs):
     out = []
     for section, fn in (("forward", forward_section), ("compare", compare_section),
-                        ("generate", generate_section), ("gemm", gemm_section)):
+                        ("generate", generate_section), ("cache", cache_section),
+                        ("gemm", gemm_section)):
         doc = newest(docs, section)
         if doc:
             out += fn(doc) + [""]

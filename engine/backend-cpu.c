@@ -39,12 +39,19 @@ enum {
     N_PARTS
 };
 
+/* A K/V cache of the CPU backend: per layer, K then V, each [n_tokens, n_head_kv * head_dim]. */
+struct cpu_kv {
+    struct dllm_kv_cache base;
+    float *data;
+};
+
 struct cpu {
     struct dllm_backend base;
     const struct dllm_model *model;
     int64_t max_tokens;
     void *arena;
     float *buf[DLLM_N_BUFS];
+    float *own_k, *own_v; /* the arena's K and V, which buf[] names unless a cache is bound */
     float *scores, *cos, *sin;
     void *act;
     const struct dllm_kernels *kernels;
@@ -245,6 +252,8 @@ static enum dllm_status cpu_create(const struct dllm_backend_config *cfg, struct
     }
     for (int i = 0; i < DLLM_N_BUFS; i++)
         c->buf[i] = parts[i];
+    c->own_k = c->buf[DLLM_BUF_K];
+    c->own_v = c->buf[DLLM_BUF_V];
     c->scores = parts[SCRATCH_SCORES];
     c->cos = parts[SCRATCH_COS];
     c->sin = parts[SCRATCH_SIN];
@@ -296,13 +305,67 @@ static const float *vector(const struct cpu *c, int64_t layer, enum dllm_vector 
     }
 }
 
-static enum dllm_status cpu_embed(struct dllm_backend *be, const int32_t *ids, int64_t L,
-                                  struct dllm_error *err)
+/* Floats of one layer's K (or V) for n_tokens positions. */
+static size_t kv_layer_floats(const struct cpu *c, int64_t n_tokens)
+{
+    const struct dllm_hparams *hp = &c->model->hp;
+    return (size_t)n_tokens * (size_t)(hp->n_head_kv * hp->head_dim);
+}
+
+static size_t cpu_kv_bytes(const struct dllm_backend *be, int64_t n_tokens)
+{
+    const struct cpu *c = (const struct cpu *)be;
+    return 2 * (size_t)c->model->hp.n_layer * kv_layer_floats(c, n_tokens) * sizeof(float);
+}
+
+static enum dllm_status cpu_kv_new(struct dllm_backend *be, int64_t n_tokens,
+                                   struct dllm_kv_cache **out, struct dllm_error *err)
+{
+    const size_t bytes = cpu_kv_bytes(be, n_tokens);
+    struct cpu_kv *kv = calloc(1, sizeof *kv);
+    if (kv)
+        kv->data =
+            aligned_alloc(BUFFER_ALIGN, (bytes + BUFFER_ALIGN - 1) / BUFFER_ALIGN * BUFFER_ALIGN);
+    if (!kv || !kv->data) {
+        free(kv);
+        return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory for a K/V cache of %.2f GB",
+                              (double)bytes / 1e9);
+    }
+    kv->base.be = be;
+    kv->base.n_tokens = n_tokens;
+    *out = &kv->base;
+    return DLLM_OK;
+}
+
+static void cpu_kv_free(struct dllm_kv_cache *kv)
+{
+    if (!kv)
+        return;
+    free(((struct cpu_kv *)kv)->data);
+    free(kv);
+}
+
+static void cpu_bind_kv(struct dllm_backend *be, struct dllm_kv_cache *kv, int64_t layer)
+{
+    struct cpu *c = (struct cpu *)be;
+    if (!kv) {
+        c->buf[DLLM_BUF_K] = c->own_k;
+        c->buf[DLLM_BUF_V] = c->own_v;
+        return;
+    }
+    const size_t n = kv_layer_floats(c, kv->n_tokens);
+    float *k = ((struct cpu_kv *)kv)->data + 2 * (size_t)layer * n;
+    c->buf[DLLM_BUF_K] = k;
+    c->buf[DLLM_BUF_V] = k + n;
+}
+
+static enum dllm_status cpu_embed(struct dllm_backend *be, const int32_t *ids, int64_t r0,
+                                  int64_t r1, struct dllm_error *err)
 {
     struct cpu *c = (struct cpu *)be;
     const struct dllm_model *m = c->model;
     const int64_t d = m->hp.n_embd;
-    for (int64_t i = 0; i < L; i++) {
+    for (int64_t i = r0; i < r1; i++) {
         enum dllm_status st = dllm_gguf_tensor_decode(m->tok_embd, (int64_t)ids[i] * d, d,
                                                       c->buf[DLLM_BUF_X] + i * d, err);
         if (st)
@@ -311,15 +374,23 @@ static enum dllm_status cpu_embed(struct dllm_backend *be, const int32_t *ids, i
     return DLLM_OK;
 }
 
-static void cpu_rms_norm(struct dllm_backend *be, enum dllm_buf src, const int32_t *rows, int64_t L,
+static void cpu_rms_norm(struct dllm_backend *be, enum dllm_buf src, int64_t r0, int64_t r1,
                          int64_t layer, enum dllm_vector g, enum dllm_buf dst)
 {
     struct cpu *c = (struct cpu *)be;
     const int64_t n = c->model->hp.n_embd;
     const float *w = vector(c, layer, g);
-    for (int64_t i = 0; i < L; i++)
-        c->ops->rms_norm(c->buf[src] + (rows ? rows[i] : i) * n, w, c->model->hp.norm_eps, n,
-                         c->buf[dst] + i * n);
+    for (int64_t i = r0; i < r1; i++)
+        c->ops->rms_norm(c->buf[src] + i * n, w, c->model->hp.norm_eps, n, c->buf[dst] + i * n);
+}
+
+static void cpu_gather_norm(struct dllm_backend *be, const int32_t *rows, int64_t R)
+{
+    struct cpu *c = (struct cpu *)be;
+    const int64_t n = c->model->hp.n_embd;
+    for (int64_t i = 0; i < R; i++)
+        c->ops->rms_norm(c->buf[DLLM_BUF_X] + rows[i] * n, c->model->output_norm,
+                         c->model->hp.norm_eps, n, c->buf[DLLM_BUF_OUT] + i * n);
 }
 
 /*
@@ -344,31 +415,34 @@ static void product(struct cpu *c, int64_t i, const float *x, int64_t L, bool sa
 }
 
 static void cpu_matmul(struct dllm_backend *be, int64_t layer, enum dllm_weight w,
-                       enum dllm_buf src, int64_t L, bool same_input, enum dllm_buf dst)
+                       enum dllm_buf src, int64_t r0, int64_t r1, bool same_input,
+                       enum dllm_buf dst)
 {
     struct cpu *c = (struct cpu *)be;
-    product(c, layer * M_PER_LAYER + w, c->buf[src], L, same_input, c->buf[dst], buf_cols(c, dst));
+    const int64_t K = buf_cols(c, src), N = buf_cols(c, dst);
+    product(c, layer * M_PER_LAYER + w, c->buf[src] + r0 * K, r1 - r0, same_input,
+            c->buf[dst] + r0 * N, N);
 }
 
 static void cpu_add_bias(struct dllm_backend *be, enum dllm_buf buf, int64_t layer,
-                         enum dllm_vector b, int64_t L)
+                         enum dllm_vector b, int64_t r0, int64_t r1)
 {
     struct cpu *c = (struct cpu *)be;
     const float *v = vector(c, layer, b);
     if (!v)
         return;
     const int64_t n = buf_cols(c, buf);
-    for (int64_t i = 0; i < L; i++)
+    for (int64_t i = r0; i < r1; i++)
         c->ops->add(c->buf[buf] + i * n, v, n);
 }
 
-static void cpu_rope(struct dllm_backend *be, int64_t L)
+static void cpu_rope(struct dllm_backend *be, int64_t r0, int64_t r1)
 {
     struct cpu *c = (struct cpu *)be;
     const struct dllm_hparams *hp = &c->model->hp;
     const int64_t dq = hp->n_head * hp->head_dim, dkv = hp->n_head_kv * hp->head_dim;
     const int64_t half = hp->n_rot / 2;
-    for (int64_t i = 0; i < L; i++) {
+    for (int64_t i = r0; i < r1; i++) {
         c->ops->rope(c->buf[DLLM_BUF_Q] + i * dq, hp->n_head, hp->head_dim, hp->n_rot,
                      hp->rope_mode, c->cos + i * half, c->sin + i * half);
         c->ops->rope(c->buf[DLLM_BUF_K] + i * dkv, hp->n_head_kv, hp->head_dim, hp->n_rot,
@@ -378,7 +452,7 @@ static void cpu_rope(struct dllm_backend *be, int64_t L)
 
 struct attention_job {
     struct cpu *c;
-    int64_t L;
+    int64_t r0, r1, n_keys;
 };
 
 /* One work item of the attention: ATTENTION_ROWS query rows, with the thread's scratch. */
@@ -387,31 +461,34 @@ static void attention_rows(void *ctx, int64_t item, int thread)
     const struct attention_job *job = ctx;
     const struct cpu *c = job->c;
     const struct dllm_hparams *hp = &c->model->hp;
-    int64_t i0 = item * ATTENTION_ROWS,
-            i1 = i0 + ATTENTION_ROWS < job->L ? i0 + ATTENTION_ROWS : job->L;
+    int64_t i0 = job->r0 + item * ATTENTION_ROWS,
+            i1 = i0 + ATTENTION_ROWS < job->r1 ? i0 + ATTENTION_ROWS : job->r1;
     const size_t scratch = (size_t)dllm_ops_attention_scratch(c->max_tokens, hp->head_dim);
-    c->ops->attention(c->buf[DLLM_BUF_Q], c->buf[DLLM_BUF_K], c->buf[DLLM_BUF_V], job->L,
+    c->ops->attention(c->buf[DLLM_BUF_Q], c->buf[DLLM_BUF_K], c->buf[DLLM_BUF_V], job->n_keys,
                       hp->n_head, hp->n_head_kv, hp->head_dim, 1.0f / sqrtf((float)hp->head_dim),
                       i0, i1, c->scores + (size_t)thread * scratch, c->buf[DLLM_BUF_ATT]);
 }
 
-static void cpu_attention(struct dllm_backend *be, int64_t L)
+static void cpu_attention(struct dllm_backend *be, int64_t r0, int64_t r1, int64_t n_keys)
 {
     struct cpu *c = (struct cpu *)be;
-    struct attention_job job = {c, L};
-    dllm_threadpool_run(c->pool, (L + ATTENTION_ROWS - 1) / ATTENTION_ROWS, attention_rows, &job);
+    struct attention_job job = {c, r0, r1, n_keys};
+    dllm_threadpool_run(c->pool, (r1 - r0 + ATTENTION_ROWS - 1) / ATTENTION_ROWS, attention_rows,
+                        &job);
 }
 
-static void cpu_swiglu(struct dllm_backend *be, int64_t L)
+static void cpu_swiglu(struct dllm_backend *be, int64_t r0, int64_t r1)
 {
     struct cpu *c = (struct cpu *)be;
-    c->ops->swiglu(c->buf[DLLM_BUF_GATE], c->buf[DLLM_BUF_UP], L * c->model->hp.n_ff);
+    const int64_t n = c->model->hp.n_ff;
+    c->ops->swiglu(c->buf[DLLM_BUF_GATE] + r0 * n, c->buf[DLLM_BUF_UP] + r0 * n, (r1 - r0) * n);
 }
 
-static void cpu_add(struct dllm_backend *be, enum dllm_buf src, int64_t L)
+static void cpu_add(struct dllm_backend *be, enum dllm_buf src, int64_t r0, int64_t r1)
 {
     struct cpu *c = (struct cpu *)be;
-    c->ops->add(c->buf[DLLM_BUF_X], c->buf[src], L * c->model->hp.n_embd);
+    const int64_t n = c->model->hp.n_embd;
+    c->ops->add(c->buf[DLLM_BUF_X] + r0 * n, c->buf[src] + r0 * n, (r1 - r0) * n);
 }
 
 static void cpu_output(struct dllm_backend *be, int64_t R, float *logits)
@@ -427,8 +504,13 @@ const struct dllm_backend_ops dllm_backend_cpu = {
     .create = cpu_create,
     .destroy = cpu_destroy,
     .variant = cpu_variant,
+    .kv_bytes = cpu_kv_bytes,
+    .kv_new = cpu_kv_new,
+    .kv_free = cpu_kv_free,
+    .bind_kv = cpu_bind_kv,
     .embed = cpu_embed,
     .rms_norm = cpu_rms_norm,
+    .gather_norm = cpu_gather_norm,
     .matmul = cpu_matmul,
     .add_bias = cpu_add_bias,
     .rope = cpu_rope,

@@ -64,11 +64,14 @@ struct dllm_backend_config {
 };
 
 struct dllm_backend;
+struct dllm_kv_cache;
 
 /*
- * A backend's operations. L is the number of rows (tokens) an op works on; every buffer is
- * read and written from row 0. Ops run to completion on the calling thread (using the pool
- * as they like) and cannot fail, except where they return a status.
+ * A backend's operations. Rows are canvas positions: an op on [r0, r1) reads and writes rows
+ * r0 .. r1-1 of its buffers, so a pass may compute a window of the canvas and leave the rest.
+ * DLLM_BUF_K and DLLM_BUF_V are the K/V storage bind_kv names: the backend's own buffers, or a
+ * layer of a K/V cache that outlives the pass. Ops run to completion on the calling thread
+ * (using the pool as they like) and cannot fail, except where they return a status.
  */
 struct dllm_backend_ops {
     const char *name; /* "cpu" */
@@ -80,31 +83,47 @@ struct dllm_backend_ops {
     void (*destroy)(struct dllm_backend *be);
     /* The variant it runs ("avx512", ...). */
     const char *(*variant)(const struct dllm_backend *be);
-    /* X = the embedding rows of ids[0 .. L-1]. */
-    enum dllm_status (*embed)(struct dllm_backend *be, const int32_t *ids, int64_t L,
+    /* K/V storage for every layer and n_tokens positions, and its size in bytes. */
+    size_t (*kv_bytes)(const struct dllm_backend *be, int64_t n_tokens);
+    enum dllm_status (*kv_new)(struct dllm_backend *be, int64_t n_tokens,
+                               struct dllm_kv_cache **out, struct dllm_error *err);
+    void (*kv_free)(struct dllm_kv_cache *kv);
+    /* From now on DLLM_BUF_K and DLLM_BUF_V are layer `layer` of kv (NULL: own buffers). */
+    void (*bind_kv)(struct dllm_backend *be, struct dllm_kv_cache *kv, int64_t layer);
+    /* X = the embedding rows of ids[r0 .. r1-1]. */
+    enum dllm_status (*embed)(struct dllm_backend *be, const int32_t *ids, int64_t r0, int64_t r1,
                               struct dllm_error *err);
-    /* dst = RMSNorm(src) * g row by row, over src's rows rows[0 .. L-1] (all when NULL). */
-    void (*rms_norm)(struct dllm_backend *be, enum dllm_buf src, const int32_t *rows, int64_t L,
+    /* dst = RMSNorm(src) * g, row by row over [r0, r1). */
+    void (*rms_norm)(struct dllm_backend *be, enum dllm_buf src, int64_t r0, int64_t r1,
                      int64_t layer, enum dllm_vector g, enum dllm_buf dst);
+    /* OUT row i = RMSNorm(X row rows[i]) * the output norm, for i < R. */
+    void (*gather_norm)(struct dllm_backend *be, const int32_t *rows, int64_t R);
     /*
-     * dst[L, N] = src[L, K] W^T for the layer's matrix W [N, K]. same_input: src is the
-     * input of the product just done, unchanged since, so a conversion of it may be reused.
+     * dst[r0..r1, N] = src[r0..r1, K] W^T for the layer's matrix W [N, K]. same_input: src is
+     * the input of the product just done, over the same rows and unchanged since, so a
+     * conversion of it may be reused.
      */
     void (*matmul)(struct dllm_backend *be, int64_t layer, enum dllm_weight w, enum dllm_buf src,
-                   int64_t L, bool same_input, enum dllm_buf dst);
-    /* buf[L, n] += b on every row; nothing when the model has no such bias. */
+                   int64_t r0, int64_t r1, bool same_input, enum dllm_buf dst);
+    /* buf rows [r0, r1) += b; nothing when the model has no such bias. */
     void (*add_bias)(struct dllm_backend *be, enum dllm_buf buf, int64_t layer, enum dllm_vector b,
-                     int64_t L);
-    /* RoPE of Q and K at positions 0 .. L-1, in place. */
-    void (*rope)(struct dllm_backend *be, int64_t L);
-    /* ATT = bidirectional grouped-query attention of Q over K and V, all L rows. */
-    void (*attention)(struct dllm_backend *be, int64_t L);
-    /* GATE = SiLU(GATE) * UP over L rows. */
-    void (*swiglu)(struct dllm_backend *be, int64_t L);
-    /* X += src over L rows. */
-    void (*add)(struct dllm_backend *be, enum dllm_buf src, int64_t L);
+                     int64_t r0, int64_t r1);
+    /* RoPE of Q and K rows [r0, r1), each at its own position, in place. */
+    void (*rope)(struct dllm_backend *be, int64_t r0, int64_t r1);
+    /* ATT rows [r0, r1) = bidirectional attention of those Q rows over K/V rows [0, n_keys). */
+    void (*attention)(struct dllm_backend *be, int64_t r0, int64_t r1, int64_t n_keys);
+    /* GATE = SiLU(GATE) * UP over rows [r0, r1). */
+    void (*swiglu)(struct dllm_backend *be, int64_t r0, int64_t r1);
+    /* X += src over rows [r0, r1). */
+    void (*add)(struct dllm_backend *be, enum dllm_buf src, int64_t r0, int64_t r1);
     /* logits[R, n_vocab] (the caller's memory) = OUT[R, n_embd] times the output matrix. */
     void (*output)(struct dllm_backend *be, int64_t R, float *logits);
+};
+
+/* A K/V cache starts with the backend that made it and its length. */
+struct dllm_kv_cache {
+    struct dllm_backend *be;
+    int64_t n_tokens;
 };
 
 /* Every backend starts with its ops. */

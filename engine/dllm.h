@@ -656,15 +656,45 @@ DLLM_API enum dllm_status dllm_forward_new(const struct dllm_model *model,
                                            const struct dllm_forward_params *params,
                                            struct dllm_forward **out, struct dllm_error *err);
 
+/*
+ * K/V reuse between passes (Fast-dLLM's prefix and dual caches, NVlabs/Fast-dLLM
+ * llada/generate.py): every layer's keys and values for n_tokens positions, kept by a pass
+ * that computes some positions for the passes after it that compute others. A cache belongs to
+ * the forward context it was made for; one pass at a time uses it.
+ */
+struct dllm_kv_cache;
+
+/* Bytes of a cache for n_tokens positions of a context's model (float32 keys and values). */
+DLLM_API size_t dllm_kv_cache_bytes(const struct dllm_forward *fwd, int64_t n_tokens);
+
+/*
+ * A cache for n_tokens (1 .. max_tokens) positions. Unless skip_memory_check, DLLM_ERR_NOMEM
+ * when its bytes exceed MemAvailable ("a K/V cache of X GB but only Y GB is available").
+ */
+DLLM_API enum dllm_status dllm_kv_cache_new(struct dllm_forward *fwd, int64_t n_tokens,
+                                            bool skip_memory_check, struct dllm_kv_cache **out,
+                                            struct dllm_error *err);
+
+DLLM_API void dllm_kv_cache_free(struct dllm_kv_cache *cache);
+
 /* One pass: what to compute and where its logits go. */
 struct dllm_pass {
     const int32_t *ids;  /* [n_tokens] token ids at positions 0 .. n_tokens-1 */
     int64_t n_tokens;    /* 1 .. max_tokens */
-    const int32_t *rows; /* [n_rows] positions whose logits are wanted, each in [0, n_tokens) */
+    const int32_t *rows; /* [n_rows] positions whose logits are wanted, in [begin, end) */
     int64_t n_rows;      /* 0 .. max_rows */
     float *logits;       /* [n_rows, n_vocab] row-major, in rows' order */
     /* checked between layers: DLLM_ERR_CANCELLED, logits unset, the context usable */
     const atomic_bool *cancel;
+    /*
+     * NULL: every position is computed (begin and end are ignored). A cache (of at least
+     * n_tokens positions): only the positions [begin, end) are computed, their keys and values
+     * are written into the cache, and their queries attend over all n_tokens positions, the
+     * others' keys and values read from the cache as an earlier pass left them. A pass with
+     * begin 0 and end n_tokens computes everything exactly and fills the cache (a refresh).
+     */
+    struct dllm_kv_cache *cache;
+    int64_t begin, end;
 };
 
 /*
@@ -717,6 +747,20 @@ enum dllm_alg {
     DLLM_ALG_ENTROPY,      /* "entropy": sum p ln(p + 1e-10), larger is more certain */
 };
 
+/*
+ * K/V reuse between the steps of a block (NVlabs/Fast-dLLM llada/generate.py,
+ * generate_with_prefix_cache and generate_with_dual_cache). An approximation: the keys and
+ * values taken from the cache are those of the block's first step, not of the current canvas.
+ * Each block's first step is a refresh: an exact pass over the whole canvas that fills the
+ * cache and gives that step's logits. Dream's passes start one slot before the block, whose
+ * row predicts the block's first slot.
+ */
+enum dllm_cache_mode {
+    DLLM_CACHE_NONE,   /* "none": every step computes every position exactly (the default) */
+    DLLM_CACHE_PREFIX, /* "prefix": later steps compute the block and everything after it */
+    DLLM_CACHE_DUAL,   /* "dual": later steps compute the block only */
+};
+
 /* Sampler settings; dllm_sampler_params_init fills the defaults of a kind. */
 struct dllm_sampler_params {
     enum dllm_sampler_kind kind;
@@ -735,6 +779,7 @@ struct dllm_sampler_params {
     uint64_t seed;                 /* the one source of randomness of a run */
     bool early_stop;               /* stop once the text before the first end-of-generation
                                       is final */
+    enum dllm_cache_mode cache;    /* K/V reuse between the steps of a block; NONE: off */
 };
 
 /*
@@ -759,6 +804,8 @@ DLLM_API const char *dllm_remasking_name(enum dllm_remasking remasking);
 DLLM_API bool dllm_remasking_parse(const char *name, enum dllm_remasking *out);
 DLLM_API const char *dllm_alg_name(enum dllm_alg alg);
 DLLM_API bool dllm_alg_parse(const char *name, enum dllm_alg *out);
+DLLM_API const char *dllm_cache_mode_name(enum dllm_cache_mode mode);
+DLLM_API bool dllm_cache_mode_parse(const char *name, enum dllm_cache_mode *out);
 
 /* One token a denoising step wrote: canvas slot (prompt included), token id, confidence. */
 struct dllm_commit {
@@ -852,6 +899,9 @@ struct dllm_event {
     bool cancelled;           /* DONE: dllm_session_cancel ended the run */
     double total_ms;          /* DONE: from the request to the answer */
     int64_t dropped_messages; /* NOTICE, DONE: oldest messages left out to fit */
+    int64_t refreshes;        /* STEP: passes that refreshed a K/V cache (with CFG, two a block) */
+    int64_t computed;         /* STEP: canvas positions the step's passes computed, summed */
+    int64_t cache_bytes;      /* START: bytes of the request's K/V caches (0 without a cache) */
 };
 
 /* Receives a session's events on its worker thread; it must not call back into the session

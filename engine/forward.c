@@ -124,38 +124,73 @@ void dllm_forward_free(struct dllm_forward *fwd)
     free(fwd);
 }
 
+size_t dllm_kv_cache_bytes(const struct dllm_forward *fwd, int64_t n_tokens)
+{
+    return fwd->be->ops->kv_bytes(fwd->be, n_tokens);
+}
+
+enum dllm_status dllm_kv_cache_new(struct dllm_forward *fwd, int64_t n_tokens,
+                                   bool skip_memory_check, struct dllm_kv_cache **out,
+                                   struct dllm_error *err)
+{
+    *out = NULL;
+    if (n_tokens < 1 || n_tokens > fwd->max_tokens)
+        return dllm_error_set(err, DLLM_ERR_ARG,
+                              "a K/V cache for %" PRId64 " tokens: this forward context takes 1 "
+                              "to %" PRId64,
+                              n_tokens, fwd->max_tokens);
+    const double need = (double)dllm_kv_cache_bytes(fwd, n_tokens);
+    uint64_t avail;
+    if (!skip_memory_check && mem_available(&avail) && need > (double)avail)
+        return dllm_error_set(err, DLLM_ERR_NOMEM,
+                              "a K/V cache of %.2f GB but only %.2f GB is available: use a "
+                              "shorter canvas or no cache",
+                              need / 1e9, (double)avail / 1e9);
+    return fwd->be->ops->kv_new(fwd->be, n_tokens, out, err);
+}
+
+void dllm_kv_cache_free(struct dllm_kv_cache *cache)
+{
+    if (cache)
+        cache->be->ops->kv_free(cache);
+}
+
 const char *dllm_forward_kernels(const struct dllm_forward *fwd)
 {
     return fwd->be->ops->variant(fwd->be);
 }
 
-/* X += Wo attention(rope(Wq a + bq), rope(Wk a + bk), Wv a + bv) with a = RMSNorm(X). */
-static void attention_block(struct dllm_backend *be, int64_t il, int64_t L)
+/*
+ * X += Wo attention(rope(Wq a + bq), rope(Wk a + bk), Wv a + bv) with a = RMSNorm(X), for the
+ * rows [r0, r1), whose queries attend over the keys and values of rows [0, n) (those outside
+ * [r0, r1) as the bound K/V storage holds them).
+ */
+static void attention_block(struct dllm_backend *be, int64_t il, int64_t r0, int64_t r1, int64_t n)
 {
     const struct dllm_backend_ops *op = be->ops;
-    op->rms_norm(be, DLLM_BUF_X, NULL, L, il, DLLM_V_ATTN_NORM, DLLM_BUF_XN);
-    op->matmul(be, il, DLLM_W_Q, DLLM_BUF_XN, L, false, DLLM_BUF_Q);
-    op->matmul(be, il, DLLM_W_K, DLLM_BUF_XN, L, true, DLLM_BUF_K);
-    op->matmul(be, il, DLLM_W_V, DLLM_BUF_XN, L, true, DLLM_BUF_V);
-    op->add_bias(be, DLLM_BUF_Q, il, DLLM_V_BQ, L);
-    op->add_bias(be, DLLM_BUF_K, il, DLLM_V_BK, L);
-    op->add_bias(be, DLLM_BUF_V, il, DLLM_V_BV, L);
-    op->rope(be, L);
-    op->attention(be, L);
-    op->matmul(be, il, DLLM_W_O, DLLM_BUF_ATT, L, false, DLLM_BUF_XN);
-    op->add(be, DLLM_BUF_XN, L);
+    op->rms_norm(be, DLLM_BUF_X, r0, r1, il, DLLM_V_ATTN_NORM, DLLM_BUF_XN);
+    op->matmul(be, il, DLLM_W_Q, DLLM_BUF_XN, r0, r1, false, DLLM_BUF_Q);
+    op->matmul(be, il, DLLM_W_K, DLLM_BUF_XN, r0, r1, true, DLLM_BUF_K);
+    op->matmul(be, il, DLLM_W_V, DLLM_BUF_XN, r0, r1, true, DLLM_BUF_V);
+    op->add_bias(be, DLLM_BUF_Q, il, DLLM_V_BQ, r0, r1);
+    op->add_bias(be, DLLM_BUF_K, il, DLLM_V_BK, r0, r1);
+    op->add_bias(be, DLLM_BUF_V, il, DLLM_V_BV, r0, r1);
+    op->rope(be, r0, r1);
+    op->attention(be, r0, r1, n);
+    op->matmul(be, il, DLLM_W_O, DLLM_BUF_ATT, r0, r1, false, DLLM_BUF_XN);
+    op->add(be, DLLM_BUF_XN, r0, r1);
 }
 
-/* X += W_down (SiLU(W_gate a) * W_up a) with a = RMSNorm(X). */
-static void ffn_block(struct dllm_backend *be, int64_t il, int64_t L)
+/* X += W_down (SiLU(W_gate a) * W_up a) with a = RMSNorm(X), for the rows [r0, r1). */
+static void ffn_block(struct dllm_backend *be, int64_t il, int64_t r0, int64_t r1)
 {
     const struct dllm_backend_ops *op = be->ops;
-    op->rms_norm(be, DLLM_BUF_X, NULL, L, il, DLLM_V_FFN_NORM, DLLM_BUF_XN);
-    op->matmul(be, il, DLLM_W_GATE, DLLM_BUF_XN, L, false, DLLM_BUF_GATE);
-    op->matmul(be, il, DLLM_W_UP, DLLM_BUF_XN, L, true, DLLM_BUF_UP);
-    op->swiglu(be, L);
-    op->matmul(be, il, DLLM_W_DOWN, DLLM_BUF_GATE, L, false, DLLM_BUF_XN);
-    op->add(be, DLLM_BUF_XN, L);
+    op->rms_norm(be, DLLM_BUF_X, r0, r1, il, DLLM_V_FFN_NORM, DLLM_BUF_XN);
+    op->matmul(be, il, DLLM_W_GATE, DLLM_BUF_XN, r0, r1, false, DLLM_BUF_GATE);
+    op->matmul(be, il, DLLM_W_UP, DLLM_BUF_XN, r0, r1, true, DLLM_BUF_UP);
+    op->swiglu(be, r0, r1);
+    op->matmul(be, il, DLLM_W_DOWN, DLLM_BUF_GATE, r0, r1, false, DLLM_BUF_XN);
+    op->add(be, DLLM_BUF_XN, r0, r1);
 }
 
 /* Checks a pass's arguments against the context and the vocabulary. */
@@ -178,12 +213,35 @@ static enum dllm_status check_run(const struct dllm_forward *f, const struct dll
                                   "vocabulary of %" PRId64 " tokens",
                                   p->ids[i], i, f->model->hp.n_vocab);
     }
+    int64_t r0 = 0, r1 = p->n_tokens;
+    if (p->cache) {
+        if (p->cache->be != f->be)
+            return dllm_error_set(err, DLLM_ERR_ARG,
+                                  "the K/V cache was made for another forward context");
+        if (p->n_tokens > p->cache->n_tokens)
+            return dllm_error_set(err, DLLM_ERR_ARG,
+                                  "%" PRId64 " tokens: the K/V cache holds %" PRId64, p->n_tokens,
+                                  p->cache->n_tokens);
+        if (p->begin < 0 || p->begin >= p->end || p->end > p->n_tokens)
+            return dllm_error_set(err, DLLM_ERR_ARG,
+                                  "positions [%" PRId64 ", %" PRId64 ") to compute: use a "
+                                  "non-empty range inside [0, %" PRId64 ")",
+                                  p->begin, p->end, p->n_tokens);
+        r0 = p->begin;
+        r1 = p->end;
+    }
     for (int64_t r = 0; r < p->n_rows; r++) {
-        if (p->rows[r] < 0 || p->rows[r] >= p->n_tokens)
+        if (p->rows[r] >= r0 && p->rows[r] < r1)
+            continue;
+        if (!p->cache)
             return dllm_error_set(err, DLLM_ERR_ARG,
                                   "logits row %" PRId32 " is outside the %" PRId64
                                   " positions of the pass",
                                   p->rows[r], p->n_tokens);
+        return dllm_error_set(err, DLLM_ERR_ARG,
+                              "logits row %" PRId32 " is outside the positions [%" PRId64
+                              ", %" PRId64 ") the pass computes",
+                              p->rows[r], r0, r1);
     }
     return DLLM_OK;
 }
@@ -216,24 +274,26 @@ static enum dllm_status check_cancel(const struct dllm_pass *pass, int64_t il, i
 enum dllm_status dllm_forward_run(struct dllm_forward *fwd, const struct dllm_pass *pass,
                                   struct dllm_error *err)
 {
-    const int64_t n_layer = fwd->model->hp.n_layer, L = pass->n_tokens;
+    const int64_t n_layer = fwd->model->hp.n_layer, n = pass->n_tokens;
+    const int64_t r0 = pass->cache ? pass->begin : 0, r1 = pass->cache ? pass->end : n;
     struct dllm_backend *be = fwd->be;
     enum dllm_status st = check_run(fwd, pass, err);
-    if (st || (st = be->ops->embed(be, pass->ids, L, err)))
+    if (st || (st = be->ops->embed(be, pass->ids, r0, r1, err)))
         return st;
     for (int64_t il = 0; il < n_layer; il++) {
         if ((st = check_cancel(pass, il, n_layer, err)))
-            return st;
+            break;
         report_layer(fwd, il, n_layer);
-        attention_block(be, il, L);
-        ffn_block(be, il, L);
+        be->ops->bind_kv(be, pass->cache, il);
+        attention_block(be, il, r0, r1, n);
+        ffn_block(be, il, r0, r1);
     }
-    if ((st = check_cancel(pass, n_layer, n_layer, err)))
+    be->ops->bind_kv(be, NULL, 0);
+    if (st || (st = check_cancel(pass, n_layer, n_layer, err)))
         return st;
     report_layer(fwd, n_layer, n_layer);
     if (pass->n_rows > 0) {
-        be->ops->rms_norm(be, DLLM_BUF_X, pass->rows, pass->n_rows, 0, DLLM_V_OUTPUT_NORM,
-                          DLLM_BUF_OUT);
+        be->ops->gather_norm(be, pass->rows, pass->n_rows);
         be->ops->output(be, pass->n_rows, pass->logits);
     }
     return DLLM_OK;

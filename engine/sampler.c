@@ -1,6 +1,7 @@
 /*
  * Diffusion samplers: LLaDA's generate.py, Dream's diffusion_generate and Fast-dLLM's
- * confidence threshold (NVlabs/Fast-dLLM llada/generate.py), as a schedule plus one step on given logits.
+ * confidence threshold (NVlabs/Fast-dLLM llada/generate.py), as a schedule plus one step on given
+ * logits.
  */
 #include "config.h"
 
@@ -172,6 +173,7 @@ void dllm_sampler_cfg(float *cond, const float *uncond, int64_t n, double scale)
 
 static const char *const remasking_names[] = {"low_confidence", "random"};
 static const char *const alg_names[] = {"origin", "maskgit_plus", "topk_margin", "entropy"};
+static const char *const cache_names[] = {"none", "prefix", "dual"};
 
 #define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -202,6 +204,21 @@ bool dllm_alg_parse(const char *name, enum dllm_alg *out)
     for (int i = 0; i < N_OF(alg_names); i++)
         if (strcmp(name, alg_names[i]) == 0) {
             *out = (enum dllm_alg)i;
+            return true;
+        }
+    return false;
+}
+
+const char *dllm_cache_mode_name(enum dllm_cache_mode mode)
+{
+    return (int)mode >= 0 && (int)mode < N_OF(cache_names) ? cache_names[mode] : NULL;
+}
+
+bool dllm_cache_mode_parse(const char *name, enum dllm_cache_mode *out)
+{
+    for (int i = 0; i < N_OF(cache_names); i++)
+        if (strcmp(name, cache_names[i]) == 0) {
+            *out = (enum dllm_cache_mode)i;
             return true;
         }
     return false;
@@ -280,6 +297,9 @@ enum dllm_status dllm_sampler_params_check(const struct dllm_sampler_params *p,
         return dllm_error_set(err, DLLM_ERR_ARG,
                               "unknown alg %d (known: origin, maskgit_plus, topk_margin, entropy)",
                               (int)p->alg);
+    if (!dllm_cache_mode_name(p->cache))
+        return dllm_error_set(err, DLLM_ERR_ARG,
+                              "unknown cache mode %d (known: none, prefix, dual)", (int)p->cache);
     if (p->gen_length < 1 || p->gen_length > INT32_MAX)
         return dllm_error_set(err, DLLM_ERR_ARG,
                               "gen length %" PRId64 " is out of range: use 1 or more",
@@ -590,6 +610,11 @@ enum dllm_status dllm_sampler_start(struct dllm_sampler *s,
 const struct dllm_sampler_plan *dllm_sampler_get_plan(const struct dllm_sampler *s)
 {
     return &s->plan;
+}
+
+int64_t dllm_sampler_block(const struct dllm_sampler *s)
+{
+    return s->block;
 }
 
 enum dllm_status dllm_sampler_next(struct dllm_sampler *s, const int32_t *canvas,

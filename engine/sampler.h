@@ -188,6 +188,9 @@ enum dllm_status dllm_sampler_start(struct dllm_sampler *s,
 /* The plan of the run in progress. */
 const struct dllm_sampler_plan *dllm_sampler_get_plan(const struct dllm_sampler *s);
 
+/* The block the prepared step (dllm_sampler_next) works on. */
+int64_t dllm_sampler_block(const struct dllm_sampler *s);
+
 /*
  * Prepares the next step: *positions (ascending, owned by the sampler) receives the canvas
  * slots whose logits rows the step reads, *n_rows their count: the masked slots of the current

@@ -41,6 +41,7 @@ struct dllm_session {
     struct dllm_sampler *sampler;
     dllm_progress_fn progress; /* the creator's, for the repack */
     void *progress_user;
+    bool skip_memory_check; /* the creator's, for the K/V caches too */
     int64_t max_canvas, n_vocab;
     int32_t mask_id;
     int32_t eog[DLLM_SAMPLER_MAX_EOG];
@@ -53,6 +54,10 @@ struct dllm_session {
     float *logits;    /* [cap_rows, n_vocab] */
     float *logits_un; /* [cap_rows, n_vocab] unconditional logits, for CFG */
     int64_t cap_rows;
+    /* The running request's K/V caches (conditional, unconditional with CFG) or NULL, and the
+     * block they were last refreshed for (-1: none yet). */
+    struct dllm_kv_cache *kv[2];
+    int64_t kv_block;
 
     pthread_t thread;
     pthread_mutex_t lock;
@@ -222,15 +227,69 @@ static enum dllm_status reserve_rows(struct dllm_session *s, int64_t rows, struc
     return DLLM_OK;
 }
 
+/* Allocates the running request's K/V caches (none without a cache mode); *bytes gets their
+ * size. */
+static enum dllm_status new_caches(struct dllm_session *s, int64_t canvas_len, int64_t *bytes,
+                                   struct dllm_error *err)
+{
+    *bytes = 0;
+    s->kv_block = -1;
+    if (s->req.sampler.cache == DLLM_CACHE_NONE)
+        return DLLM_OK;
+    const int n = s->req.sampler.cfg_scale > 0 ? 2 : 1;
+    for (int i = 0; i < n; i++) {
+        enum dllm_status st =
+            dllm_kv_cache_new(s->fwd, canvas_len, s->skip_memory_check, &s->kv[i], err);
+        if (st)
+            return st;
+        *bytes += (int64_t)dllm_kv_cache_bytes(s->fwd, canvas_len);
+    }
+    return DLLM_OK;
+}
+
+static void free_caches(struct dllm_session *s)
+{
+    for (int i = 0; i < 2; i++) {
+        dllm_kv_cache_free(s->kv[i]);
+        s->kv[i] = NULL;
+    }
+}
+
+/*
+ * The positions [*begin, *end) the step's pass computes: all of them without a cache, or at a
+ * block's first pass (a refresh, *refresh set); else the block and everything after it
+ * (prefix) or the block alone (dual), from one slot before the block when row p predicts slot
+ * p + 1 (Dream), so that the block's first slot has its exact row.
+ */
+static void plan_pass(struct dllm_session *s, int64_t canvas_len, int64_t *begin, int64_t *end,
+                      bool *refresh)
+{
+    const enum dllm_cache_mode mode = s->req.sampler.cache;
+    const int64_t block = dllm_sampler_block(s->sampler);
+    *begin = 0;
+    *end = canvas_len;
+    *refresh = mode != DLLM_CACHE_NONE && block != s->kv_block;
+    if (mode == DLLM_CACHE_NONE || *refresh)
+        return;
+    int64_t b0, b1;
+    dllm_sampler_block_bounds(dllm_sampler_get_plan(s->sampler), block, &b0, &b1);
+    *begin = dllm_model_shift_logits(s->model) ? b0 - 1 : b0;
+    if (mode == DLLM_CACHE_DUAL)
+        *end = b1;
+}
+
 /*
  * The logits rows for canvas slots pos[0 .. n-1]: one forward pass over the canvas (and a
- * second over the canvas with the prompt masked, mixed in by classifier-free guidance).
- * Models that shift their logits predict slot p from output row p - 1.
+ * second over the canvas with the prompt masked, mixed in by classifier-free guidance), each
+ * computing the positions plan_pass says with its own cache. Models that shift their logits
+ * predict slot p from output row p - 1. *refreshes and *computed count the passes that
+ * refreshed a cache and the positions computed.
  */
 static enum dllm_status step_logits(struct dllm_session *s, int64_t canvas_len, int64_t n_prompt,
-                                    const int32_t *pos, int64_t n, struct dllm_error *err)
+                                    const int32_t *pos, int64_t n, int64_t *refreshes,
+                                    int64_t *computed, struct dllm_error *err)
 {
-    bool shift = dllm_model_shift_logits(s->model);
+    bool shift = dllm_model_shift_logits(s->model), refresh;
     for (int64_t i = 0; i < n; i++)
         s->rows[i] = shift && pos[i] > 0 ? pos[i] - 1 : pos[i];
     struct dllm_pass pass = {.ids = s->canvas,
@@ -238,17 +297,29 @@ static enum dllm_status step_logits(struct dllm_session *s, int64_t canvas_len, 
                              .rows = s->rows,
                              .n_rows = n,
                              .logits = s->logits,
-                             .cancel = &s->cancel};
+                             .cancel = &s->cancel,
+                             .cache = s->kv[0]};
+    plan_pass(s, canvas_len, &pass.begin, &pass.end, &refresh);
+    const bool cfg = s->req.sampler.cfg_scale > 0;
     enum dllm_status st = dllm_forward_run(s->fwd, &pass, err);
-    if (st || s->req.sampler.cfg_scale <= 0)
+    if (!st && cfg) {
+        memcpy(s->uncond, s->canvas, (size_t)canvas_len * sizeof *s->canvas);
+        for (int64_t i = 0; i < n_prompt; i++)
+            s->uncond[i] = s->mask_id;
+        pass.ids = s->uncond;
+        pass.logits = s->logits_un;
+        pass.cache = s->kv[1];
+        st = dllm_forward_run(s->fwd, &pass, err);
+    }
+    if (st)
         return st;
-    memcpy(s->uncond, s->canvas, (size_t)canvas_len * sizeof *s->canvas);
-    for (int64_t i = 0; i < n_prompt; i++)
-        s->uncond[i] = s->mask_id;
-    pass.ids = s->uncond;
-    pass.logits = s->logits_un;
-    if ((st = dllm_forward_run(s->fwd, &pass, err)))
-        return st;
+    const int passes = cfg ? 2 : 1;
+    *refreshes = refresh ? passes : 0;
+    *computed = passes * (pass.end - pass.begin);
+    if (refresh)
+        s->kv_block = dllm_sampler_block(s->sampler);
+    if (!cfg)
+        return DLLM_OK;
     for (int64_t i = 0; i < n; i++)
         dllm_sampler_cfg(s->logits + i * s->n_vocab, s->logits_un + i * s->n_vocab, s->n_vocab,
                          s->req.sampler.cfg_scale);
@@ -310,6 +381,11 @@ static void run_request(struct dllm_session *s)
         emit_error(s, err.text);
         return;
     }
+    int64_t cache_bytes;
+    if (new_caches(s, canvas_len, &cache_bytes, &err)) {
+        emit_error(s, err.text);
+        return;
+    }
     const struct dllm_sampler_plan *plan = dllm_sampler_get_plan(s->sampler);
     int64_t n_steps = plan->steps_per_block * plan->n_blocks;
     struct dllm_event ev = {.kind = DLLM_EVENT_START,
@@ -319,7 +395,8 @@ static void run_request(struct dllm_session *s)
                             .n_steps = n_steps,
                             .n_blocks = plan->n_blocks,
                             .masks_left = p->gen_length,
-                            .dropped_messages = dropped};
+                            .dropped_messages = dropped,
+                            .cache_bytes = cache_bytes};
     emit(s, &ev);
     if (dropped) {
         char note[160];
@@ -340,9 +417,10 @@ static void run_request(struct dllm_session *s)
         const int32_t *pos;
         int64_t n_rows;
         double t_fwd = now_ms();
+        int64_t refreshes = 0, computed = 0;
         enum dllm_status st = dllm_sampler_next(s->sampler, s->canvas, &pos, &n_rows, &err);
         if (!st && n_rows > 0)
-            st = step_logits(s, canvas_len, n_prompt, pos, n_rows, &err);
+            st = step_logits(s, canvas_len, n_prompt, pos, n_rows, &refreshes, &computed, &err);
         if (st == DLLM_ERR_CANCELLED)
             break; /* the canvas is the last finished step's */
         if (st) {
@@ -371,7 +449,9 @@ static void run_request(struct dllm_session *s)
                                 .best_left_conf = res.best_left_conf,
                                 .masks_left = res.masks_left,
                                 .forward_ms = t_sample - t_fwd,
-                                .sample_ms = now_ms() - t_sample};
+                                .sample_ms = now_ms() - t_sample,
+                                .refreshes = refreshes,
+                                .computed = computed};
         emit(s, &sv);
     }
     finish(s, canvas_len, n_prompt, steps, have_res ? &res : NULL, atomic_load(&s->cancel), t0);
@@ -388,6 +468,7 @@ static void *worker(void *arg)
             break;
         pthread_mutex_unlock(&s->lock);
         run_request(s);
+        free_caches(s);
         pthread_mutex_lock(&s->lock);
         free_request(&s->req);
         s->busy = false;
@@ -451,6 +532,7 @@ enum dllm_status dllm_session_new(const struct dllm_model *model,
             s->eog[s->n_eog++] = id;
     s->progress = params->progress;
     s->progress_user = params->progress_user;
+    s->skip_memory_check = params->skip_memory_check;
     struct dllm_forward_params fp;
     dllm_forward_params_init(&fp);
     fp.max_tokens = max_canvas;

@@ -37,6 +37,9 @@ struct run_state {
     bool progress, verbose;
     double *step_ms;
     int64_t n_step_ms, cap_step_ms;
+    json_t *computed;      /* positions each step's passes computed */
+    json_t *refresh_steps; /* the steps that refreshed the K/V cache */
+    int64_t cache_bytes;
     int64_t n_prompt, canvas_len, n_steps;
     char *text;
     json_t *tokens;
@@ -65,10 +68,11 @@ static void write_trace(FILE *f, const struct dllm_event *ev)
                                         "token", (json_int_t)ev->committed[i].token, "conf",
                                         ev->committed[i].conf));
     json_t *line = json_pack(
-        "{s:I, s:I, s:o, s:o, s:I, s:f, s:f}", "step", (json_int_t)ev->step, "block",
+        "{s:I, s:I, s:o, s:o, s:I, s:f, s:f, s:I, s:I}", "step", (json_int_t)ev->step, "block",
         (json_int_t)ev->block, "committed", committed, "best_left_conf",
         ev->has_best_left ? json_real(ev->best_left_conf) : json_null(), "masks_left",
-        (json_int_t)ev->masks_left, "forward_ms", ev->forward_ms, "sample_ms", ev->sample_ms);
+        (json_int_t)ev->masks_left, "forward_ms", ev->forward_ms, "sample_ms", ev->sample_ms,
+        "refreshes", (json_int_t)ev->refreshes, "computed", (json_int_t)ev->computed);
     json_dumpf(line, f, JSON_COMPACT | JSON_PRESERVE_ORDER);
     fputc('\n', f);
     json_decref(line);
@@ -82,10 +86,13 @@ static void on_event(const struct dllm_event *ev, void *user)
         st->n_prompt = ev->n_prompt;
         st->canvas_len = ev->canvas_len;
         st->n_steps = ev->n_steps;
+        st->cache_bytes = ev->cache_bytes;
         if (st->verbose)
             fprintf(stderr, "prompt %lld tokens, canvas %lld, %lld steps%s\n",
                     (long long)ev->n_prompt, (long long)ev->canvas_len, (long long)ev->n_steps,
                     ev->n_steps ? "" : " (threshold: blocks run until full)");
+        if (st->verbose && ev->cache_bytes)
+            fprintf(stderr, "K/V cache: %.1f MB\n", (double)ev->cache_bytes / 1e6);
         break;
     case DLLM_EVENT_NOTICE: fprintf(stderr, "dllm: %s\n", ev->message); break;
     case DLLM_EVENT_STEP: {
@@ -98,6 +105,9 @@ static void on_event(const struct dllm_event *ev, void *user)
             st->step_ms = p;
         }
         st->step_ms[st->n_step_ms++] = ms;
+        json_array_append_new(st->computed, json_integer(ev->computed));
+        if (ev->refreshes)
+            json_array_append_new(st->refresh_steps, json_integer(ev->step));
         if (st->trace)
             write_trace(st->trace, ev);
         if (st->verbose)
@@ -183,6 +193,7 @@ static json_t *settings_json(const struct dllm_sampler_params *p, int threads, b
                           (json_int_t)p->block_length, "temperature", p->temperature, "threshold",
                           p->threshold, "seed", (json_int_t)p->seed, "early_stop", p->early_stop,
                           "cfg_scale", p->cfg_scale, "threads", threads, "chat", chat);
+    json_object_set_new(s, "cache", json_string(dllm_cache_mode_name(p->cache)));
     if (llada) {
         json_object_set_new(s, "remasking", json_string(dllm_remasking_name(p->remasking)));
     } else {
@@ -207,6 +218,9 @@ static void print_json(const struct run_state *st, const struct dllm_sampler_par
                   "stopped_early", st->stopped_early, "cancelled", st->cancelled, "step_ms", ms,
                   "load_ms", load_ms, "total_ms", st->total_ms, "peak_rss_mb", cli_peak_rss_mb(),
                   "seed", (json_int_t)p->seed, "settings", settings_json(p, threads, chat));
+    json_object_set(doc, "step_computed", st->computed);
+    json_object_set(doc, "refresh_steps", st->refresh_steps);
+    json_object_set_new(doc, "cache_bytes", json_integer(st->cache_bytes));
     json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     putchar('\n');
     json_decref(doc);
@@ -276,18 +290,22 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
                 "model %s: %s, %lld layers, d_model %lld, vocab %lld; device cpu, %d threads; "
                 "loaded in %.0f ms\n"
                 "settings: max-tokens %lld, steps %lld, block-length %lld, temperature %g, "
-                "threshold %g, seed %llu, early stop %s\n",
+                "threshold %g, seed %llu, early stop %s, cache %s\n",
                 path, dllm_model_arch(model), (long long)dllm_model_n_layer(model),
                 (long long)dllm_model_n_embd(model), (long long)dllm_model_n_vocab(model),
                 o.threads, load_ms, (long long)p->gen_length, (long long)p->steps,
                 (long long)p->block_length, p->temperature, p->threshold,
-                (unsigned long long)p->seed, p->early_stop ? "on" : "off");
+                (unsigned long long)p->seed, p->early_stop ? "on" : "off",
+                dllm_cache_mode_name(p->cache));
         if (p->threshold > 0)
             fprintf(stderr, "note: with --threshold each block runs until it is full; --steps "
                             "does not apply\n");
     }
-    struct run_state st = {
-        .session = session, .verbose = verbose, .progress = isatty(STDERR_FILENO) && !verbose};
+    struct run_state st = {.session = session,
+                           .verbose = verbose,
+                           .progress = isatty(STDERR_FILENO) && !verbose,
+                           .computed = json_array(),
+                           .refresh_steps = json_array()};
     if (trace_path && !(st.trace = fopen(trace_path, "w")))
         cli_fail("cannot write the trace file %s", trace_path);
     struct dllm_chat_message msgs[2];
@@ -327,6 +345,8 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
     json_decref(st.tokens);
     free(st.text);
     free(st.step_ms);
+    json_decref(st.computed);
+    json_decref(st.refresh_steps);
     free(prompt);
     free(path);
     if (fflush(stdout) != 0)

@@ -3,6 +3,7 @@
 #include "gen_options.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -24,6 +25,7 @@ enum {
     OPT_NO_CHAT,
     OPT_NO_EARLY_STOP,
     OPT_OFFLINE,
+    OPT_CACHE,
 };
 
 const struct option gen_long_options[] = {
@@ -47,6 +49,7 @@ const struct option gen_long_options[] = {
     {"no-chat", no_argument, NULL, OPT_NO_CHAT},
     {"no-early-stop", no_argument, NULL, OPT_NO_EARLY_STOP},
     {"offline", no_argument, NULL, OPT_OFFLINE},
+    {"cache", required_argument, NULL, OPT_CACHE},
     {0},
 };
 
@@ -125,6 +128,11 @@ bool gen_options_handle(const struct cli_command *cmd, struct gen_options *o, in
         o->has_early_stop = true;
         break;
     case OPT_OFFLINE: o->offline = true; break;
+    case OPT_CACHE:
+        if (!dllm_cache_mode_parse(arg, &s->cache))
+            cli_usage_error(cmd, "--cache is none, prefix or dual, not '%s'", arg);
+        o->has_cache = true;
+        break;
     default: return false;
     }
     return true;
@@ -153,7 +161,15 @@ void gen_options_sampler(const struct cli_command *cmd, const struct gen_options
     APPLY(has_cfg_scale, cfg_scale)
     APPLY(has_seed, seed)
     APPLY(has_early_stop, early_stop)
+    APPLY(has_cache, cache)
 #undef APPLY
+    /* A cache works block by block: without --block-length, blocks of 32 (Fast-dLLM's). */
+    if (out->cache != DLLM_CACHE_NONE && !o->has_block_length && out->block_length == 0) {
+        out->block_length = 32;
+        fprintf(stderr,
+                "dllm %s: note: --cache %s without --block-length uses blocks of 32 tokens\n",
+                cmd->name, dllm_cache_mode_name(out->cache));
+    }
     /* A shorter answer than the default block keeps the default steps-per-token ratio. */
     if (o->has_gen_length && !o->has_steps)
         out->steps = out->gen_length;

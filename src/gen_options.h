@@ -19,7 +19,7 @@ struct gen_options {
     struct dllm_sampler_params set;
     bool has_gen_length, has_steps, has_block_length, has_temperature, has_top_p, has_top_k,
         has_threshold, has_remasking, has_alg, has_alg_temp, has_eps, has_cfg_scale, has_seed,
-        has_early_stop;
+        has_early_stop, has_cache;
 };
 
 /* The getopt_long table of the generation flags (ids from 256 up). */
@@ -52,6 +52,9 @@ extern const struct option gen_long_options[];
     "  --alg-temp F         Dream: draw positions from softmax(confidence / F) (default 0)\n"      \
     "  --eps F              Dream: the last timestep, in [0, 1) (default 0.001)\n"                 \
     "  --cfg-scale F        classifier-free guidance weight (default 0: off)\n"                    \
+    "  --cache MODE         K/V reuse between the steps of a block, an approximation:\n"           \
+    "                       none (default), prefix or dual (blocks of 32 unless\n"                 \
+    "                       --block-length says otherwise)\n"                                      \
     "  --no-chat            feed the prompt as raw text, without the chat template\n"              \
     "  --no-early-stop      run every step even once the answer is final\n"
 

@@ -30,7 +30,8 @@ assert len(lines) == d["steps"]
 assert [l["step"] for l in lines] == list(range(len(lines)))
 left = 16
 for l in lines:
-    assert set(l) == {"step", "block", "committed", "best_left_conf", "masks_left", "forward_ms", "sample_ms"}
+    assert set(l) == {"step", "block", "committed", "best_left_conf", "masks_left", "forward_ms", "sample_ms", "refreshes", "computed"}
+    assert l["refreshes"] == 0
     left -= len(l["committed"])
     assert l["masks_left"] == left
     for c in l["committed"]:
@@ -56,6 +57,26 @@ run "canvas beyond the context" 2 "$DLLM" run -m "$L" -p hi --max-tokens 1000000
 run "bad number" 2 "$DLLM" run -m "$L" -p hi --steps many
 run "missing model file" 1 "$DLLM" run -m "$TMP/none.gguf" -p hi
 expect_err "one-line error" "^dllm: error: "
+# --cache: Dream without --block-length gets blocks of 32 and says so; the JSON names the mode,
+# the refresh steps (one per block), the positions each step computed and the cache's bytes.
+run "dual cache on Dream" 0 "$DLLM" run -m "$D" -p "Hi" --max-tokens 64 --steps 16 --cache dual --json --no-early-stop
+expect_err "says the block length it chose" "note: --cache dual without --block-length uses blocks of 32 tokens"
+if python3 - "$TMP/out" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = d["settings"]
+assert s["cache"] == "dual" and s["block_length"] == 32, s
+assert d["refresh_steps"] == [0, 8], d["refresh_steps"]
+canvas = max(d["step_computed"])
+assert all(c == canvas for i, c in enumerate(d["step_computed"]) if i in d["refresh_steps"])
+assert all(c == 33 for i, c in enumerate(d["step_computed"]) if i not in d["refresh_steps"]), d["step_computed"]
+assert d["cache_bytes"] > 0
+PY
+then ok "cache settings, refresh steps and computed positions in --json"; else not_ok "cache fields in --json"; fi
+run "prefix cache on LLaDA, verbose" 0 "$DLLM" run -m "$L" -p "Hi" $G --cache prefix --verbose
+expect_err "verbose names the cache's memory" "^K/V cache: [0-9.]+ MB"
+run "unknown cache mode" 2 "$DLLM" run -m "$L" -p hi --cache all
+expect_err "names the modes" "--cache is none, prefix or dual, not 'all'"
 run "run --help" 0 "$DLLM" run --help
 expect_out "documents --threshold" "--threshold T"
 finish

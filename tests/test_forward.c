@@ -134,8 +134,9 @@ START_TEST(test_rope_pairs)
 END_TEST
 
 /*
- * The LLaDA trap (convert_hf_to_gguf.py's LLaDA permute): rows permuted inside each head as the converter does,
- * GGUF (h, 2j+s) <- HF (h, s*half + j), then NORMAL RoPE, equal NEOX RoPE on the original rows.
+ * The LLaDA trap (convert_hf_to_gguf.py's LLaDA permute): rows permuted inside each head as the
+ * converter does, GGUF (h, 2j+s) <- HF (h, s*half + j), then NORMAL RoPE, equal NEOX RoPE on the
+ * original rows.
  */
 START_TEST(test_rope_permuted)
 {

@@ -284,8 +284,8 @@ START_TEST(test_quota_llada)
 END_TEST
 
 /*
- * Dream's schedule (generation_utils.py, eps 1e-3): commits at step 0, at every middle step, at the last.
- * python3 float32 simulation of torch.linspace(1, eps, steps + 1) and int(N (1 - s/t)) with N
+ * Dream's schedule (generation_utils.py, eps 1e-3): commits at step 0, at every middle step, at the
+ * last. python3 float32 simulation of torch.linspace(1, eps, steps + 1) and int(N (1 - s/t)) with N
  * the masks left gives the same rows, and the full lists for the small cases below.
  */
 static const struct {

@@ -12,10 +12,13 @@ struct record {
     int n_start, n_step, n_done, n_error, n_notice;
     int64_t n_prompt, canvas_len, n_steps, last_masks_left, committed_total;
     bool masks_monotonic;
-    int cancel_at_step;      /* cancel when this step arrives; -1 never */
+    int cancel_at_step;       /* cancel when this step arrives; -1 never */
     atomic_bool *cancel_flag; /* set it then (the request's flag); NULL: dllm_session_cancel */
     struct dllm_session *session;
     int32_t step_canvas[4096]; /* the canvas of the last STEP event */
+    int64_t refreshes, refresh_steps, cache_bytes;
+    int64_t computed[256]; /* per step */
+    int64_t step_block[256];
     int32_t tokens[4096];
     int64_t n_tokens;
     int32_t canvas[4096];
@@ -37,6 +40,7 @@ static void on_event(const struct dllm_event *ev, void *user)
         r->n_steps = ev->n_steps;
         r->last_masks_left = ev->masks_left;
         r->dropped = ev->dropped_messages;
+        r->cache_bytes = ev->cache_bytes;
         break;
     case DLLM_EVENT_STEP:
         r->n_step++;
@@ -48,6 +52,12 @@ static void on_event(const struct dllm_event *ev, void *user)
             if (ev->canvas[ev->committed[i].pos] != ev->committed[i].token)
                 r->masks_monotonic = false;
         memcpy(r->step_canvas, ev->canvas, (size_t)ev->canvas_len * sizeof *r->step_canvas);
+        r->refreshes += ev->refreshes;
+        r->refresh_steps += ev->refreshes > 0;
+        if (ev->step < 256) {
+            r->computed[ev->step] = ev->computed;
+            r->step_block[ev->step] = ev->block;
+        }
         if (ev->step == r->cancel_at_step) {
             if (r->cancel_flag)
                 atomic_store(r->cancel_flag, true);
@@ -236,6 +246,55 @@ START_TEST(generate_cancel_flag)
 }
 END_TEST
 
+/*
+ * The K/V cache modes over whole runs: each block's first step refreshes (two passes with
+ * CFG), the later ones compute the block (dual) or the block and everything after it (prefix),
+ * from one slot earlier for Dream; with a threshold every block fills; the cache's bytes are
+ * reported; a second request on the session gives the tokens of a fresh session.
+ */
+START_TEST(generate_cache)
+{
+    const bool dream = _i % 2, prefix = _i / 2 % 2, cfg = _i / 4 % 2;
+    struct fixture f = open_session(models[dream], 256);
+    struct dllm_chat_message msg;
+    struct dllm_request req =
+        user_request(dream ? DLLM_SAMPLER_DREAM : DLLM_SAMPLER_LLADA, "Count to ten.", &msg);
+    req.sampler.early_stop = false;
+    req.sampler.cache = prefix ? DLLM_CACHE_PREFIX : DLLM_CACHE_DUAL;
+    req.sampler.cfg_scale = cfg ? 1.5 : 0;
+    static struct record r, again, fresh;
+    generate(&f, &req, &r);
+    ck_assert_msg(r.n_error == 0, "%s", r.message);
+    ck_assert_int_eq(r.n_done, 1);
+    ck_assert_int_eq(r.masks_left_done, 0);
+    ck_assert_int_eq(r.refresh_steps, 4); /* 32 tokens in blocks of 8 */
+    ck_assert_int_eq(r.refreshes, cfg ? 8 : 4);
+    ck_assert_int_gt(r.cache_bytes, 0);
+    const int64_t passes = cfg ? 2 : 1;
+    for (int64_t step = 0; step < r.steps_run; step++) {
+        const int64_t b0 = r.n_prompt + 8 * r.step_block[step] - (dream ? 1 : 0);
+        const int64_t want = step % 4 == 0 ? r.canvas_len : prefix ? r.canvas_len - b0 : 8 + dream;
+        ck_assert_msg(r.computed[step] == passes * want, "step %lld computed %lld, not %lld",
+                      (long long)step, (long long)r.computed[step], (long long)(passes * want));
+    }
+    generate(&f, &req, &again);
+    struct fixture g = open_session(models[dream], 256);
+    generate(&g, &req, &fresh);
+    ck_assert_int_eq(again.n_tokens, fresh.n_tokens);
+    ck_assert_mem_eq(again.canvas, fresh.canvas, (size_t)fresh.canvas_len * sizeof *fresh.canvas);
+    /* With a threshold, blocks run until full: each still refreshes once. */
+    req.sampler.threshold = 0.9;
+    req.sampler.cfg_scale = 0;
+    if (dream)
+        req.sampler.alg = DLLM_ALG_MASKGIT_PLUS;
+    generate(&f, &req, &r);
+    ck_assert_int_eq(r.masks_left_done, 0);
+    ck_assert_int_eq(r.refresh_steps, 4);
+    close_session(&g);
+    close_session(&f);
+}
+END_TEST
+
 /* A multi-turn conversation renders and runs; one that is too long drops its oldest turns. */
 START_TEST(generate_multi_turn)
 {
@@ -332,6 +391,7 @@ static Suite *session_suite(void)
     tcase_add_loop_test(tc, generate_deterministic, 0, 2);
     tcase_add_test(tc, generate_cancel);
     tcase_add_loop_test(tc, generate_cancel_flag, 0, 2);
+    tcase_add_loop_test(tc, generate_cache, 0, 8);
     tcase_add_test(tc, generate_multi_turn);
     tcase_add_test(tc, generate_refused);
     tcase_add_test(tc, generate_raw);

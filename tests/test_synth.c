@@ -568,8 +568,7 @@ START_TEST(writer_bad_paths)
     dllm_gguf_writer_free(w);
     struct dllm_synth_params p;
     ck_assert_int_eq(dllm_synth_params_init(&p, "llada", "tiny", &err), DLLM_OK);
-    ck_assert_int_eq(dllm_synth_write("/nonexistent-dllm-dir/x.gguf", &p, &err),
-                     DLLM_ERR_IO);
+    ck_assert_int_eq(dllm_synth_write("/nonexistent-dllm-dir/x.gguf", &p, &err), DLLM_ERR_IO);
     ck_assert_int_eq(dllm_synth_write("/dev/full", &p, &err), DLLM_ERR_IO);
     ck_assert(strstr(err.text, "No space left on device"));
     rmdir(dir);

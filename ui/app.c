@@ -118,7 +118,8 @@ static void cancel(struct ui_app *app, const char *extra)
 {
     ui_engine_cancel(app->engine);
     app->cancelling = true;
-    note(app, false, "cancelling inside this step; the answer of the last finished step is kept%s", extra);
+    note(app, false, "cancelling inside this step; the answer of the last finished step is kept%s",
+         extra);
 }
 
 /* Shows the help screen from its top. */

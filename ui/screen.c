@@ -468,8 +468,11 @@ static void draw_status(struct ui_screen *s, struct ui_app *app, const struct ui
     const struct ui_engine_info *i = &app->info;
     char text[512], state[64];
     ui_app_state_text(app, state, sizeof state);
-    snprintf(text, sizeof text, " %s" DOT "%s" DOT "%s" DOT "%d thread%s" DOT "%s ", i->model,
-             i->quant, i->device, i->threads, i->threads == 1 ? "" : "s", state);
+    char cache[32] = "";
+    if (app->settings.cache != DLLM_CACHE_NONE)
+        snprintf(cache, sizeof cache, DOT "cache %s", dllm_cache_mode_name(app->settings.cache));
+    snprintf(text, sizeof text, " %s" DOT "%s" DOT "%s" DOT "%d thread%s%s" DOT "%s ", i->model,
+             i->quant, i->device, i->threads, i->threads == 1 ? "" : "s", cache, state);
     int x = r->x, end = r->x + r->w;
     put_segment(s, r->y, &x, end, text, UI_STYLE_STATUS);
     if (app->note[0]) {

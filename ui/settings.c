@@ -80,6 +80,11 @@ bool ui_settings_adjust(struct dllm_sampler_params *s, enum ui_slider slider, in
         s->temperature = (k < 0 ? 0 : k > top ? top : k) / 10.0;
         break;
     }
+    case UI_SLIDER_CACHE: {
+        int k = (int)s->cache + (dir > 0 ? 1 : -1);
+        s->cache = (enum dllm_cache_mode)(k < 0 ? 0 : k > DLLM_CACHE_DUAL ? DLLM_CACHE_DUAL : k);
+        break;
+    }
     default: return false;
     }
     fit_steps(s);
@@ -89,7 +94,7 @@ bool ui_settings_adjust(struct dllm_sampler_params *s, enum ui_slider slider, in
     note[0] = '\0';
     bool changed = old.steps != s->steps || old.gen_length != s->gen_length ||
                    old.block_length != s->block_length || old.threshold != s->threshold ||
-                   old.temperature != s->temperature;
+                   old.temperature != s->temperature || old.cache != s->cache;
     if (!changed) {
         ui_addf(note, size, "%s stays %s: its %s valid value", ui_slider_name(slider), value,
                 dir > 0 ? "highest" : "lowest");
@@ -108,8 +113,8 @@ bool ui_settings_adjust(struct dllm_sampler_params *s, enum ui_slider slider, in
 
 const char *ui_slider_name(enum ui_slider slider)
 {
-    static const char *const names[UI_SLIDER_COUNT] = {"steps", "max", "block", "threshold",
-                                                       "temp"};
+    static const char *const names[UI_SLIDER_COUNT] = {"steps",     "max",  "block",
+                                                       "threshold", "temp", "cache"};
     return slider < UI_SLIDER_COUNT ? names[slider] : "?";
 }
 
@@ -132,6 +137,7 @@ void ui_slider_value(const struct dllm_sampler_params *s, enum ui_slider slider,
             snprintf(buf, size, "off");
         break;
     case UI_SLIDER_TEMPERATURE: snprintf(buf, size, "%.1f", s->temperature); break;
+    case UI_SLIDER_CACHE: snprintf(buf, size, "%s", dllm_cache_mode_name(s->cache)); break;
     default: snprintf(buf, size, "?"); break;
     }
 }

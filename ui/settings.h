@@ -1,7 +1,7 @@
 /*
  * The sliders over the generation settings (libdllm's sampler parameters): steps, max tokens
- * (the generation length), block length, confidence threshold and temperature. They keep the
- * settings runnable: the block length divides max tokens, and steps are a multiple of the
+ * (the generation length), block length, confidence threshold, temperature and K/V cache. They keep
+ * the settings runnable: the block length divides max tokens, and steps are a multiple of the
  * number of blocks. A change made while a generation runs applies to the next one, and the
  * note the adjusting function writes says so.
  */
@@ -20,6 +20,7 @@ enum ui_slider {
     UI_SLIDER_BLOCK,
     UI_SLIDER_THRESHOLD,
     UI_SLIDER_TEMPERATURE,
+    UI_SLIDER_CACHE,
     UI_SLIDER_COUNT
 };
 
@@ -30,7 +31,8 @@ enum ui_slider {
  * Moves a slider one notch (dir > 0 up, dir < 0 down) to its next valid value: steps by the
  * number of blocks, up to max tokens; max tokens by the block length (UI_MAX_TOKENS_UNIT
  * without blocks) up to cap; the block length through the divisors of max tokens, then off;
- * the threshold through off, 0.50, 0.55 .. 1.00; the temperature by 0.1 in [0, 2]. Steps that
+ * the threshold through off, 0.50, 0.55 .. 1.00; the temperature by 0.1 in [0, 2]; the K/V
+ * cache through none, prefix and dual. Steps that
  * no longer fit move to the nearest multiple of the blocks (ties upwards). Returns whether anything
  * changed, and writes a note such as "block 16; steps 4 -> 8 to fit 8 blocks", ending in
  * "; applies to the next generation" when busy.
@@ -41,10 +43,10 @@ bool ui_settings_adjust(struct dllm_sampler_params *s, enum ui_slider slider, in
 /* The number of blocks: max tokens / block length, or 1 when blocks are off. */
 int64_t ui_settings_blocks(const struct dllm_sampler_params *s);
 
-/* The slider's short name ("steps", "max", "block", "threshold", "temp"). */
+/* The slider's short name ("steps", "max", "block", "threshold", "temp", "cache"). */
 const char *ui_slider_name(enum ui_slider slider);
 
-/* The slider's value as shown: "64", "off", "0.90", "0.7". */
+/* The slider's value as shown: "64", "off", "0.90", "0.7", "dual". */
 void ui_slider_value(const struct dllm_sampler_params *s, enum ui_slider slider, char *buf,
                      size_t size);
 

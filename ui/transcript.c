@@ -228,6 +228,8 @@ static void settings_line(const struct dllm_sampler_params *s, char *buf, size_t
     ui_addf(buf, size, "steps %s, max tokens %s, block length %s, threshold %s, temperature %s",
             v[UI_SLIDER_STEPS], v[UI_SLIDER_MAX_TOKENS], v[UI_SLIDER_BLOCK], v[UI_SLIDER_THRESHOLD],
             v[UI_SLIDER_TEMPERATURE]);
+    if (s->cache != DLLM_CACHE_NONE)
+        ui_addf(buf, size, ", cache %s", v[UI_SLIDER_CACHE]);
     if (s->kind == DLLM_SAMPLER_LLADA) {
         ui_addf(buf, size, ", remasking %s", dllm_remasking_name(s->remasking));
     } else {

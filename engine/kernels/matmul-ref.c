@@ -1,8 +1,8 @@
 /*
  * Scalar reference matrix products: the specification the SIMD variants are tested against.
  * Activations for 32-element weight types are quantised as llama.cpp's CPU backend does
- * (ggml-quants.c quantize_row_q8_0 and quantize_row_q8_K); those for K-quants take llama.cpp's Q8_K rule per 128 elements instead of
- * per 256 (Q8_K128, see matmul.h for why).
+ * (ggml-quants.c quantize_row_q8_0 and quantize_row_q8_K); those for K-quants take llama.cpp's Q8_K
+ * rule per 128 elements instead of per 256 (Q8_K128, see matmul.h for why).
  */
 #include "kernels/matmul.h"
 #include "gguf/quant.h"

@@ -12,13 +12,13 @@
  * back to back, each dllm_matmul_act_row_bytes(wtype, K) long (quant.h layouts).
  *
  * llama.cpp's CPU backend gives K-quant weights Q8_K activations, one scale per 256 elements
- * (ggml-cpu's vec_dot_type for Q4_K, Q5_K, Q6_K); an outlier in a 256-element chunk then coarsens the step of its other 255
- * values. A scale per 128 (Q8_K128, each 128 quantised by the same rule) keeps the logits of
- * every fixture model closer to the float64 reference than llama.cpp's (tests/test_forward:
- * worst rows 0.016-0.018 relative L2 where llama.cpp's are 0.018-0.021; with one scale per 256
- * dllm only matched llama.cpp, and one row missed the bar). A scale per 32 would be closer
- * still (0.012-0.014) but costs a float multiply for every 8 dot-product instructions: on Zen 4
- * the Q4_K and Q6_K products of the LLaDA-8B shapes ran 10-17% slower (bench/bench_gemm, one
+ * (ggml-cpu's vec_dot_type for Q4_K, Q5_K, Q6_K); an outlier in a 256-element chunk then coarsens
+ * the step of its other 255 values. A scale per 128 (Q8_K128, each 128 quantised by the same rule)
+ * keeps the logits of every fixture model closer to the float64 reference than llama.cpp's
+ * (tests/test_forward: worst rows 0.016-0.018 relative L2 where llama.cpp's are 0.018-0.021; with
+ * one scale per 256 dllm only matched llama.cpp, and one row missed the bar). A scale per 32 would
+ * be closer still (0.012-0.014) but costs a float multiply for every 8 dot-product instructions: on
+ * Zen 4 the Q4_K and Q6_K products of the LLaDA-8B shapes ran 10-17% slower (bench/bench_gemm, one
  * thread) than with one scale per 128, where each sub-block scale of the weights takes one FMA
  * and the activation scale one per 128 elements.
  * Q8_0 weights keep llama.cpp's Q8_0 activations.

@@ -1,8 +1,9 @@
 /*
  * The element-wise and attention kernels of a transformer block, beside the matrix products
  * of matmul.h: RMSNorm, rotary position embedding, non-causal attention, SwiGLU, addition.
- * Formulas follow llama.cpp's CPU backend (ggml/src/ggml-cpu/ops.cpp: rms_norm, rope, soft_max). The *_ref functions
- * are the scalar specification that faster variants are tested against. None allocates.
+ * Formulas follow llama.cpp's CPU backend (ggml/src/ggml-cpu/ops.cpp: rms_norm, rope, soft_max).
+ * The *_ref functions are the scalar specification that faster variants are tested against. None
+ * allocates.
  */
 #ifndef DLLM_KERNELS_OPS_H
 #define DLLM_KERNELS_OPS_H

@@ -1,0 +1,348 @@
+/*
+ * K/V reuse between passes (dllm_pass.cache): exact where nothing the cache holds is stale, on
+ * every fixture model and kernel variant, and within a sanity bound where it is.
+ */
+#include "config.h"
+
+#include "dllm.h"
+#include "fixtures.h"
+#include "forward_util.h"
+#include "kernels/cpu.h"
+#include "sampler.h"
+
+#include <check.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const models[] = {
+    "llada-tiny-q4km", "llada-tiny-q5km", "llada-tiny-q6k",  "llada-tiny-q80",
+    "llada-tiny-f16",  "llada-tiny-bf16", "dream-tiny-q4km", "dream-tiny-realvocab-q4km",
+};
+
+/* A fixture model's first case: its ids, their count and the prompt's length. */
+struct fixture_case {
+    struct dllm_model *model;
+    int32_t *ids;
+    int64_t n, n_prompt, n_vocab;
+    bool shift;
+};
+
+static struct fixture_case open_case(const char *name)
+{
+    struct fixture_case c = {0};
+    char rel[256];
+    snprintf(rel, sizeof rel, "logits/%s.cases.json", name);
+    size_t size;
+    char *text = fixture_read(rel, &size);
+    json_error_t jerr;
+    json_t *cases = json_loadb(text, size, 0, &jerr);
+    ck_assert_msg(json_is_array(cases), "%s: %s", rel, jerr.text);
+    json_t *first = json_array_get(cases, 0), *ids = json_object_get(first, "ids");
+    c.n = (int64_t)json_array_size(ids);
+    c.n_prompt = json_integer_value(json_object_get(first, "prompt_len"));
+    c.ids = malloc((size_t)c.n * sizeof *c.ids);
+    for (int64_t i = 0; i < c.n; i++)
+        c.ids[i] = (int32_t)json_integer_value(json_array_get(ids, (size_t)i));
+    json_decref(cases);
+    free(text);
+    snprintf(rel, sizeof rel, "models/%s.gguf", name);
+    char *path = fixture_path(rel);
+    struct dllm_error err = {0};
+    ck_assert_msg(dllm_model_open(path, NULL, &c.model, &err) == DLLM_OK, "%s", err.text);
+    free(path);
+    c.n_vocab = dllm_model_n_vocab(c.model);
+    c.shift = dllm_model_shift_logits(c.model);
+    return c;
+}
+
+static void close_case(struct fixture_case *c)
+{
+    dllm_model_close(c->model);
+    free(c->ids);
+}
+
+/* A pass over ids[0 .. n-1] for rows, computing [begin, end) with cache (NULL: everything). */
+static void pass(struct dllm_forward *fwd, const int32_t *ids, int64_t n, const int32_t *rows,
+                 int64_t n_rows, float *logits, struct dllm_kv_cache *cache, int64_t begin,
+                 int64_t end)
+{
+    struct dllm_error err = {0};
+    const struct dllm_pass p = {.ids = ids,
+                                .n_tokens = n,
+                                .rows = rows,
+                                .n_rows = n_rows,
+                                .logits = logits,
+                                .cache = cache,
+                                .begin = begin,
+                                .end = end};
+    ck_assert_msg(dllm_forward_run(fwd, &p, &err) == DLLM_OK, "%s", err.text);
+}
+
+static struct dllm_kv_cache *new_cache(struct dllm_forward *fwd, int64_t n)
+{
+    struct dllm_kv_cache *kv;
+    struct dllm_error err = {0};
+    ck_assert_msg(dllm_kv_cache_new(fwd, n, false, &kv, &err) == DLLM_OK, "%s", err.text);
+    return kv;
+}
+
+/*
+ * Whole runs of the model's sampler (LLaDA or Dream, blocks of 8) where every step computes
+ * the whole canvas through the cached code path (begin 0, end n: a refresh at every step):
+ * every step's logits and every committed token are those of the uncached run, bit for bit,
+ * on every kernel variant this CPU runs.
+ */
+START_TEST(test_whole_window_runs)
+{
+    struct fixture_case c = open_case(models[_i]);
+    const int64_t gen = 32, n = c.n_prompt + gen;
+    size_t n_variants;
+    const struct dllm_kernels *variants = dllm_kernels_all(&n_variants);
+    for (size_t v = 0; v < n_variants; v++) {
+        if (!dllm_kernels_usable(&variants[v]))
+            continue;
+        struct test_forward t = test_forward_new(c.model, n, gen, 2, variants[v].name);
+        struct dllm_kv_cache *kv = new_cache(t.fwd, n);
+        struct dllm_sampler *s[2];
+        int32_t *canvas[2], rows[64];
+        float *logits[2];
+        struct dllm_sampler_params sp;
+        dllm_sampler_params_init(&sp, c.shift ? DLLM_SAMPLER_DREAM : DLLM_SAMPLER_LLADA);
+        sp.gen_length = gen;
+        sp.steps = 16;
+        sp.block_length = 8;
+        struct dllm_error err = {0};
+        for (int k = 0; k < 2; k++) {
+            ck_assert_int_eq(dllm_sampler_new(n, c.n_vocab, 2, variants[v].name, &s[k], &err),
+                             DLLM_OK);
+            canvas[k] = malloc((size_t)n * sizeof *canvas[k]);
+            logits[k] = malloc((size_t)(gen * c.n_vocab) * sizeof *logits[k]);
+            memcpy(canvas[k], c.ids, (size_t)c.n_prompt * sizeof *c.ids);
+            for (int64_t i = c.n_prompt; i < n; i++)
+                canvas[k][i] = dllm_model_mask_id(c.model);
+            ck_assert_int_eq(dllm_sampler_start(s[k], &sp, c.n_prompt, dllm_model_mask_id(c.model),
+                                                NULL, 0, canvas[k], &err),
+                             DLLM_OK);
+        }
+        struct dllm_sampler_result res[2] = {0};
+        int64_t steps = 0;
+        do {
+            const int32_t *pos[2];
+            int64_t n_rows[2];
+            for (int k = 0; k < 2; k++)
+                ck_assert_int_eq(dllm_sampler_next(s[k], canvas[k], &pos[k], &n_rows[k], &err),
+                                 DLLM_OK);
+            ck_assert_int_eq(n_rows[0], n_rows[1]);
+            for (int64_t r = 0; r < n_rows[0]; r++)
+                rows[r] = c.shift && pos[0][r] > 0 ? pos[0][r] - 1 : pos[0][r];
+            if (n_rows[0]) {
+                pass(t.fwd, canvas[0], n, rows, n_rows[0], logits[0], NULL, 0, 0);
+                pass(t.fwd, canvas[1], n, rows, n_rows[0], logits[1], kv, 0, n);
+                ck_assert_mem_eq(logits[0], logits[1],
+                                 (size_t)(n_rows[0] * c.n_vocab) * sizeof(float));
+            }
+            for (int k = 0; k < 2; k++)
+                ck_assert_int_eq(dllm_sampler_step(s[k], t.pool, canvas[k],
+                                                   n_rows[k] ? logits[k] : NULL, &res[k], &err),
+                                 DLLM_OK);
+            ck_assert_mem_eq(canvas[0], canvas[1], (size_t)n * sizeof *canvas[0]);
+            steps++;
+        } while (!res[0].done);
+        ck_assert(res[1].done);
+        printf("%s, kernels %s: %lld steps identical\n", models[_i], variants[v].name,
+               (long long)steps);
+        for (int k = 0; k < 2; k++) {
+            dllm_sampler_free(s[k]);
+            free(canvas[k]);
+            free(logits[k]);
+        }
+        dllm_kv_cache_free(kv);
+        test_forward_free(&t);
+    }
+    close_case(&c);
+}
+END_TEST
+
+/*
+ * A cached step on a canvas unchanged since its refresh recomputes the window's keys and
+ * values from the same inputs, so its logits are the refresh pass's, bit for bit: the prefix
+ * window (the block to the end) and the dual one (the block alone), from one slot before the
+ * block for a model that shifts its logits; every kernel variant.
+ */
+START_TEST(test_unchanged_canvas)
+{
+    struct fixture_case c = open_case(models[_i]);
+    const int64_t b0 = c.n_prompt, b1 = b0 + 8 < c.n ? b0 + 8 : c.n;
+    const int64_t begin = c.shift ? b0 - 1 : b0;
+    int32_t rows[16];
+    int64_t n_rows = 0;
+    for (int64_t p = b0; p < b1; p++)
+        rows[n_rows++] = (int32_t)(c.shift ? p - 1 : p);
+    size_t n_variants;
+    const struct dllm_kernels *variants = dllm_kernels_all(&n_variants);
+    for (size_t v = 0; v < n_variants; v++) {
+        if (!dllm_kernels_usable(&variants[v]))
+            continue;
+        struct test_forward t = test_forward_new(c.model, c.n, c.n, 2, variants[v].name);
+        struct dllm_kv_cache *kv = new_cache(t.fwd, c.n);
+        const size_t bytes = (size_t)(n_rows * c.n_vocab) * sizeof(float);
+        float *want = malloc(bytes), *got = malloc(bytes);
+        pass(t.fwd, c.ids, c.n, rows, n_rows, want, kv, 0, c.n);
+        pass(t.fwd, c.ids, c.n, rows, n_rows, got, kv, begin, c.n);
+        ck_assert_msg(memcmp(want, got, bytes) == 0, "%s %s: prefix window differs", models[_i],
+                      variants[v].name);
+        pass(t.fwd, c.ids, c.n, rows, n_rows, got, kv, begin, b1);
+        ck_assert_msg(memcmp(want, got, bytes) == 0, "%s %s: dual window differs", models[_i],
+                      variants[v].name);
+        free(want);
+        free(got);
+        dllm_kv_cache_free(kv);
+        test_forward_free(&t);
+    }
+    close_case(&c);
+}
+END_TEST
+
+/* The smallest cosine between rows of a and b ([n, V] each). */
+static double min_cosine(const float *a, const float *b, int64_t n, int64_t V)
+{
+    double worst = 1.0;
+    for (int64_t r = 0; r < n; r++) {
+        double ab = 0, aa = 0, bb = 0;
+        for (int64_t j = 0; j < V; j++) {
+            ab += (double)a[r * V + j] * b[r * V + j];
+            aa += (double)a[r * V + j] * a[r * V + j];
+            bb += (double)b[r * V + j] * b[r * V + j];
+        }
+        worst = fmin(worst, ab / sqrt(aa * bb));
+    }
+    return worst;
+}
+
+/*
+ * Where the cache is stale: the refresh runs on a canvas, then the first half of the block's
+ * masks get the refresh's argmax tokens, as a step commits them; the cached step's rows for
+ * the block against an exact pass over that canvas. A sanity bound, fixed before the first
+ * run and not a measure of quality: cosine at least 0.99 (random weights; bench/ measures the
+ * divergence on the synthetic shapes).
+ */
+START_TEST(test_stale_bound)
+{
+    struct fixture_case c = open_case(models[_i]);
+    const int32_t mask = dllm_model_mask_id(c.model);
+    const int64_t b0 = c.n_prompt, b1 = b0 + 16 < c.n ? b0 + 16 : c.n;
+    const int64_t begin = c.shift ? b0 - 1 : b0;
+    int32_t rows[32];
+    int64_t n_rows = 0;
+    for (int64_t p = b0; p < b1; p++)
+        rows[n_rows++] = (int32_t)(c.shift ? p - 1 : p);
+    struct test_forward t = test_forward_new(c.model, c.n, c.n, 2, NULL);
+    struct dllm_kv_cache *kv = new_cache(t.fwd, c.n);
+    const size_t bytes = (size_t)(n_rows * c.n_vocab) * sizeof(float);
+    float *fresh = malloc(bytes), *cached = malloc(bytes);
+    int32_t *canvas = malloc((size_t)c.n * sizeof *canvas);
+    memcpy(canvas, c.ids, (size_t)c.n * sizeof *canvas);
+    pass(t.fwd, canvas, c.n, rows, n_rows, fresh, kv, 0, c.n);
+    int64_t committed = 0;
+    for (int64_t r = 0; r < n_rows && committed < n_rows / 2; r++) {
+        if (canvas[b0 + r] != mask)
+            continue;
+        int64_t best = 0;
+        for (int64_t j = 1; j < c.n_vocab; j++)
+            best = fresh[r * c.n_vocab + j] > fresh[r * c.n_vocab + best] ? j : best;
+        canvas[b0 + r] = best == mask ? 0 : (int32_t)best;
+        committed++;
+    }
+    ck_assert_int_gt(committed, 0);
+    pass(t.fwd, canvas, c.n, rows, n_rows, fresh, NULL, 0, 0);
+    pass(t.fwd, canvas, c.n, rows, n_rows, cached, kv, begin, c.n);
+    const double prefix = min_cosine(fresh, cached, n_rows, c.n_vocab);
+    /* The dual window reads the prefix's stale keys again: refresh first for a fair start. */
+    pass(t.fwd, c.ids, c.n, rows, n_rows, cached, kv, 0, c.n);
+    pass(t.fwd, canvas, c.n, rows, n_rows, cached, kv, begin, b1);
+    const double dual = min_cosine(fresh, cached, n_rows, c.n_vocab);
+    printf("%s: %lld of the block committed; cosine min prefix %.6f, dual %.6f\n", models[_i],
+           (long long)committed, prefix, dual);
+    ck_assert_double_ge(prefix, 0.99);
+    ck_assert_double_ge(dual, 0.99);
+    free(canvas);
+    free(fresh);
+    free(cached);
+    dllm_kv_cache_free(kv);
+    test_forward_free(&t);
+    close_case(&c);
+}
+END_TEST
+
+/* Arguments a cached pass refuses. */
+START_TEST(test_cache_errors)
+{
+    struct fixture_case c = open_case("llada-tiny-q4km");
+    struct test_forward t = test_forward_new(c.model, 16, 16, 1, NULL);
+    struct test_forward other = test_forward_new(c.model, 16, 16, 1, NULL);
+    struct dllm_kv_cache *kv = new_cache(t.fwd, 8), *foreign = new_cache(other.fwd, 16);
+    struct dllm_error err = {0};
+    struct dllm_kv_cache *none = NULL;
+    ck_assert_int_eq(dllm_kv_cache_new(t.fwd, 17, false, &none, &err), DLLM_ERR_ARG);
+    ck_assert_str_eq(err.text, "a K/V cache for 17 tokens: this forward context takes 1 to 16");
+    ck_assert_ptr_null(none);
+    float *logits = malloc((size_t)c.n_vocab * sizeof *logits);
+    const int32_t row = 2;
+    struct dllm_pass p = {.ids = c.ids,
+                          .n_tokens = 8,
+                          .rows = &row,
+                          .n_rows = 1,
+                          .logits = logits,
+                          .cache = kv,
+                          .begin = 4,
+                          .end = 8};
+    ck_assert_int_eq(dllm_forward_run(t.fwd, &p, &err), DLLM_ERR_ARG);
+    ck_assert_str_eq(err.text, "logits row 2 is outside the positions [4, 8) the pass computes");
+    p.begin = 5;
+    p.end = 5;
+    ck_assert_int_eq(dllm_forward_run(t.fwd, &p, &err), DLLM_ERR_ARG);
+    ck_assert_str_eq(err.text, "positions [5, 5) to compute: use a non-empty range inside [0, 8)");
+    p.begin = 0;
+    p.end = 8;
+    p.n_tokens = 9;
+    ck_assert_int_eq(dllm_forward_run(t.fwd, &p, &err), DLLM_ERR_ARG);
+    ck_assert_str_eq(err.text, "9 tokens: the K/V cache holds 8");
+    p.n_tokens = 8;
+    p.cache = foreign;
+    ck_assert_int_eq(dllm_forward_run(t.fwd, &p, &err), DLLM_ERR_ARG);
+    ck_assert_str_eq(err.text, "the K/V cache was made for another forward context");
+    p.cache = kv;
+    ck_assert_int_eq(dllm_forward_run(t.fwd, &p, &err), DLLM_OK);
+    free(logits);
+    dllm_kv_cache_free(kv);
+    dllm_kv_cache_free(foreign);
+    dllm_kv_cache_free(NULL);
+    test_forward_free(&t);
+    test_forward_free(&other);
+    close_case(&c);
+}
+END_TEST
+
+static Suite *cache_suite(void)
+{
+    Suite *s = suite_create("cache");
+    TCase *tc = tcase_create("exact");
+    const int n = (int)(sizeof models / sizeof models[0]);
+    tcase_add_loop_test(tc, test_whole_window_runs, 0, n);
+    tcase_add_loop_test(tc, test_unchanged_canvas, 0, n);
+    tcase_add_test(tc, test_cache_errors);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("stale");
+    tcase_add_loop_test(tc, test_stale_bound, 0, n);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    fixtures_dir();
+    return test_run_suite(cache_suite());
+}
