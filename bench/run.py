@@ -238,10 +238,11 @@ def part_generate(dllm, paths, threads, threshold_tokens):
 CACHE_MODES = ("none", "prefix", "dual")
 
 
-def cache_once(dllm, path, threads, mode, dream, threshold=None):
+def cache_once(dllm, path, threads, mode, dream, threshold=None, tokens=128):
     """One dllm run of the cache protocol (128 tokens, 32 steps, block 32, no early stop) with
     --cache MODE: the sum of its step_ms, the refresh steps and positions computed per step."""
-    cmd = [dllm, "run", "-m", path, "-p", PROMPT, "--max-tokens", "128", "--steps", "32",
+    cmd = [dllm, "run", "-m", path, "-p", PROMPT, "--max-tokens", str(tokens), "--steps",
+           str(min(32, tokens)),
            "--block-length", "32", "--no-early-stop", "--threads", str(threads), "--json",
            "--cache", mode, "--verbose"]
     if threshold:
@@ -252,7 +253,7 @@ def cache_once(dllm, path, threads, mode, dream, threshold=None):
     doc, err, wall = run(cmd, cpu=cpu)
     d = json.loads(doc)
     m = re.search(r"prompt (\d+) tokens, canvas (\d+)", err)
-    return {"mode": mode, "threshold": threshold,
+    return {"mode": mode, "threshold": threshold, "generated_tokens": tokens,
             "prompt_tokens": int(m.group(1)) if m else None,
             "canvas": int(m.group(2)) if m else None,
             "steps": d["steps"], "sum_step_ms": sum(d["step_ms"]),
@@ -287,9 +288,10 @@ def cache_summary(runs):
     return out
 
 
-def part_cache(dllm, paths, threads, rounds):
+def part_cache(dllm, paths, threads, rounds, threshold_tokens):
     """The cache protocol: none, prefix and dual alternating for `rounds` rounds on each model,
-    then one round of each with --threshold 0.9."""
+    then one round of each with --threshold 0.9 over threshold_tokens tokens (random weights
+    are rarely 0.9 confident, so such a run takes about a step per token)."""
     out = []
     for name, path in paths.items():
         for threshold in (None, 0.9):
@@ -297,7 +299,8 @@ def part_cache(dllm, paths, threads, rounds):
             for rnd in range(rounds if threshold is None else 1):
                 for mode in CACHE_MODES:
                     try:
-                        r = cache_once(dllm, path, threads, mode, name == "dream", threshold)
+                        r = cache_once(dllm, path, threads, mode, name == "dream", threshold,
+                                       threshold_tokens if threshold else 128)
                     except RunError as e:
                         r = {"mode": mode, "threshold": threshold, "error": str(e)}
                     r["round"] = rnd
@@ -525,7 +528,7 @@ def main():
                  "none's / the mode's; row_bound = positions none computes / positions the "
                  "mode computes (summed step_computed), the speed-up if time followed GEMM rows; "
                  "token agreement = share of answer tokens equal to none's of the same round; "
-                 "threshold runs once each" % PROMPT,
+                 "threshold runs once each, over --threshold-tokens tokens" % PROMPT,
         "compare": "runs alternate per round: dllm bench with logits for all L rows (the work "
                    "llama.cpp does), llama-diffusion-cli -ub/-b/-c L --load-mode none (weights "
                    "read at load, not paged in during the steps), 5 steps: its time per step "
@@ -563,7 +566,7 @@ def main():
         res["generate"] = part_generate(dllm, paths, a.threads, a.threshold_tokens)
         save()
     if "cache" in parts:
-        res["cache"] = part_cache(dllm, paths, a.threads, a.rounds)
+        res["cache"] = part_cache(dllm, paths, a.threads, a.rounds, a.threshold_tokens)
         save()
     if "compare" in parts:
         res["compare"] = part_compare(dllm, a.llama_cpp, a.ik_llama, paths, a.threads, a.rounds,
