@@ -498,7 +498,7 @@ def main():
     a = ap.parse_args()
     parts = a.parts.split(",")
     names = a.models.split(",")
-    if set(parts) - {"gemm", "forward", "generate", "compare"} or set(names) - set(MODELS):
+    if set(parts) - {"gemm", "forward", "generate", "cache", "compare"} or set(names) - set(MODELS):
         ap.error("unknown part or model")
     if "compare" in parts and not a.llama_cpp:
         ap.error("compare needs --llama-cpp DIR")
