@@ -10,6 +10,10 @@ Parts (--parts, default all but compare):
             tokens, 32 steps, block 32, no early stop; the summed step times, the speed-up
             over none beside the bound counting computed positions gives, token agreement
             with none; then one round with --threshold 0.9
+  divergence  `dllm run --cache prefix|dual --cache-check` on the fixture models
+            ($DLLM_FIXTURES) and the synth shapes: every cached step's logits rows against
+            the exact pass over the same canvas (cosine, relative L2 error, argmax
+            agreement), and whole-run token agreement with none
   compare   side by side with llama.cpp on the same file, canvas and threads, runs
             alternating: `dllm bench` with logits for every row next to llama-diffusion-cli's
             time per step (one non-causal pass over the canvas plus its sampling), and
@@ -311,6 +315,56 @@ def part_cache(dllm, paths, threads, rounds, threshold_tokens):
     return out
 
 
+def divergence_once(dllm, path, threads, mode, dream):
+    """One cache-protocol run with --cache-check: the cached rows of every step that read the
+    cache against the exact pass over the same canvas, summarised, and the answer's tokens."""
+    cmd = [dllm, "run", "-m", path, "-p", PROMPT, "--max-tokens", "128", "--steps", "32",
+           "--block-length", "32", "--no-early-stop", "--threads", str(threads), "--json",
+           "--cache", mode]
+    if mode != "none":
+        cmd.append("--cache-check")
+    doc, _, _ = run(cmd)
+    d = json.loads(doc)
+    checks = d.get("cache_checks", [])
+    rows = sum(c["rows"] for c in checks)
+    return {"mode": mode, "tokens": d["tokens"], "checked_steps": len(checks),
+            "cos_min": min((c["cos_min"] for c in checks), default=None),
+            "cos_median_of_step_min": statistics.median(c["cos_min"] for c in checks)
+            if checks else None,
+            "rel_max": max((c["rel_max"] for c in checks), default=None),
+            "rel_median_of_step_max": statistics.median(c["rel_max"] for c in checks)
+            if checks else None,
+            "argmax_agreement": sum(c["argmax_same"] for c in checks) / rows if rows else None}
+
+
+def part_divergence(dllm, paths, threads, fixtures):
+    """The cached steps' logits against exact passes over the same canvases (--cache-check),
+    per mode, on the fixture models and the synth shapes; and whole-run token agreement with
+    none. Random weights are not a trained model: see the README for what this can tell."""
+    models = []
+    if fixtures and os.path.isdir(os.path.join(fixtures, "models")):
+        for fn in sorted(os.listdir(os.path.join(fixtures, "models"))):
+            if fn.endswith(".gguf") and fn.split("-")[0] in ("llada", "dream"):
+                models.append((fn[:-5], os.path.join(fixtures, "models", fn)))
+    models += [(MODELS[name]["label"], path) for name, path in paths.items()]
+    out = []
+    for label, path in models:
+        dream = "dream" in os.path.basename(path)
+        try:
+            none = divergence_once(dllm, path, threads, "none", dream)
+            for mode in ("prefix", "dual"):
+                r = divergence_once(dllm, path, threads, mode, dream)
+                same = sum(a == b for a, b in zip(r["tokens"], none["tokens"]))
+                r["token_agreement_with_none"] = same / max(len(r["tokens"]),
+                                                            len(none["tokens"]), 1)
+                r["model"] = label
+                del r["tokens"]
+                out.append(r)
+        except RunError as e:
+            out.append({"model": label, "error": str(e)})
+    return out
+
+
 def llama_diffusion(binary, path, arch, canvas, threads):
     """llama-diffusion-cli over a canvas of `canvas` tokens: its printed time per step, and
     each step's time from the timestamps (M.SS.mmm.uuu) of its progress lines."""
@@ -483,7 +537,8 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "results"),
                     help="folder of the result files (default bench/results)")
     ap.add_argument("--parts", default="gemm,forward,generate",
-                    help="comma-separated: gemm, forward, generate, cache, compare")
+                    help="comma-separated: gemm, forward, generate, cache, divergence, "
+                         "compare")
     ap.add_argument("--models", default="llada,dream", help="llada, dream or both")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--reps", type=int, default=3, help="timed passes per figure (default 3)")
@@ -498,7 +553,7 @@ def main():
     a = ap.parse_args()
     parts = a.parts.split(",")
     names = a.models.split(",")
-    if set(parts) - {"gemm", "forward", "generate", "cache", "compare"} or set(names) - set(MODELS):
+    if set(parts) - {"gemm", "forward", "generate", "cache", "divergence", "compare"} or set(names) - set(MODELS):
         ap.error("unknown part or model")
     if "compare" in parts and not a.llama_cpp:
         ap.error("compare needs --llama-cpp DIR")
@@ -529,6 +584,11 @@ def main():
                  "mode computes (summed step_computed), the speed-up if time followed GEMM rows; "
                  "token agreement = share of answer tokens equal to none's of the same round; "
                  "threshold runs once each, over --threshold-tokens tokens" % PROMPT,
+        "divergence": "dllm run --cache MODE --cache-check, the cache protocol: at each step that "
+                      "read the cache, the cached candidate rows against an exact pass over the "
+                      "same canvas (cosine, relative L2 error |cached - exact| / |exact|, "
+                      "argmax agreement over all checked rows); token agreement = share of "
+                      "answer tokens equal to none's",
         "compare": "runs alternate per round: dllm bench with logits for all L rows (the work "
                    "llama.cpp does), llama-diffusion-cli -ub/-b/-c L --load-mode none (weights "
                    "read at load, not paged in during the steps), 5 steps: its time per step "
@@ -567,6 +627,10 @@ def main():
         save()
     if "cache" in parts:
         res["cache"] = part_cache(dllm, paths, a.threads, a.rounds, a.threshold_tokens)
+        save()
+    if "divergence" in parts:
+        res["divergence"] = part_divergence(dllm, paths, a.threads, os.environ.get(
+            "DLLM_FIXTURES", os.path.join(HERE, "..", "..", "shared", "fixtures")))
         save()
     if "compare" in parts:
         res["compare"] = part_compare(dllm, a.llama_cpp, a.ik_llama, paths, a.threads, a.rounds,

@@ -120,6 +120,24 @@ def cache_section(doc):
     return lines + ["", source(doc)]
 
 
+def divergence_section(doc):
+    rows = []
+    for r in doc["divergence"]:
+        if "error" in r:
+            rows.append([r["model"], "", failed(r["error"])] + [""] * 5)
+            continue
+        rows.append([r["model"], r["mode"], str(r["checked_steps"]), fmt(r["cos_min"], 4),
+                     fmt(r["rel_median_of_step_max"], 3), fmt(r["rel_max"], 3),
+                     fmt(100 * r["argmax_agreement"], 1) + "%",
+                     fmt(100 * r["token_agreement_with_none"], 0) + "%"])
+    lines = ["**K/V cache divergence** (`dllm run --cache MODE --cache-check`, 128 tokens, 32 "
+             "steps, block 32: each cached step's rows against the exact pass over the same "
+             "canvas; random weights)", ""]
+    lines += table(["model", "cache", "steps checked", "cosine min", "rel. L2 (median step)",
+                    "rel. L2 max", "argmax agrees", "tokens as none"], rows)
+    return lines + ["", source(doc)]
+
+
 def pair(a, b, digits=2):
     return "%s / %s" % (secs(a, digits), secs(b, digits))
 
@@ -189,6 +207,7 @@ def render(docs):
     out = []
     for section, fn in (("forward", forward_section), ("compare", compare_section),
                         ("generate", generate_section), ("cache", cache_section),
+                        ("divergence", divergence_section),
                         ("gemm", gemm_section)):
         doc = newest(docs, section)
         if doc:

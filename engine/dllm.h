@@ -859,6 +859,13 @@ struct dllm_request {
      * reported by DLLM_EVENT_DONE with cancelled set. dllm_session_cancel does the same.
      */
     const atomic_bool *cancel;
+    /*
+     * With a cache: at every step that reads the cache, also run the exact pass over the same
+     * canvas and report how far the cached step's logits rows are from it (DLLM_EVENT_STEP's
+     * check_* fields; the exact pass's time is left out of forward_ms). The run itself is
+     * unchanged: the cached logits are the ones sampled. It adds a full pass to those steps.
+     */
+    bool check_cache;
 };
 
 enum dllm_event_kind {
@@ -902,6 +909,12 @@ struct dllm_event {
     int64_t refreshes;        /* STEP: passes that refreshed a K/V cache (with CFG, two a block) */
     int64_t computed;         /* STEP: canvas positions the step's passes computed, summed */
     int64_t cache_bytes;      /* START: bytes of the request's K/V caches (0 without a cache) */
+    /* STEP, with check_cache, at a step that read the cache: the cached rows against the
+     * exact pass's (conditional rows, before CFG): the smallest cosine, the largest relative
+     * L2 error |cached - exact| / |exact|, how many of check_rows have the same argmax. */
+    bool checked;
+    double check_cos_min, check_rel_max, check_ms;
+    int64_t check_argmax_same, check_rows;
 };
 
 /* Receives a session's events on its worker thread; it must not call back into the session

@@ -13,6 +13,7 @@
 #include "sampler.h"
 #include "threadpool.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@ struct owned_request {
     char *raw_prompt;
     struct dllm_sampler_params sampler;
     const atomic_bool *cancel; /* the caller's flag, or NULL */
+    bool check_cache;
     dllm_event_fn fn;
     void *user;
 };
@@ -58,6 +60,9 @@ struct dllm_session {
      * block they were last refreshed for (-1: none yet). */
     struct dllm_kv_cache *kv[2];
     int64_t kv_block;
+    float *logits_check; /* [cap_check, n_vocab] the exact rows, with check_cache */
+    int64_t cap_check;
+    struct dllm_event check; /* the check_* fields of the step being run */
 
     pthread_t thread;
     pthread_mutex_t lock;
@@ -227,6 +232,50 @@ static enum dllm_status reserve_rows(struct dllm_session *s, int64_t rows, struc
     return DLLM_OK;
 }
 
+/* Grows the exact rows' buffer of check_cache to rows rows. */
+static enum dllm_status reserve_check(struct dllm_session *s, int64_t rows, struct dllm_error *err)
+{
+    if (rows <= s->cap_check)
+        return DLLM_OK;
+    float *a = realloc(s->logits_check, (size_t)rows * (size_t)s->n_vocab * sizeof(float));
+    if (!a)
+        return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory for %lld logits rows of %lld",
+                              (long long)rows, (long long)s->n_vocab);
+    s->logits_check = a;
+    s->cap_check = rows;
+    return DLLM_OK;
+}
+
+/* The check_* figures of n cached rows against the exact ones, into s->check. */
+static void compare_rows(struct dllm_session *s, const float *cached, const float *exact, int64_t n)
+{
+    const int64_t V = s->n_vocab;
+    struct dllm_event *c = &s->check;
+    c->checked = true;
+    c->check_cos_min = 1.0;
+    c->check_rel_max = 0.0;
+    c->check_argmax_same = 0;
+    c->check_rows = n;
+    for (int64_t r = 0; r < n; r++) {
+        const float *a = cached + r * V, *b = exact + r * V;
+        double ab = 0, aa = 0, bb = 0, dd = 0;
+        int64_t ia = 0, ib = 0;
+        for (int64_t j = 0; j < V; j++) {
+            ab += (double)a[j] * b[j];
+            aa += (double)a[j] * a[j];
+            bb += (double)b[j] * b[j];
+            dd += ((double)a[j] - b[j]) * ((double)a[j] - b[j]);
+            ia = a[j] > a[ia] ? j : ia;
+            ib = b[j] > b[ib] ? j : ib;
+        }
+        const double cos = aa > 0 && bb > 0 ? ab / sqrt(aa * bb) : 1.0;
+        const double rel = bb > 0 ? sqrt(dd / bb) : 0.0;
+        c->check_cos_min = cos < c->check_cos_min ? cos : c->check_cos_min;
+        c->check_rel_max = rel > c->check_rel_max ? rel : c->check_rel_max;
+        c->check_argmax_same += ia == ib;
+    }
+}
+
 /* Allocates the running request's K/V caches (none without a cache mode); *bytes gets their
  * size. */
 static enum dllm_status new_caches(struct dllm_session *s, int64_t canvas_len, int64_t *bytes,
@@ -302,6 +351,15 @@ static enum dllm_status step_logits(struct dllm_session *s, int64_t canvas_len, 
     plan_pass(s, canvas_len, &pass.begin, &pass.end, &refresh);
     const bool cfg = s->req.sampler.cfg_scale > 0;
     enum dllm_status st = dllm_forward_run(s->fwd, &pass, err);
+    if (!st && s->req.check_cache && pass.cache && !refresh) {
+        const double t = now_ms();
+        struct dllm_pass exact = pass;
+        exact.cache = NULL;
+        exact.logits = s->logits_check;
+        if (!(st = dllm_forward_run(s->fwd, &exact, err)))
+            compare_rows(s, s->logits, s->logits_check, n);
+        s->check.check_ms = now_ms() - t;
+    }
     if (!st && cfg) {
         memcpy(s->uncond, s->canvas, (size_t)canvas_len * sizeof *s->canvas);
         for (int64_t i = 0; i < n_prompt; i++)
@@ -418,6 +476,7 @@ static void run_request(struct dllm_session *s)
         int64_t n_rows;
         double t_fwd = now_ms();
         int64_t refreshes = 0, computed = 0;
+        s->check = (struct dllm_event){0};
         enum dllm_status st = dllm_sampler_next(s->sampler, s->canvas, &pos, &n_rows, &err);
         if (!st && n_rows > 0)
             st = step_logits(s, canvas_len, n_prompt, pos, n_rows, &refreshes, &computed, &err);
@@ -448,10 +507,16 @@ static void run_request(struct dllm_session *s)
                                 .has_best_left = res.has_best_left,
                                 .best_left_conf = res.best_left_conf,
                                 .masks_left = res.masks_left,
-                                .forward_ms = t_sample - t_fwd,
+                                .forward_ms = t_sample - t_fwd - s->check.check_ms,
                                 .sample_ms = now_ms() - t_sample,
                                 .refreshes = refreshes,
-                                .computed = computed};
+                                .computed = computed,
+                                .checked = s->check.checked,
+                                .check_cos_min = s->check.check_cos_min,
+                                .check_rel_max = s->check.check_rel_max,
+                                .check_ms = s->check.check_ms,
+                                .check_argmax_same = s->check.check_argmax_same,
+                                .check_rows = s->check.check_rows};
         emit(s, &sv);
     }
     finish(s, canvas_len, n_prompt, steps, have_res ? &res : NULL, atomic_load(&s->cancel), t0);
@@ -492,6 +557,7 @@ static void free_buffers(struct dllm_session *s)
     free(s->rows);
     free(s->logits);
     free(s->logits_un);
+    free(s->logits_check);
     free(s);
 }
 
@@ -591,6 +657,7 @@ static bool copy_request(struct owned_request *dst, const struct dllm_request *s
     memset(dst, 0, sizeof *dst);
     dst->sampler = src->sampler;
     dst->cancel = src->cancel;
+    dst->check_cache = src->check_cache;
     if (src->raw_prompt)
         return (dst->raw_prompt = strdup(src->raw_prompt)) != NULL;
     dst->messages = calloc(src->n_messages, sizeof *dst->messages);
@@ -630,7 +697,8 @@ enum dllm_status dllm_session_generate(struct dllm_session *s, const struct dllm
         pthread_mutex_unlock(&s->lock);
         return dllm_error_set(err, DLLM_ERR_ARG, "the session is already generating");
     }
-    if ((st = reserve_rows(s, rows, err))) {
+    if ((st = reserve_rows(s, rows, err)) ||
+        (request->check_cache && (st = reserve_check(s, rows, err)))) {
         pthread_mutex_unlock(&s->lock);
         return st;
     }

@@ -20,13 +20,16 @@ const char cmd_run_usage[] =
     "       dllm-tui --batch -m MODEL -p TEXT [options]\n"
     "\n"
     "Generates one answer and prints it on stdout; status goes to stderr, with a progress\n"
-    "line (step s of N) when stderr is a terminal. Ctrl+C stops at the next step, prints the\n"
-    "partial answer and exits 130. Without -m, the default model\n"
+    "line (step s of N) when stderr is a terminal. Ctrl+C stops inside the running step,\n"
+    "prints the partial answer and exits 130. Without -m, the default model\n"
     "(" DLLM_HUB_DEFAULT_MODEL "), downloaded on first use.\n"
     "\n"
     "options:\n" GEN_OPTIONS_HELP
     "  --json               print one JSON document instead of the text\n"
     "  --trace FILE         write one JSON line per step: what was committed and why\n"
+    "  --cache-check        with --cache: also run the exact pass at each cached step and\n"
+    "                       report how far the cached logits are (--json cache_checks,\n"
+    "                       --trace check); the answer is the cached run's\n"
     "  --verbose            print the model, settings, sizes and every step's time\n"
     "  -h, --help           this help\n";
 
@@ -39,6 +42,7 @@ struct run_state {
     int64_t n_step_ms, cap_step_ms;
     json_t *computed;      /* positions each step's passes computed */
     json_t *refresh_steps; /* the steps that refreshed the K/V cache */
+    json_t *checks;        /* --cache-check: each checked step's figures */
     int64_t cache_bytes;
     int64_t n_prompt, canvas_len, n_steps;
     char *text;
@@ -58,6 +62,15 @@ static void on_sigint(int sig)
     atomic_store(&interrupted, true);
 }
 
+/* A checked step's figures (--cache-check): the cached rows against the exact pass's. */
+static json_t *check_json(const struct dllm_event *ev)
+{
+    return json_pack("{s:I, s:f, s:f, s:I, s:I, s:f}", "step", (json_int_t)ev->step, "cos_min",
+                     ev->check_cos_min, "rel_max", ev->check_rel_max, "argmax_same",
+                     (json_int_t)ev->check_argmax_same, "rows", (json_int_t)ev->check_rows,
+                     "exact_ms", ev->check_ms);
+}
+
 /* One JSON line of the trace for a step. */
 static void write_trace(FILE *f, const struct dllm_event *ev)
 {
@@ -73,6 +86,8 @@ static void write_trace(FILE *f, const struct dllm_event *ev)
         ev->has_best_left ? json_real(ev->best_left_conf) : json_null(), "masks_left",
         (json_int_t)ev->masks_left, "forward_ms", ev->forward_ms, "sample_ms", ev->sample_ms,
         "refreshes", (json_int_t)ev->refreshes, "computed", (json_int_t)ev->computed);
+    if (ev->checked)
+        json_object_set_new(line, "check", check_json(ev));
     json_dumpf(line, f, JSON_COMPACT | JSON_PRESERVE_ORDER);
     fputc('\n', f);
     json_decref(line);
@@ -106,6 +121,8 @@ static void on_event(const struct dllm_event *ev, void *user)
         }
         st->step_ms[st->n_step_ms++] = ms;
         json_array_append_new(st->computed, json_integer(ev->computed));
+        if (ev->checked)
+            json_array_append_new(st->checks, check_json(ev));
         if (ev->refreshes)
             json_array_append_new(st->refresh_steps, json_integer(ev->step));
         if (st->trace)
@@ -221,6 +238,8 @@ static void print_json(const struct run_state *st, const struct dllm_sampler_par
     json_object_set(doc, "step_computed", st->computed);
     json_object_set(doc, "refresh_steps", st->refresh_steps);
     json_object_set_new(doc, "cache_bytes", json_integer(st->cache_bytes));
+    if (json_array_size(st->checks))
+        json_object_set(doc, "cache_checks", st->checks);
     json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     putchar('\n');
     json_decref(doc);
@@ -228,7 +247,7 @@ static void print_json(const struct run_state *st, const struct dllm_sampler_par
 
 int cmd_run(const struct cli_command *cmd, int argc, char **argv)
 {
-    enum { OPT_JSON = 512, OPT_TRACE, OPT_VERBOSE };
+    enum { OPT_JSON = 512, OPT_TRACE, OPT_VERBOSE, OPT_CACHE_CHECK };
     struct option opts[64];
     size_t n = 0;
     while (gen_long_options[n].name) {
@@ -238,9 +257,10 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
     opts[n++] = (struct option){"json", no_argument, NULL, OPT_JSON};
     opts[n++] = (struct option){"trace", required_argument, NULL, OPT_TRACE};
     opts[n++] = (struct option){"verbose", no_argument, NULL, OPT_VERBOSE};
+    opts[n++] = (struct option){"cache-check", no_argument, NULL, OPT_CACHE_CHECK};
     opts[n] = (struct option){0};
     struct gen_options o = {.threads = (int)sysconf(_SC_NPROCESSORS_ONLN)};
-    bool json = false, verbose = false;
+    bool json = false, verbose = false, cache_check = false;
     const char *trace_path = NULL;
     int c;
     while ((c = cli_getopt(cmd, argc, argv, "m:p:t:", opts)) != -1) {
@@ -252,11 +272,15 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
             trace_path = optarg;
         else if (c == OPT_VERBOSE)
             verbose = true;
+        else if (c == OPT_CACHE_CHECK)
+            cache_check = true;
     }
     if (optind != argc)
         cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
     if (!o.prompt)
         cli_usage_error(cmd, "-p/--prompt is missing (use -p - to read standard input)");
+    if (cache_check && (!o.has_cache || o.set.cache == DLLM_CACHE_NONE))
+        cli_usage_error(cmd, "--cache-check needs --cache prefix or dual");
 
     char *path = model_ref_path(o.model, o.offline);
     double t0 = cli_now_ms();
@@ -305,7 +329,8 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
                            .verbose = verbose,
                            .progress = isatty(STDERR_FILENO) && !verbose,
                            .computed = json_array(),
-                           .refresh_steps = json_array()};
+                           .refresh_steps = json_array(),
+                           .checks = json_array()};
     if (trace_path && !(st.trace = fopen(trace_path, "w")))
         cli_fail("cannot write the trace file %s", trace_path);
     struct dllm_chat_message msgs[2];
@@ -317,7 +342,8 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
                                .n_messages = n_msgs,
                                .raw_prompt = o.no_chat ? prompt : NULL,
                                .sampler = sp,
-                               .cancel = &interrupted};
+                               .cancel = &interrupted,
+                               .check_cache = cache_check};
     if (dllm_session_generate(session, &req, on_event, &st, &err))
         cli_fail("%s", err.text);
     dllm_session_wait(session);
@@ -347,6 +373,7 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
     free(st.step_ms);
     json_decref(st.computed);
     json_decref(st.refresh_steps);
+    json_decref(st.checks);
     free(prompt);
     free(path);
     if (fflush(stdout) != 0)

@@ -75,6 +75,21 @@ PY
 then ok "cache settings, refresh steps and computed positions in --json"; else not_ok "cache fields in --json"; fi
 run "prefix cache on LLaDA, verbose" 0 "$DLLM" run -m "$L" -p "Hi" $G --cache prefix --verbose
 expect_err "verbose names the cache's memory" "^K/V cache: [0-9.]+ MB"
+# --cache-check: every step that read the cache is compared with the exact pass, and a step
+# that recomputes the same canvas as its refresh agrees exactly (cosine 1).
+run "cache check" 0 "$DLLM" run -m "$L" -p "Hi" --max-tokens 32 --steps 8 --block-length 16 --cache dual --cache-check --json --no-early-stop
+if python3 - "$TMP/out" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+checks = d["cache_checks"]
+steps = d["steps"]
+assert [c["step"] for c in checks] == [s for s in range(steps) if s not in d["refresh_steps"]], checks
+for c in checks:
+    assert 0.9 < c["cos_min"] <= 1.0 + 1e-9 and c["rel_max"] >= 0 and 0 <= c["argmax_same"] <= c["rows"] and c["rows"] > 0, c
+PY
+then ok "cache_checks for every cached step"; else not_ok "cache_checks"; fi
+run "cache check without a cache" 2 "$DLLM" run -m "$L" -p hi --cache-check
+expect_err "names --cache" "--cache-check needs --cache prefix or dual"
 run "unknown cache mode" 2 "$DLLM" run -m "$L" -p hi --cache all
 expect_err "names the modes" "--cache is none, prefix or dual, not 'all'"
 run "run --help" 0 "$DLLM" run --help
