@@ -344,7 +344,7 @@ def part_divergence(dllm, paths, threads, fixtures):
     models = []
     if fixtures and os.path.isdir(os.path.join(fixtures, "models")):
         for fn in sorted(os.listdir(os.path.join(fixtures, "models"))):
-            if fn.endswith(".gguf") and fn.split("-")[0] in ("llada", "dream"):
+            if fn.endswith(".gguf") and fn.startswith(("llada-tiny", "dream-tiny")):
                 models.append((fn[:-5], os.path.join(fixtures, "models", fn)))
     models += [(MODELS[name]["label"], path) for name, path in paths.items()]
     out = []
