@@ -98,9 +98,29 @@ def generate_section(doc):
     return lines + ["", source(doc)]
 
 
-def cache_section(doc):
+def cache_section(docs):
+    """The newest cache figures of each model, from whichever runs measured them."""
+    newest_of = {}
+    for d in sorted((d for d in docs if d.get("cache")), key=lambda d: d["date"]):
+        for c in d["cache"]:
+            newest_of[c["model"]] = d
+    rows, sources = [], []
+    for model, doc in newest_of.items():
+        if doc not in sources:
+            sources.append(doc)
+    for doc in sources:
+        rows += cache_rows([c for c in doc["cache"] if newest_of[c["model"]] is doc])
+    lines = ["**K/V cache** (`dllm run --cache`, block 32, no early stop; seconds = "
+             "the steps' summed time, median of the rounds; the bound counts computed positions; "
+             "agreement = answer tokens equal to `none`'s, random weights)", ""]
+    lines += table(["model", "decoding", "cache", "steps s", "speed-up", "row bound",
+                    "tokens as none", "cache MB", "peak RSS GB"], rows)
+    return lines + [""] + [source(d) for d in sources]
+
+
+def cache_rows(entries):
     rows = []
-    for c in doc["cache"]:
+    for c in entries:
         tokens = c["runs"][0].get("generated_tokens", 128) if c["runs"] else 128
         mode_of = ("threshold %g, %d tokens" % (c["threshold"], tokens) if c["threshold"]
                    else "32 steps, 128 tokens")
@@ -112,12 +132,7 @@ def cache_section(doc):
         for r in c["runs"]:
             if "error" in r:
                 rows.append([LABEL[c["model"]], mode_of, r["mode"], failed(r["error"])] + [""] * 5)
-    lines = ["**K/V cache** (`dllm run --cache`, block 32, no early stop; seconds = "
-             "the steps' summed time, median of the rounds; the bound counts computed positions; "
-             "agreement = answer tokens equal to `none`'s, random weights)", ""]
-    lines += table(["model", "decoding", "cache", "steps s", "speed-up", "row bound",
-                    "tokens as none", "cache MB", "peak RSS GB"], rows)
-    return lines + ["", source(doc)]
+    return rows
 
 
 def divergence_section(doc):
@@ -206,11 +221,13 @@ def gemm_section(doc):
 def render(docs):
     out = []
     for section, fn in (("forward", forward_section), ("compare", compare_section),
-                        ("generate", generate_section), ("cache", cache_section),
+                        ("generate", generate_section), ("cache", None),
                         ("divergence", divergence_section),
                         ("gemm", gemm_section)):
         doc = newest(docs, section)
-        if doc:
+        if doc and fn is None:
+            out += cache_section(docs) + [""]
+        elif doc:
             out += fn(doc) + [""]
     return "\n".join(out).rstrip() + "\n"
 
