@@ -12,6 +12,7 @@
 #include "kernels/cpu.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
+#include "kernels/rowmath.h"
 #include "threadpool.h"
 
 #include <math.h>
@@ -52,6 +53,7 @@ struct cpu {
     void *arena;
     float *buf[DLLM_N_BUFS];
     float *own_k, *own_v; /* the arena's K and V, which buf[] names unless a cache is bound */
+    const float *logits;  /* the rows the last output wrote (the caller's memory) */
     float *scores, *cos, *sin;
     void *act;
     const struct dllm_kernels *kernels;
@@ -496,6 +498,54 @@ static void cpu_output(struct dllm_backend *be, int64_t R, float *logits)
     struct cpu *c = (struct cpu *)be;
     product(c, c->model->hp.n_layer * M_PER_LAYER, c->buf[DLLM_BUF_OUT], R, false, logits,
             c->model->hp.n_vocab);
+    c->logits = logits;
+}
+
+struct stats_job {
+    const struct cpu *c;
+    struct dllm_row_stats *out;
+};
+
+/*
+ * One row's statistics: argmax, max and runner-up in one pass; then S = sum e^(l - max) and
+ * T = sum e^(l - max) l in double (e^x by dllm_rowmath_exp), lse = max + ln S and the entropy
+ * lse - T / S, which is -sum p ln p with p = e^(l - lse).
+ */
+static void stats_row(void *ctx, int64_t r, int thread)
+{
+    const struct stats_job *job = ctx;
+    const int64_t V = job->c->model->hp.n_vocab;
+    const float *l = job->c->logits + r * V;
+    int64_t best = 0;
+    float second = -INFINITY;
+    for (int64_t v = 1; v < V; v++) {
+        if (l[v] > l[best]) {
+            second = l[best];
+            best = v;
+        } else if (l[v] > second) {
+            second = l[v];
+        }
+    }
+    const double max = l[best];
+    double S = 0, T = 0;
+    for (int64_t v = 0; v < V; v++) {
+        const double e = dllm_rowmath_exp((double)l[v] - max);
+        S += e;
+        T += e * l[v];
+    }
+    const double lse = max + dllm_rowmath_log(S);
+    job->out[r] = (struct dllm_row_stats){.argmax = (int32_t)best,
+                                          .max = l[best],
+                                          .second = second,
+                                          .lse = lse,
+                                          .entropy = lse - T / S};
+}
+
+static void cpu_row_stats(struct dllm_backend *be, int64_t R, struct dllm_row_stats *out)
+{
+    struct cpu *c = (struct cpu *)be;
+    struct stats_job job = {c, out};
+    dllm_threadpool_run(c->pool, R, stats_row, &job);
 }
 
 const struct dllm_backend_ops dllm_backend_cpu = {
@@ -518,4 +568,5 @@ const struct dllm_backend_ops dllm_backend_cpu = {
     .swiglu = cpu_swiglu,
     .add = cpu_add,
     .output = cpu_output,
+    .row_stats = cpu_row_stats,
 };

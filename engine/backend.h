@@ -118,6 +118,8 @@ struct dllm_backend_ops {
     void (*add)(struct dllm_backend *be, enum dllm_buf src, int64_t r0, int64_t r1);
     /* logits[R, n_vocab] (the caller's memory) = OUT[R, n_embd] times the output matrix. */
     void (*output)(struct dllm_backend *be, int64_t R, float *logits);
+    /* out[0 .. R-1] = the statistics of the R rows the last output wrote. */
+    void (*row_stats)(struct dllm_backend *be, int64_t R, struct dllm_row_stats *out);
 };
 
 /* A K/V cache starts with the backend that made it and its length. */

@@ -677,6 +677,15 @@ DLLM_API enum dllm_status dllm_kv_cache_new(struct dllm_forward *fwd, int64_t n_
 
 DLLM_API void dllm_kv_cache_free(struct dllm_kv_cache *cache);
 
+/* What a sampler reads of one logits row l[0 .. n_vocab-1]. */
+struct dllm_row_stats {
+    int32_t argmax; /* the first index of the largest logit */
+    float max;      /* l[argmax] */
+    float second;   /* the largest logit at any other index (the top-2 margin is max - second) */
+    double lse;     /* ln sum_v e^l[v] */
+    double entropy; /* -sum_v p[v] ln p[v] of p = softmax(l), in nats */
+};
+
 /* One pass: what to compute and where its logits go. */
 struct dllm_pass {
     const int32_t *ids;  /* [n_tokens] token ids at positions 0 .. n_tokens-1 */
@@ -695,6 +704,8 @@ struct dllm_pass {
      */
     struct dllm_kv_cache *cache;
     int64_t begin, end;
+    /* NULL, or [n_rows]: each returned row's statistics, computed where the logits are */
+    struct dllm_row_stats *stats;
 };
 
 /*

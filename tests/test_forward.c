@@ -460,6 +460,62 @@ START_TEST(test_rows_subset)
 }
 END_TEST
 
+/*
+ * The statistics a pass computes for its rows (dllm_pass.stats) against a float64 pass over
+ * the logits it returned (libm's exp and log): argmax (first of equal maxima), max, the
+ * runner-up, log-sum-exp and entropy; a pass without stats leaves the array as it was.
+ */
+START_TEST(test_row_stats)
+{
+    static const char *const files[] = {"llada-tiny-q4km.gguf", "dream-tiny-q4km.gguf"};
+    struct dllm_model *model;
+    struct test_forward t = open_fixture(files[_i], 24, &model);
+    const int64_t V = dllm_model_n_vocab(model), n = 24;
+    int32_t ids[24], rows[5] = {0, 7, 12, 23, 7};
+    for (int i = 0; i < n; i++)
+        ids[i] = i % 3 ? (int32_t)((i * 131 + 5) % V) : dllm_model_mask_id(model);
+    float *logits = malloc((size_t)(5 * V) * sizeof *logits);
+    struct dllm_row_stats stats[5];
+    const struct dllm_pass pass = {
+        .ids = ids, .n_tokens = n, .rows = rows, .n_rows = 5, .logits = logits, .stats = stats};
+    struct dllm_error err = {0};
+    ck_assert_msg(dllm_forward_run(t.fwd, &pass, &err) == DLLM_OK, "%s", err.text);
+    for (int r = 0; r < 5; r++) {
+        const float *l = logits + r * V;
+        int64_t best = 0;
+        for (int64_t v = 1; v < V; v++)
+            best = l[v] > l[best] ? v : best;
+        float second = -INFINITY;
+        double S = 0, T = 0;
+        for (int64_t v = 0; v < V; v++) {
+            if (v != best && l[v] > second)
+                second = l[v];
+            const double e = exp((double)l[v] - l[best]);
+            S += e;
+            T += e * ((double)l[v] - l[best]);
+        }
+        const double lse = l[best] + log(S), entropy = log(S) - T / S;
+        ck_assert_int_eq(stats[r].argmax, best);
+        ck_assert_float_eq(stats[r].max, l[best]);
+        ck_assert_float_eq(stats[r].second, second);
+        ck_assert_double_eq_tol(stats[r].lse, lse, 1e-9 * fabs(lse) + 1e-12);
+        ck_assert_double_eq_tol(stats[r].entropy, entropy, 1e-9 * entropy + 1e-12);
+        ck_assert(stats[r].entropy > 0 && stats[r].entropy <= log((double)V) + 1e-9);
+    }
+    /* A row asked for twice gets the same figures. */
+    ck_assert_int_eq(stats[1].argmax, stats[4].argmax);
+    ck_assert(stats[1].lse == stats[4].lse && stats[1].entropy == stats[4].entropy);
+    memset(stats, 0x5a, sizeof stats);
+    struct dllm_row_stats untouched[5];
+    memcpy(untouched, stats, sizeof stats);
+    ck_assert_int_eq(test_forward_run(t.fwd, ids, n, rows, 5, logits, &err), DLLM_OK);
+    ck_assert_mem_eq(stats, untouched, sizeof stats);
+    free(logits);
+    test_forward_free(&t);
+    dllm_model_close(model);
+}
+END_TEST
+
 START_TEST(test_run_errors)
 {
     struct dllm_model *model;
@@ -805,6 +861,7 @@ static Suite *forward_suite(void)
     tc = tcase_create("rows");
     tcase_add_loop_test(tc, test_rows_subset, 0, 2);
     tcase_add_test(tc, test_run_errors);
+    tcase_add_loop_test(tc, test_row_stats, 0, 2);
     tcase_add_loop_test(tc, test_repack_progress, 0, 2);
     suite_add_tcase(s, tc);
     tc = tcase_create("cancel");
