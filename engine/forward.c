@@ -47,6 +47,12 @@ static bool mem_available(uint64_t *bytes)
     return found;
 }
 
+/* Whether need bytes exceed MemAvailable (*avail); false when it cannot be read. */
+static bool exceeds_available(double need, uint64_t *avail)
+{
+    return mem_available(avail) && need > (double)*avail;
+}
+
 /*
  * Refuses when the weights, the backend's buffers for the config and the caller's logits rows
  * need more memory than is available.
@@ -54,13 +60,11 @@ static bool mem_available(uint64_t *bytes)
 static enum dllm_status check_memory(const struct dllm_backend_ops *ops,
                                      const struct dllm_backend_config *cfg, struct dllm_error *err)
 {
-    uint64_t avail;
-    if (!mem_available(&avail))
-        return DLLM_OK;
     const struct dllm_model *m = cfg->model;
     const double need = (double)m->weight_bytes + (double)ops->host_bytes(cfg) +
                         (double)cfg->max_rows * (double)m->hp.n_vocab * sizeof(float);
-    if (need <= (double)avail)
+    uint64_t avail;
+    if (!exceeds_available(need, &avail))
         return DLLM_OK;
     return dllm_error_set(err, DLLM_ERR_NOMEM,
                           "model needs %.1f GB but only %.1f GB is available (for a canvas of "
@@ -141,7 +145,7 @@ enum dllm_status dllm_kv_cache_new(struct dllm_forward *fwd, int64_t n_tokens,
                               n_tokens, fwd->max_tokens);
     const double need = (double)dllm_kv_cache_bytes(fwd, n_tokens);
     uint64_t avail;
-    if (!skip_memory_check && mem_available(&avail) && need > (double)avail)
+    if (!skip_memory_check && exceeds_available(need, &avail))
         return dllm_error_set(err, DLLM_ERR_NOMEM,
                               "a K/V cache of %.2f GB but only %.2f GB is available: use a "
                               "shorter canvas or no cache",

@@ -177,6 +177,15 @@ static const char *const cache_names[] = {"none", "prefix", "dual"};
 
 #define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
+/* The index of name in names[0 .. n-1], or -1. */
+static int name_index(const char *const *names, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(name, names[i]) == 0)
+            return i;
+    return -1;
+}
+
 const char *dllm_remasking_name(enum dllm_remasking remasking)
 {
     return (int)remasking >= 0 && (int)remasking < N_OF(remasking_names)
@@ -186,12 +195,10 @@ const char *dllm_remasking_name(enum dllm_remasking remasking)
 
 bool dllm_remasking_parse(const char *name, enum dllm_remasking *out)
 {
-    for (int i = 0; i < N_OF(remasking_names); i++)
-        if (strcmp(name, remasking_names[i]) == 0) {
-            *out = (enum dllm_remasking)i;
-            return true;
-        }
-    return false;
+    const int i = name_index(remasking_names, N_OF(remasking_names), name);
+    if (i >= 0)
+        *out = (enum dllm_remasking)i;
+    return i >= 0;
 }
 
 const char *dllm_alg_name(enum dllm_alg alg)
@@ -201,12 +208,10 @@ const char *dllm_alg_name(enum dllm_alg alg)
 
 bool dllm_alg_parse(const char *name, enum dllm_alg *out)
 {
-    for (int i = 0; i < N_OF(alg_names); i++)
-        if (strcmp(name, alg_names[i]) == 0) {
-            *out = (enum dllm_alg)i;
-            return true;
-        }
-    return false;
+    const int i = name_index(alg_names, N_OF(alg_names), name);
+    if (i >= 0)
+        *out = (enum dllm_alg)i;
+    return i >= 0;
 }
 
 const char *dllm_cache_mode_name(enum dllm_cache_mode mode)
@@ -216,12 +221,10 @@ const char *dllm_cache_mode_name(enum dllm_cache_mode mode)
 
 bool dllm_cache_mode_parse(const char *name, enum dllm_cache_mode *out)
 {
-    for (int i = 0; i < N_OF(cache_names); i++)
-        if (strcmp(name, cache_names[i]) == 0) {
-            *out = (enum dllm_cache_mode)i;
-            return true;
-        }
-    return false;
+    const int i = name_index(cache_names, N_OF(cache_names), name);
+    if (i >= 0)
+        *out = (enum dllm_cache_mode)i;
+    return i >= 0;
 }
 
 void dllm_sampler_params_init(struct dllm_sampler_params *params, enum dllm_sampler_kind kind)
