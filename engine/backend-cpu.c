@@ -12,6 +12,7 @@
 #include "kernels/cpu.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
+#include "kernels/route.h"
 #include "kernels/rowmath.h"
 #include "threadpool.h"
 
@@ -22,14 +23,23 @@
 #define BUFFER_ALIGN   64
 #define ATTENTION_ROWS 16 /* query rows per attention work item (a multiple of the ops' tile) */
 
-/* A weight matrix as the backend multiplies it: the model's tensor, and its repacked copy. */
+/*
+ * A weight matrix [N, K] as the backend multiplies it: its blocks in the model's file (a
+ * tensor, or one expert of a stacked MoE tensor), and its repacked copy.
+ */
 struct matrix {
-    const struct dllm_gguf_tensor *t;
+    uint32_t type;
+    const void *data; /* NULL: the model has no such matrix (a MoE model's dense FFN) */
+    int64_t K, N;
+    size_t bytes;
     const void *packed; /* NULL when not repacked */
 };
 
 /* The matrices of a layer, in the order of struct cpu's mats (enum dllm_weight's order). */
 #define M_PER_LAYER DLLM_W_OUTPUT
+
+/* A MoE layer's stacked expert matrices, in the order of struct cpu's mats. */
+enum expert_weight { EXPERT_GATE, EXPERT_UP, EXPERT_DOWN, N_EXPERT_WEIGHTS };
 
 /* The arena's parts: the activations of enum dllm_buf, then the backend's own scratch. */
 enum {
@@ -37,6 +47,14 @@ enum {
     SCRATCH_COS,                  /* [max_tokens, n_rot / 2] RoPE table */
     SCRATCH_SIN,                  /* [max_tokens, n_rot / 2] */
     SCRATCH_ACT,                  /* [max_tokens] activation rows converted for a kernel */
+    /* MoE models only (else empty): */
+    SCRATCH_ROUTER,     /* [max_tokens, n_expert] router logits */
+    SCRATCH_ROUTE_IDS,  /* [max_tokens, n_used] int32 experts of each row */
+    SCRATCH_ROUTE_W,    /* [max_tokens, n_used] their weights */
+    SCRATCH_SLOTS,      /* [max_tokens * n_used] int32 (row, slot) pairs grouped by expert */
+    SCRATCH_FIRST_SLOT, /* [n_expert + 1] int32 where each expert's group starts */
+    SCRATCH_MOE_IN,     /* [max_tokens, n_embd] an expert's rows gathered, then its output */
+    SCRATCH_MOE_SUM,    /* [max_tokens, n_embd] the weighted sum of the experts' outputs */
     N_PARTS
 };
 
@@ -59,9 +77,17 @@ struct cpu {
     const struct dllm_kernels *kernels;
     const struct dllm_ops *ops;
     struct dllm_threadpool *pool;
-    struct matrix *mats; /* layer il's at mats[il * M_PER_LAYER + w], then the output */
-    uint32_t act_type;   /* the weight type whose activation format act holds */
-    void *packed;        /* the repacked copies of mats, one anonymous mapping, or NULL */
+    float *router; /* SCRATCH_ROUTER .. SCRATCH_MOE_SUM */
+    int32_t *route_ids, *slots, *first_slot;
+    float *route_w, *moe_in, *moe_sum;
+    /*
+     * Layer il's at mats[il * M_PER_LAYER + w], then the output; in a MoE model then each
+     * layer's router and its experts (router_index, expert_index).
+     */
+    struct matrix *mats;
+    int64_t n_mats;
+    uint32_t act_type; /* the weight type whose activation format act holds */
+    void *packed;      /* the repacked copies of mats, one anonymous mapping, or NULL */
     size_t packed_bytes;
 };
 
@@ -71,14 +97,23 @@ static size_t act_row_bytes(const struct dllm_model *m)
     size_t most = dllm_matmul_scratch_bytes(m->output->type, m->output->ne[0], 1);
     for (int64_t il = 0; il < m->hp.n_layer; il++) {
         const struct dllm_layer *l = &m->layers[il];
-        const struct dllm_gguf_tensor *w[] = {l->wq,     l->wk,   l->wv,    l->wo,
-                                              l->w_gate, l->w_up, l->w_down};
+        const struct dllm_gguf_tensor *w[] = {l->wq,      l->wk,        l->wv,       l->wo,
+                                              l->w_gate,  l->w_up,      l->w_down,   l->router,
+                                              l->up_exps, l->gate_exps, l->down_exps};
         for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+            if (!w[i])
+                continue;
             size_t b = dllm_matmul_scratch_bytes(w[i]->type, w[i]->ne[0], 1);
             most = b > most ? b : most;
         }
     }
     return most;
+}
+
+/* The width of the FFN's hidden rows: one expert's in a MoE model. */
+static int64_t ffn_width(const struct dllm_hparams *hp)
+{
+    return hp->n_expert ? hp->n_ff_exp : hp->n_ff;
 }
 
 /* Byte sizes of the arena's parts for a config, each rounded up to the alignment. */
@@ -88,6 +123,7 @@ static bool part_sizes(const struct dllm_backend_config *cfg, size_t size[N_PART
     const int64_t L = cfg->max_tokens, R = cfg->max_rows;
     const int T = dllm_threadpool_size(cfg->pool);
     const int64_t dq = hp->n_head * hp->head_dim, dkv = hp->n_head_kv * hp->head_dim;
+    const bool moe = hp->n_expert > 0;
     const struct {
         int64_t rows, cols;
         size_t elem;
@@ -98,13 +134,20 @@ static bool part_sizes(const struct dllm_backend_config *cfg, size_t size[N_PART
         [DLLM_BUF_K] = {L, dkv, sizeof(float)},
         [DLLM_BUF_V] = {L, dkv, sizeof(float)},
         [DLLM_BUF_ATT] = {L, dq, sizeof(float)},
-        [DLLM_BUF_GATE] = {L, hp->n_ff, sizeof(float)},
-        [DLLM_BUF_UP] = {L, hp->n_ff, sizeof(float)},
+        [DLLM_BUF_GATE] = {L, ffn_width(hp), sizeof(float)},
+        [DLLM_BUF_UP] = {L, ffn_width(hp), sizeof(float)},
         [DLLM_BUF_OUT] = {R, hp->n_embd, sizeof(float)},
         [SCRATCH_SCORES] = {T, dllm_ops_attention_scratch(L, hp->head_dim), sizeof(float)},
         [SCRATCH_COS] = {L, hp->n_rot / 2, sizeof(float)},
         [SCRATCH_SIN] = {L, hp->n_rot / 2, sizeof(float)},
         [SCRATCH_ACT] = {L, 1, act_row_bytes(cfg->model)},
+        [SCRATCH_ROUTER] = {moe ? L : 0, hp->n_expert, sizeof(float)},
+        [SCRATCH_ROUTE_IDS] = {moe ? L : 0, hp->n_expert_used, sizeof(int32_t)},
+        [SCRATCH_ROUTE_W] = {moe ? L : 0, hp->n_expert_used, sizeof(float)},
+        [SCRATCH_SLOTS] = {moe ? L : 0, hp->n_expert_used, sizeof(int32_t)},
+        [SCRATCH_FIRST_SLOT] = {moe ? 1 : 0, hp->n_expert + 1, sizeof(int32_t)},
+        [SCRATCH_MOE_IN] = {moe ? L : 0, hp->n_embd, sizeof(float)},
+        [SCRATCH_MOE_SUM] = {moe ? L : 0, hp->n_embd, sizeof(float)},
     };
     for (int i = 0; i < N_PARTS; i++) {
         size_t n;
@@ -151,36 +194,87 @@ static void report_repack(const struct dllm_backend_config *cfg, size_t done, si
     cfg->progress(&p, cfg->progress_user);
 }
 
-/*
- * Lists the model's matrices in c->mats and, where the kernel variant repacks their types,
- * repacks them into one anonymous mapping and releases the pages of the originals, so the
- * weights stay resident once. The repacked copies are as large as the originals, plus a few
- * bytes per Q6_K block. The cancel flag is checked before each matrix.
- */
-static enum dllm_status repack_matrices(struct cpu *c, const struct dllm_backend_config *cfg,
-                                        struct dllm_error *err)
+/* The matrix [ne1, ne0] of tensor t (expert e of a stacked one), or an absent one for NULL. */
+static struct matrix matrix_of(const struct dllm_gguf_tensor *t, int64_t e)
+{
+    if (!t)
+        return (struct matrix){0};
+    const size_t bytes = t->size / (size_t)t->ne[2];
+    return (struct matrix){.type = t->type,
+                           .data = (const uint8_t *)t->data + (size_t)e * bytes,
+                           .K = t->ne[0],
+                           .N = t->ne[1],
+                           .bytes = bytes};
+}
+
+/* Where a MoE model's router of layer il is in c->mats. */
+static int64_t router_index(const struct cpu *c, int64_t il)
+{
+    return c->model->hp.n_layer * M_PER_LAYER + 1 + il;
+}
+
+/* Where expert e's matrix w of layer il is in c->mats. */
+static int64_t expert_index(const struct cpu *c, int64_t il, enum expert_weight w, int64_t e)
+{
+    const struct dllm_hparams *hp = &c->model->hp;
+    return hp->n_layer * (M_PER_LAYER + 1) + 1 + (il * N_EXPERT_WEIGHTS + w) * hp->n_expert + e;
+}
+
+/* Lists the model's matrices in c->mats (every expert of a MoE layer its own). */
+static enum dllm_status list_matrices(struct cpu *c, struct dllm_error *err)
 {
     const struct dllm_model *m = c->model;
-    const int64_t n = m->hp.n_layer * M_PER_LAYER + 1;
-    if (!(c->mats = calloc((size_t)n, sizeof *c->mats)))
+    const struct dllm_hparams *hp = &m->hp;
+    c->n_mats = hp->n_layer * M_PER_LAYER + 1;
+    if (hp->n_expert)
+        c->n_mats += hp->n_layer * (1 + N_EXPERT_WEIGHTS * hp->n_expert);
+    if (!(c->mats = calloc((size_t)c->n_mats, sizeof *c->mats)))
         return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
-    for (int64_t il = 0; il < m->hp.n_layer; il++) {
+    for (int64_t il = 0; il < hp->n_layer; il++) {
         const struct dllm_layer *l = &m->layers[il];
         const struct dllm_gguf_tensor *w[M_PER_LAYER] = {
             [DLLM_W_Q] = l->wq,       [DLLM_W_K] = l->wk,        [DLLM_W_V] = l->wv,
             [DLLM_W_O] = l->wo,       [DLLM_W_GATE] = l->w_gate, [DLLM_W_UP] = l->w_up,
             [DLLM_W_DOWN] = l->w_down};
         for (int i = 0; i < M_PER_LAYER; i++)
-            c->mats[il * M_PER_LAYER + i].t = w[i];
+            c->mats[il * M_PER_LAYER + i] = matrix_of(w[i], 0);
+        if (!hp->n_expert)
+            continue;
+        c->mats[router_index(c, il)] = matrix_of(l->router, 0);
+        const struct dllm_gguf_tensor *x[N_EXPERT_WEIGHTS] = {
+            [EXPERT_GATE] = l->gate_exps, [EXPERT_UP] = l->up_exps, [EXPERT_DOWN] = l->down_exps};
+        for (int i = 0; i < N_EXPERT_WEIGHTS; i++)
+            for (int64_t e = 0; e < hp->n_expert; e++)
+                c->mats[expert_index(c, il, i, e)] = matrix_of(x[i], e);
     }
-    c->mats[n - 1].t = m->output;
-    if (!c->kernels->repacked_bytes)
-        return DLLM_OK;
+    c->mats[hp->n_layer * M_PER_LAYER] = matrix_of(m->output, 0);
+    return DLLM_OK;
+}
+
+/* Bytes of a matrix repacked for c's kernels; 0 when they do not repack it. */
+static size_t repacked_bytes(const struct cpu *c, const struct matrix *mat)
+{
+    if (!mat->data || !c->kernels->repacked_bytes)
+        return 0;
+    return c->kernels->repacked_bytes(mat->type, mat->K, mat->N);
+}
+
+/*
+ * Lists the model's matrices and, where the kernel variant repacks their types, repacks them
+ * into one anonymous mapping and releases the pages of the originals, so the weights stay
+ * resident once. The repacked copies are as large as the originals, plus a few bytes per Q6_K
+ * block. The cancel flag is checked before each matrix.
+ */
+static enum dllm_status repack_matrices(struct cpu *c, const struct dllm_backend_config *cfg,
+                                        struct dllm_error *err)
+{
+    const struct dllm_model *m = c->model;
+    enum dllm_status st = list_matrices(c, err);
+    if (st)
+        return st;
     size_t total = 0;
-    for (int64_t i = 0; i < n; i++) {
-        const struct dllm_gguf_tensor *t = c->mats[i].t;
-        total += c->kernels->repacked_bytes(t->type, t->ne[0], t->ne[1]);
-    }
+    for (int64_t i = 0; i < c->n_mats; i++)
+        total += repacked_bytes(c, &c->mats[i]);
     if (total == 0)
         return DLLM_OK;
     void *map = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -193,17 +287,17 @@ static enum dllm_status repack_matrices(struct cpu *c, const struct dllm_backend
     c->packed_bytes = total;
     uint8_t *dst = map;
     report_repack(cfg, 0, total);
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; i < c->n_mats; i++) {
         if (cfg->cancel && atomic_load(cfg->cancel))
             return dllm_error_set(err, DLLM_ERR_CANCELLED, "cancelled while repacking the weights");
-        const struct dllm_gguf_tensor *t = c->mats[i].t;
-        const size_t bytes = c->kernels->repacked_bytes(t->type, t->ne[0], t->ne[1]);
+        struct matrix *mat = &c->mats[i];
+        const size_t bytes = repacked_bytes(c, mat);
         if (bytes == 0)
             continue;
-        dllm_kernels_repack_par(c->kernels, c->pool, t->type, t->data, t->ne[0], t->ne[1], dst);
-        c->mats[i].packed = dst;
-        if (t != m->tok_embd)
-            dllm_gguf_release_pages(m->gguf, t->data, t->size);
+        dllm_kernels_repack_par(c->kernels, c->pool, mat->type, mat->data, mat->K, mat->N, dst);
+        mat->packed = dst;
+        if (mat->data != m->tok_embd->data)
+            dllm_gguf_release_pages(m->gguf, mat->data, mat->bytes);
         dst += bytes;
         report_repack(cfg, (size_t)(dst - (uint8_t *)map), total);
     }
@@ -260,6 +354,13 @@ static enum dllm_status cpu_create(const struct dllm_backend_config *cfg, struct
     c->cos = parts[SCRATCH_COS];
     c->sin = parts[SCRATCH_SIN];
     c->act = parts[SCRATCH_ACT];
+    c->router = parts[SCRATCH_ROUTER];
+    c->route_ids = parts[SCRATCH_ROUTE_IDS];
+    c->route_w = parts[SCRATCH_ROUTE_W];
+    c->slots = parts[SCRATCH_SLOTS];
+    c->first_slot = parts[SCRATCH_FIRST_SLOT];
+    c->moe_in = parts[SCRATCH_MOE_IN];
+    c->moe_sum = parts[SCRATCH_MOE_SUM];
     const struct dllm_hparams *hp = &cfg->model->hp;
     dllm_rope_table(hp->rope_base, hp->n_rot, cfg->max_tokens, c->cos, c->sin);
     if ((st = repack_matrices(c, cfg, err))) {
@@ -285,7 +386,7 @@ static int64_t buf_cols(const struct cpu *c, enum dllm_buf b)
     case DLLM_BUF_K:
     case DLLM_BUF_V: return hp->n_head_kv * hp->head_dim;
     case DLLM_BUF_GATE:
-    case DLLM_BUF_UP: return hp->n_ff;
+    case DLLM_BUF_UP: return ffn_width(hp);
     default: return hp->n_embd;
     }
 }
@@ -403,17 +504,15 @@ static void cpu_gather_norm(struct dllm_backend *be, const int32_t *rows, int64_
 static void product(struct cpu *c, int64_t i, const float *x, int64_t L, bool same_input, float *y,
                     int64_t ldy)
 {
-    const struct matrix *mat = &c->mats[i];
-    const struct dllm_gguf_tensor *w = mat->t;
-    const int64_t K = w->ne[0], N = w->ne[1];
+    const struct matrix *w = &c->mats[i];
     if (!same_input || dllm_matmul_act_format(c->act_type) != dllm_matmul_act_format(w->type))
-        dllm_kernels_quantize_par(c->kernels, c->pool, w->type, x, K, L, c->act);
+        dllm_kernels_quantize_par(c->kernels, c->pool, w->type, x, w->K, L, c->act);
     c->act_type = w->type;
-    if (mat->packed)
-        dllm_kernels_rows_packed_par(c->kernels, c->pool, w->type, mat->packed, K, N, c->act, L, y,
-                                     ldy);
+    if (w->packed)
+        dllm_kernels_rows_packed_par(c->kernels, c->pool, w->type, w->packed, w->K, w->N, c->act, L,
+                                     y, ldy);
     else
-        dllm_kernels_rows_par(c->kernels, c->pool, w->type, w->data, K, N, c->act, L, y, ldy);
+        dllm_kernels_rows_par(c->kernels, c->pool, w->type, w->data, w->K, w->N, c->act, L, y, ldy);
 }
 
 static void cpu_matmul(struct dllm_backend *be, int64_t layer, enum dllm_weight w,
@@ -452,6 +551,24 @@ static void cpu_rope(struct dllm_backend *be, int64_t r0, int64_t r1)
     }
 }
 
+static void cpu_qk_norm(struct dllm_backend *be, int64_t layer, int64_t r0, int64_t r1)
+{
+    struct cpu *c = (struct cpu *)be;
+    const struct dllm_hparams *hp = &c->model->hp;
+    const struct dllm_layer *l = &c->model->layers[layer];
+    if (!l->q_norm)
+        return;
+    const int64_t hd = hp->head_dim;
+    for (int64_t i = r0; i < r1; i++) {
+        float *q = c->buf[DLLM_BUF_Q] + i * hp->n_head * hd;
+        float *k = c->buf[DLLM_BUF_K] + i * hp->n_head_kv * hd;
+        for (int64_t h = 0; h < hp->n_head; h++)
+            c->ops->rms_norm(q + h * hd, l->q_norm, hp->norm_eps, hd, q + h * hd);
+        for (int64_t h = 0; h < hp->n_head_kv; h++)
+            c->ops->rms_norm(k + h * hd, l->k_norm, hp->norm_eps, hd, k + h * hd);
+    }
+}
+
 struct attention_job {
     struct cpu *c;
     int64_t r0, r1, n_keys;
@@ -484,6 +601,83 @@ static void cpu_swiglu(struct dllm_backend *be, int64_t r0, int64_t r1)
     struct cpu *c = (struct cpu *)be;
     const int64_t n = c->model->hp.n_ff;
     c->ops->swiglu(c->buf[DLLM_BUF_GATE] + r0 * n, c->buf[DLLM_BUF_UP] + r0 * n, (r1 - r0) * n);
+}
+
+/*
+ * Routes XN rows [r0, r1) and groups the (row, slot) pairs by expert: slots[first_slot[e] ..
+ * first_slot[e + 1]) hold the pairs, as row * n_used + slot with rows counted from r0, of
+ * expert e, in row order.
+ */
+static void route_rows(struct cpu *c, int64_t layer, int64_t r0, int64_t r1, int32_t *experts,
+                       float *margins)
+{
+    const struct dllm_hparams *hp = &c->model->hp;
+    const int64_t n = r1 - r0, E = hp->n_expert, K = hp->n_expert_used;
+    product(c, router_index(c, layer), c->buf[DLLM_BUF_XN] + r0 * hp->n_embd, n, false, c->router,
+            E);
+    for (int64_t e = 0; e <= E; e++)
+        c->first_slot[e] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        float margin;
+        dllm_route(c->router + i * E, E, K, hp->expert_norm, c->route_ids + i * K,
+                   c->route_w + i * K, &margin);
+        for (int64_t j = 0; j < K; j++) {
+            c->first_slot[c->route_ids[i * K + j] + 1]++;
+            if (experts)
+                experts[(r0 + i) * K + j] = c->route_ids[i * K + j];
+        }
+        if (margins)
+            margins[r0 + i] = margin;
+    }
+    for (int64_t e = 0; e < E; e++)
+        c->first_slot[e + 1] += c->first_slot[e];
+    /* Each pair goes to its expert's next free place, first_slot[e] counting up as it fills. */
+    for (int64_t i = 0; i < n * K; i++)
+        c->slots[c->first_slot[c->route_ids[i]]++] = (int32_t)i;
+    /* Filled, first_slot[e] is where expert e + 1 starts: shift the starts back by one. */
+    for (int64_t e = E; e > 0; e--)
+        c->first_slot[e] = c->first_slot[e - 1];
+    c->first_slot[0] = 0;
+}
+
+/*
+ * Each expert in turn over its rows: gathers them into moe_in, GATE and UP from the expert's
+ * matrices (one conversion of the rows for both), SwiGLU, DOWN into moe_in, and adds each row
+ * times its weight into moe_sum; then XN = moe_sum. Every product runs on the whole pool, so
+ * an expert with many rows does not hold up the others.
+ */
+static void cpu_moe(struct dllm_backend *be, int64_t layer, int64_t r0, int64_t r1,
+                    int32_t *experts, float *margins)
+{
+    struct cpu *c = (struct cpu *)be;
+    const struct dllm_hparams *hp = &c->model->hp;
+    const int64_t d = hp->n_embd, ff = hp->n_ff_exp, K = hp->n_expert_used;
+    float *xn = c->buf[DLLM_BUF_XN] + r0 * d, *gate = c->buf[DLLM_BUF_GATE],
+          *up = c->buf[DLLM_BUF_UP];
+    route_rows(c, layer, r0, r1, experts, margins);
+    for (int64_t i = 0; i < (r1 - r0) * d; i++)
+        c->moe_sum[i] = 0.0f;
+    for (int64_t e = 0; e < hp->n_expert; e++) {
+        const int32_t *slot = c->slots + c->first_slot[e];
+        const int64_t rows = c->first_slot[e + 1] - c->first_slot[e];
+        if (rows == 0)
+            continue;
+        for (int64_t j = 0; j < rows; j++)
+            for (int64_t x = 0; x < d; x++)
+                c->moe_in[j * d + x] = xn[slot[j] / K * d + x];
+        product(c, expert_index(c, layer, EXPERT_GATE, e), c->moe_in, rows, false, gate, ff);
+        product(c, expert_index(c, layer, EXPERT_UP, e), c->moe_in, rows, true, up, ff);
+        c->ops->swiglu(gate, up, rows * ff);
+        product(c, expert_index(c, layer, EXPERT_DOWN, e), gate, rows, false, c->moe_in, d);
+        for (int64_t j = 0; j < rows; j++) {
+            const float w = c->route_w[slot[j]];
+            float *sum = c->moe_sum + slot[j] / K * d;
+            for (int64_t x = 0; x < d; x++)
+                sum[x] += w * c->moe_in[j * d + x];
+        }
+    }
+    for (int64_t i = 0; i < (r1 - r0) * d; i++)
+        xn[i] = c->moe_sum[i];
 }
 
 static void cpu_add(struct dllm_backend *be, enum dllm_buf src, int64_t r0, int64_t r1)
@@ -563,9 +757,11 @@ const struct dllm_backend_ops dllm_backend_cpu = {
     .gather_norm = cpu_gather_norm,
     .matmul = cpu_matmul,
     .add_bias = cpu_add_bias,
+    .qk_norm = cpu_qk_norm,
     .rope = cpu_rope,
     .attention = cpu_attention,
     .swiglu = cpu_swiglu,
+    .moe = cpu_moe,
     .add = cpu_add,
     .output = cpu_output,
     .row_stats = cpu_row_stats,

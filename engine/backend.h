@@ -24,8 +24,8 @@ enum dllm_buf {
     DLLM_BUF_K,    /* [L, n_head_kv * head_dim] */
     DLLM_BUF_V,    /* [L, n_head_kv * head_dim] */
     DLLM_BUF_ATT,  /* [L, n_head * head_dim] attention output, heads side by side */
-    DLLM_BUF_GATE, /* [L, n_ff] gate projection, then SwiGLU */
-    DLLM_BUF_UP,   /* [L, n_ff] */
+    DLLM_BUF_GATE, /* [L, n_ff] gate projection, then SwiGLU (MoE: n_ff_exp wide) */
+    DLLM_BUF_UP,   /* [L, n_ff] (MoE: n_ff_exp wide) */
     DLLM_BUF_OUT,  /* [max_rows, n_embd] the final-normed rows to project to logits */
     DLLM_N_BUFS
 };
@@ -108,12 +108,23 @@ struct dllm_backend_ops {
     /* buf rows [r0, r1) += b; nothing when the model has no such bias. */
     void (*add_bias)(struct dllm_backend *be, enum dllm_buf buf, int64_t layer, enum dllm_vector b,
                      int64_t r0, int64_t r1);
+    /* Q and K rows [r0, r1) head by head = RMSNorm * the layer's Q and K norms; nothing when
+     * the model has none. */
+    void (*qk_norm)(struct dllm_backend *be, int64_t layer, int64_t r0, int64_t r1);
     /* RoPE of Q and K rows [r0, r1), each at its own position, in place. */
     void (*rope)(struct dllm_backend *be, int64_t r0, int64_t r1);
     /* ATT rows [r0, r1) = bidirectional attention of those Q rows over K/V rows [0, n_keys). */
     void (*attention)(struct dllm_backend *be, int64_t r0, int64_t r1, int64_t n_keys);
     /* GATE = SiLU(GATE) * UP over rows [r0, r1). */
     void (*swiglu)(struct dllm_backend *be, int64_t r0, int64_t r1);
+    /*
+     * A MoE layer's FFN over XN rows [r0, r1), in place: each row routed by the layer's router
+     * to its n_expert_used experts, XN = the weighted sum of their SwiGLU FFNs. experts
+     * [n_tokens, n_used] and margins [n_tokens], when not NULL, receive each row's routing
+     * (dllm_pass.experts and expert_margins of the layer).
+     */
+    void (*moe)(struct dllm_backend *be, int64_t layer, int64_t r0, int64_t r1, int32_t *experts,
+                float *margins);
     /* X += src over rows [r0, r1). */
     void (*add)(struct dllm_backend *be, enum dllm_buf src, int64_t r0, int64_t r1);
     /* logits[R, n_vocab] (the caller's memory) = OUT[R, n_embd] times the output matrix. */

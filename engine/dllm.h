@@ -549,10 +549,10 @@ DLLM_API void dllm_model_params_init(struct dllm_model_params *params);
 struct dllm_model;
 
 /*
- * Maps a LLaDA or Dream GGUF file and checks it: the architecture, the hyperparameters and
- * their consistency, every tensor's presence, shape and type. params may be NULL for the
- * defaults. Errors name the key or tensor and the values that disagree, e.g.
- * "unsupported model architecture: gpt2 (supported: llada, dream)",
+ * Maps a LLaDA, Dream, LLaDA-MoE or RND1 GGUF file and checks it: the architecture, the
+ * hyperparameters and their consistency, every tensor's presence, shape and type. params may be
+ * NULL for the defaults. Errors name the key or tensor and the values that disagree, e.g.
+ * "unsupported model architecture: gpt2 (supported: llada, dream, llada-moe, rnd1)",
  * "required metadata key missing: llada.rope.freq_base",
  * "tensor blk.0.attn_q.weight is Q2_K: matrix kernels exist for Q4_K, ...". The memory check
  * comes later, where the canvas is known (dllm_forward_new). On failure *out is NULL.
@@ -563,7 +563,7 @@ DLLM_API enum dllm_status dllm_model_open(const char *path, const struct dllm_mo
 
 DLLM_API void dllm_model_close(struct dllm_model *model);
 
-/* "llada" or "dream". */
+/* "llada", "dream", "llada-moe" or "rnd1". */
 DLLM_API const char *dllm_model_arch(const struct dllm_model *model);
 DLLM_API int64_t dllm_model_n_vocab(const struct dllm_model *model);
 /* The context length the model was trained for (<arch>.context_length). */
@@ -575,12 +575,26 @@ DLLM_API int64_t dllm_model_n_layer(const struct dllm_model *model);
 DLLM_API int64_t dllm_model_n_embd(const struct dllm_model *model);
 DLLM_API int64_t dllm_model_n_head(const struct dllm_model *model);
 DLLM_API int64_t dllm_model_n_head_kv(const struct dllm_model *model);
-/* The hidden size of the feed-forward networks. */
+/* The hidden size of the feed-forward networks (a MoE file's feed_forward_length, or 0). */
 DLLM_API int64_t dllm_model_n_ff(const struct dllm_model *model);
+
+/*
+ * The routed experts of a mixture-of-experts model (llada-moe, rnd1): each layer's FFN is
+ * n_expert experts of hidden size ff, of which each position uses the n_used its router
+ * ranks highest, weighted by their softmax probabilities (divided by the kept ones' sum when
+ * weights_normalized). All zero (router_type NULL) for a dense model.
+ */
+struct dllm_model_experts {
+    int64_t n_expert, n_used, ff;
+    bool weights_normalized;
+    const char *router_type; /* the router matrix's tensor type, "F32" */
+};
+
+DLLM_API struct dllm_model_experts dllm_model_experts(const struct dllm_model *model);
 /*
  * Whether output row i predicts token i+1 rather than token i, so that a sampler reads the
- * row before a slot: diffusion.shift_logits, or by architecture when absent (Dream true,
- * LLaDA false).
+ * row before a slot: diffusion.shift_logits, or by architecture when absent (Dream and RND1
+ * true, LLaDA and LLaDA-MoE false).
  */
 DLLM_API bool dllm_model_shift_logits(const struct dllm_model *model);
 /* The quantization the file says it has (general.file_type): "Q4_K_M", "Q8_0", ... or
@@ -706,6 +720,14 @@ struct dllm_pass {
     int64_t begin, end;
     /* NULL, or [n_rows]: each returned row's statistics, computed where the logits are */
     struct dllm_row_stats *stats;
+    /*
+     * A mixture-of-experts model's routing (ignored for a dense one), each NULL or filled for
+     * the positions the pass computes: experts [n_layer, n_tokens, n_used] the experts each
+     * position's FFN used, most probable first; expert_margins [n_layer, n_tokens] the router
+     * logit of the last kept expert minus that of the best one left out.
+     */
+    int32_t *experts;
+    float *expert_margins;
 };
 
 /*
@@ -801,6 +823,9 @@ struct dllm_sampler_params {
  */
 DLLM_API void dllm_sampler_params_init(struct dllm_sampler_params *params,
                                        enum dllm_sampler_kind kind);
+
+/* The sampler a model's architecture runs with: LLADA for llada and llada-moe, else DREAM. */
+DLLM_API enum dllm_sampler_kind dllm_model_sampler_kind(const struct dllm_model *model);
 
 /*
  * DLLM_ERR_ARG when params cannot run, with a message that names the values that would work,

@@ -1,9 +1,10 @@
 /*
- * The forward pass of LLaDA and Dream as a graph over a backend's operations (backend.h):
- * embedding lookup, n_layer pre-norm blocks with bidirectional grouped-query attention and a
- * SwiGLU feed-forward network, the final norm and the output projection of the requested rows
- * only (llama.cpp src/models/llada.cpp and src/models/dream.cpp, with the causal mask
- * removed). Which op, in what order, on which buffers is decided here; the backend owns the
+ * The forward pass of LLaDA, Dream, LLaDA-MoE and RND1 as a graph over a backend's operations
+ * (backend.h): embedding lookup, n_layer pre-norm blocks with bidirectional grouped-query
+ * attention (MoE models: per-head Q/K norms before RoPE) and a SwiGLU feed-forward network
+ * (MoE models: routed experts), the final norm and the output projection of the requested rows
+ * only (llama.cpp src/models/llada.cpp, dream.cpp, llada-moe.cpp and rnd1.cpp, with the causal
+ * mask removed). Which op, in what order, on which buffers is decided here; the backend owns the
  * buffers and the weights.
  */
 #include "config.h"
@@ -179,21 +180,33 @@ static void attention_block(struct dllm_backend *be, int64_t il, int64_t r0, int
     op->add_bias(be, DLLM_BUF_Q, il, DLLM_V_BQ, r0, r1);
     op->add_bias(be, DLLM_BUF_K, il, DLLM_V_BK, r0, r1);
     op->add_bias(be, DLLM_BUF_V, il, DLLM_V_BV, r0, r1);
+    op->qk_norm(be, il, r0, r1);
     op->rope(be, r0, r1);
     op->attention(be, r0, r1, n);
     op->matmul(be, il, DLLM_W_O, DLLM_BUF_ATT, r0, r1, false, DLLM_BUF_XN);
     op->add(be, DLLM_BUF_XN, r0, r1);
 }
 
-/* X += W_down (SiLU(W_gate a) * W_up a) with a = RMSNorm(X), for the rows [r0, r1). */
-static void ffn_block(struct dllm_backend *be, int64_t il, int64_t r0, int64_t r1)
+/*
+ * X += W_down (SiLU(W_gate a) * W_up a) with a = RMSNorm(X), for the rows [r0, r1); in a MoE
+ * model the sum of that over each row's routed experts, weighted by the router, its routing
+ * recorded where the pass asks for it.
+ */
+static void ffn_block(struct dllm_backend *be, const struct dllm_hparams *hp,
+                      const struct dllm_pass *pass, int64_t il, int64_t r0, int64_t r1)
 {
     const struct dllm_backend_ops *op = be->ops;
     op->rms_norm(be, DLLM_BUF_X, r0, r1, il, DLLM_V_FFN_NORM, DLLM_BUF_XN);
-    op->matmul(be, il, DLLM_W_GATE, DLLM_BUF_XN, r0, r1, false, DLLM_BUF_GATE);
-    op->matmul(be, il, DLLM_W_UP, DLLM_BUF_XN, r0, r1, true, DLLM_BUF_UP);
-    op->swiglu(be, r0, r1);
-    op->matmul(be, il, DLLM_W_DOWN, DLLM_BUF_GATE, r0, r1, false, DLLM_BUF_XN);
+    if (hp->n_expert) {
+        const int64_t n = pass->n_tokens;
+        op->moe(be, il, r0, r1, pass->experts ? pass->experts + il * n * hp->n_expert_used : NULL,
+                pass->expert_margins ? pass->expert_margins + il * n : NULL);
+    } else {
+        op->matmul(be, il, DLLM_W_GATE, DLLM_BUF_XN, r0, r1, false, DLLM_BUF_GATE);
+        op->matmul(be, il, DLLM_W_UP, DLLM_BUF_XN, r0, r1, true, DLLM_BUF_UP);
+        op->swiglu(be, r0, r1);
+        op->matmul(be, il, DLLM_W_DOWN, DLLM_BUF_GATE, r0, r1, false, DLLM_BUF_XN);
+    }
     op->add(be, DLLM_BUF_XN, r0, r1);
 }
 
@@ -290,7 +303,7 @@ enum dllm_status dllm_forward_run(struct dllm_forward *fwd, const struct dllm_pa
         report_layer(fwd, il, n_layer);
         be->ops->bind_kv(be, pass->cache, il);
         attention_block(be, il, r0, r1, n);
-        ffn_block(be, il, r0, r1);
+        ffn_block(be, &fwd->model->hp, pass, il, r0, r1);
     }
     be->ops->bind_kv(be, NULL, 0);
     if (st || (st = check_cancel(pass, n_layer, n_layer, err)))

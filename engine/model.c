@@ -1,7 +1,8 @@
 /*
  * Model loading: the architecture and hyperparameters from GGUF metadata, the tensors of the
  * graph with their shapes and types checked against them (the keys and tensors llama.cpp's
- * convert_hf_to_gguf.py writes and src/llama-model.cpp reads for llada and dream).
+ * convert_hf_to_gguf.py writes and src/llama-model.cpp reads for llada, dream, llada-moe and
+ * rnd1).
  */
 #include "config.h"
 
@@ -23,14 +24,31 @@ struct arch_info {
     enum dllm_rope_mode rope_mode; /* NORMAL for LLaDA: its converter permutes Q/K rows */
     bool qkv_bias;                 /* Q/K/V biases are read when present */
     bool shift_logits;             /* when diffusion.shift_logits is absent */
+    bool moe;                      /* every FFN is routed experts (llama.cpp build_moe_ffn) */
+    bool qk_norm;                  /* per-head RMS norms of Q and K before RoPE */
+    bool expert_norm;              /* the kept experts' weights divided by their sum */
+    enum dllm_sampler_kind sampler;
 };
 
+/*
+ * llada-moe (LLaDA-MoE-7B-A1B) and rnd1 (RND1-30B-A3B, from Qwen3-30B-A3B): llama.cpp
+ * src/models/llada-moe.cpp and rnd1.cpp. RND1's converter writes no diffusion.shift_logits,
+ * which llama.cpp's diffusion example reads as true, and runs it with Dream's schedule.
+ */
 static const struct arch_info archs[] = {
-    {"llada", DLLM_ROPE_NORMAL, false, false},
-    {"dream", DLLM_ROPE_NEOX, true, true},
+    {"llada", DLLM_ROPE_NORMAL, false, false, false, false, false, DLLM_SAMPLER_LLADA},
+    {"dream", DLLM_ROPE_NEOX, true, true, false, false, false, DLLM_SAMPLER_DREAM},
+    {"llada-moe", DLLM_ROPE_NEOX, false, false, true, true, false, DLLM_SAMPLER_LLADA},
+    {"rnd1", DLLM_ROPE_NEOX, false, true, true, true, true, DLLM_SAMPLER_DREAM},
 };
+
+/* llama.cpp's LLAMA_MAX_EXPERTS (src/llama-hparams.h). */
+#define MAX_EXPERTS 512
 
 #define KEY_MAX 128
+
+/* The most norm and bias vectors a layer has (find_layer's list). */
+#define VECTORS_PER_LAYER 7
 
 /* A norm or bias vector found while checking tensors, decoded once memory is known to suffice. */
 struct vec_ref {
@@ -72,10 +90,46 @@ static enum dllm_status find_arch(const struct dllm_gguf *g, const struct arch_i
             return DLLM_OK;
         }
     }
-    st = dllm_error_set(err, DLLM_ERR_UNSUPPORTED,
-                        "unsupported model architecture: %s (supported: llada, dream)", name);
+    st = dllm_error_set(
+        err, DLLM_ERR_UNSUPPORTED,
+        "unsupported model architecture: %s (supported: llada, dream, llada-moe, rnd1)", name);
     free(name);
     return st;
+}
+
+/* An optional integer hyperparameter: *out keeps its value when the key is absent. */
+static enum dllm_status get_dim_opt(const struct dllm_gguf *g, const char *arch, const char *suffix,
+                                    int64_t *out, struct dllm_error *err)
+{
+    char key[KEY_MAX];
+    if (!dllm_gguf_find(g, arch_key(key, arch, suffix)))
+        return DLLM_OK;
+    return get_dim(g, arch, suffix, out, err);
+}
+
+/*
+ * The vocabulary size: <arch>.vocab_size, else the length of tokenizer.ggml.tokens (as
+ * llama.cpp reads it; the llada-moe and rnd1 converters write no vocab_size).
+ */
+static enum dllm_status read_vocab_size(const struct dllm_gguf *g, const char *arch, int64_t *out,
+                                        struct dllm_error *err)
+{
+    char key[KEY_MAX];
+    if (dllm_gguf_find(g, arch_key(key, arch, "vocab_size")))
+        return get_dim(g, arch, "vocab_size", out, err);
+    const struct dllm_gguf_value *tokens;
+    enum dllm_status st = dllm_gguf_get_array(g, "tokenizer.ggml.tokens", -1, &tokens, err);
+    if (st == DLLM_ERR_MISSING)
+        return dllm_error_set(err, DLLM_ERR_MISSING,
+                              "required metadata key missing: %s.vocab_size (or "
+                              "tokenizer.ggml.tokens)",
+                              arch);
+    if (st)
+        return st;
+    if (tokens->arr.n > INT64_MAX)
+        return dllm_error_set(err, DLLM_ERR_FORMAT, "tokenizer.ggml.tokens is too long");
+    *out = (int64_t)tokens->arr.n;
+    return DLLM_OK;
 }
 
 /* Reads the hyperparameters; optional keys take llama.cpp's defaults. */
@@ -90,8 +144,9 @@ static enum dllm_status read_hparams(const struct dllm_gguf *g, const struct arc
         (st = get_dim(g, a, "embedding_length", &hp->n_embd, err)) ||
         (st = get_dim(g, a, "attention.head_count", &hp->n_head, err)) ||
         (st = get_dim(g, a, "attention.head_count_kv", &hp->n_head_kv, err)) ||
-        (st = get_dim(g, a, "feed_forward_length", &hp->n_ff, err)) ||
-        (st = get_dim(g, a, "vocab_size", &hp->n_vocab, err)) ||
+        (st = arch->moe ? get_dim_opt(g, a, "feed_forward_length", &hp->n_ff, err)
+                        : get_dim(g, a, "feed_forward_length", &hp->n_ff, err)) ||
+        (st = read_vocab_size(g, a, &hp->n_vocab, err)) ||
         (st = get_dim(g, a, "context_length", &hp->n_ctx, err)) ||
         (st = dllm_gguf_get_f32(g, arch_key(key, a, "rope.freq_base"), &hp->rope_base, err)) ||
         (st = dllm_gguf_get_f32(g, arch_key(key, a, "attention.layer_norm_rms_epsilon"),
@@ -100,41 +155,89 @@ static enum dllm_status read_hparams(const struct dllm_gguf *g, const struct arc
         return st;
     hp->mask_id = mask;
     hp->head_dim = hp->n_head ? hp->n_embd / hp->n_head : 0;
-    hp->n_rot = hp->head_dim;
-    if (dllm_gguf_find(g, arch_key(key, a, "rope.dimension_count")) &&
-        (st = get_dim(g, a, "rope.dimension_count", &hp->n_rot, err)))
+    if ((st = get_dim_opt(g, a, "attention.key_length", &hp->head_dim, err)))
         return st;
+    int64_t value_length = hp->head_dim;
+    if ((st = get_dim_opt(g, a, "attention.value_length", &value_length, err)))
+        return st;
+    if (value_length != hp->head_dim)
+        return dllm_error_set(err, DLLM_ERR_UNSUPPORTED,
+                              "%s.attention.value_length %" PRId64 " differs from the key length "
+                              "%" PRId64 ": dllm supports equal key and value heads",
+                              a, value_length, hp->head_dim);
+    hp->n_rot = hp->head_dim;
+    if ((st = get_dim_opt(g, a, "rope.dimension_count", &hp->n_rot, err)))
+        return st;
+    if (arch->moe) {
+        if ((st = get_dim(g, a, "expert_count", &hp->n_expert, err)) ||
+            (st = get_dim(g, a, "expert_used_count", &hp->n_expert_used, err)))
+            return st;
+        hp->n_ff_exp = hp->n_expert_used ? hp->n_ff / hp->n_expert_used : 0;
+        if ((st = get_dim_opt(g, a, "expert_feed_forward_length", &hp->n_ff_exp, err)))
+            return st;
+        hp->expert_norm = arch->expert_norm;
+    }
     hp->shift_logits = arch->shift_logits;
     if (dllm_gguf_find(g, "diffusion.shift_logits") &&
         (st = dllm_gguf_get_bool(g, "diffusion.shift_logits", &hp->shift_logits, err)))
         return st;
     hp->rope_mode = arch->rope_mode;
+    hp->sampler = arch->sampler;
+    return DLLM_OK;
+}
+
+/* Checks the expert counts and sizes of a MoE model. */
+static enum dllm_status check_experts(const char *a, const struct dllm_hparams *hp,
+                                      struct dllm_error *err)
+{
+    if (hp->n_expert < 2 || hp->n_expert > MAX_EXPERTS)
+        return dllm_error_set(err, DLLM_ERR_FORMAT,
+                              "%s.expert_count is %" PRId64 ": it must be 2 to %d", a, hp->n_expert,
+                              MAX_EXPERTS);
+    if (hp->n_expert_used < 1 || hp->n_expert_used > hp->n_expert)
+        return dllm_error_set(err, DLLM_ERR_FORMAT,
+                              "%s.expert_used_count is %" PRId64 ": it must be 1 to "
+                              "%s.expert_count (%" PRId64 ")",
+                              a, hp->n_expert_used, a, hp->n_expert);
+    if (hp->n_ff_exp < 1)
+        return dllm_error_set(err, DLLM_ERR_FORMAT,
+                              "%s.expert_feed_forward_length is missing and "
+                              "%s.feed_forward_length / %s.expert_used_count is 0",
+                              a, a, a);
     return DLLM_OK;
 }
 
 /* Checks the hyperparameters against each other; errors name the keys and their values. */
-static enum dllm_status check_hparams(const char *a, const struct dllm_hparams *hp,
-                                      struct dllm_error *err)
+static enum dllm_status check_hparams(const struct dllm_gguf *g, const struct arch_info *arch,
+                                      const struct dllm_hparams *hp, struct dllm_error *err)
 {
+    const char *a = arch->name;
     const struct {
         const char *suffix;
         int64_t value;
     } positive[] = {
-        {"block_count", hp->n_layer},         {"embedding_length", hp->n_embd},
-        {"attention.head_count", hp->n_head}, {"attention.head_count_kv", hp->n_head_kv},
-        {"feed_forward_length", hp->n_ff},    {"vocab_size", hp->n_vocab},
+        {"block_count", hp->n_layer},
+        {"embedding_length", hp->n_embd},
+        {"attention.head_count", hp->n_head},
+        {"attention.head_count_kv", hp->n_head_kv},
+        {"feed_forward_length", arch->moe ? 1 : hp->n_ff},
+        {"vocab_size", hp->n_vocab},
         {"context_length", hp->n_ctx},
     };
+    char key[KEY_MAX];
     for (size_t i = 0; i < sizeof positive / sizeof positive[0]; i++) {
         if (positive[i].value == 0)
             return dllm_error_set(err, DLLM_ERR_FORMAT, "%s.%s is 0: it must be at least 1", a,
                                   positive[i].suffix);
     }
-    if (hp->n_embd % hp->n_head)
+    if (!dllm_gguf_find(g, arch_key(key, a, "attention.key_length")) && hp->n_embd % hp->n_head)
         return dllm_error_set(err, DLLM_ERR_FORMAT,
                               "%s.attention.head_count %" PRId64 " does not divide "
                               "%s.embedding_length %" PRId64,
                               a, hp->n_head, a, hp->n_embd);
+    if (hp->head_dim == 0)
+        return dllm_error_set(err, DLLM_ERR_FORMAT,
+                              "%s.attention.key_length is 0: it must be at least 1", a);
     if (hp->n_head % hp->n_head_kv)
         return dllm_error_set(err, DLLM_ERR_FORMAT,
                               "%s.attention.head_count_kv %" PRId64 " does not divide "
@@ -161,16 +264,16 @@ static enum dllm_status check_hparams(const char *a, const struct dllm_hparams *
         return dllm_error_set(err, DLLM_ERR_FORMAT,
                               "%s.attention.layer_norm_rms_epsilon %g must be positive", a,
                               (double)hp->norm_eps);
-    return DLLM_OK;
+    return arch->moe ? check_experts(a, hp, err) : DLLM_OK;
 }
 
 /*
- * Finds a tensor and checks its shape, ne = {ne0, ne1} (ne1 = 1 for a vector). A missing
- * optional tensor gives DLLM_OK and *out = NULL.
+ * Finds a tensor and checks its shape, ne = {ne0, ne1, ne2} (1 for the dimensions it lacks).
+ * A missing optional tensor gives DLLM_OK and *out = NULL.
  */
 static enum dllm_status find_tensor(struct dllm_model *m, const char *name, int64_t ne0,
-                                    int64_t ne1, bool required, const struct dllm_gguf_tensor **out,
-                                    struct dllm_error *err)
+                                    int64_t ne1, int64_t ne2, bool required,
+                                    const struct dllm_gguf_tensor **out, struct dllm_error *err)
 {
     const struct dllm_gguf_tensor *t = dllm_gguf_find_tensor(m->gguf, name);
     *out = t;
@@ -179,27 +282,32 @@ static enum dllm_status find_tensor(struct dllm_model *m, const char *name, int6
             return dllm_error_set(err, DLLM_ERR_MISSING, "required tensor missing: %s", name);
         return DLLM_OK;
     }
-    if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 || t->ne[3] != 1) {
-        char got[96];
+    if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != ne2 || t->ne[3] != 1) {
+        char got[96], want[64];
         snprintf(got, sizeof got, "%" PRId64 ", %" PRId64, t->ne[0], t->ne[1]);
         if (t->n_dims > 2)
             snprintf(got + strlen(got), sizeof got - strlen(got), ", %" PRId64 ", %" PRId64,
                      t->ne[2], t->ne[3]);
+        snprintf(want, sizeof want, "%" PRId64 ", %" PRId64, ne0, ne1);
+        if (ne2 != 1)
+            snprintf(want + strlen(want), sizeof want - strlen(want), ", %" PRId64, ne2);
         return dllm_error_set(err, DLLM_ERR_FORMAT,
-                              "tensor %s has shape [%s] but the hyperparameters of %s give "
-                              "[%" PRId64 ", %" PRId64 "]",
-                              name, got, m->arch, ne0, ne1);
+                              "tensor %s has shape [%s] but the hyperparameters of %s give [%s]",
+                              name, got, m->arch, want);
     }
     m->weight_bytes += t->size;
     return DLLM_OK;
 }
 
-/* A matrix [ne1 rows of ne0]: present, shaped so, and of a type the matrix kernels handle. */
+/*
+ * A matrix [ne1 rows of ne0] (ne2 of them stacked: the experts of a MoE layer): present,
+ * shaped so, and of a type the matrix kernels handle.
+ */
 static enum dllm_status find_matrix(struct dllm_model *m, const char *name, int64_t ne0,
-                                    int64_t ne1, const struct dllm_gguf_tensor **out,
+                                    int64_t ne1, int64_t ne2, const struct dllm_gguf_tensor **out,
                                     struct dllm_error *err)
 {
-    enum dllm_status st = find_tensor(m, name, ne0, ne1, true, out, err);
+    enum dllm_status st = find_tensor(m, name, ne0, ne1, ne2, true, out, err);
     if (st)
         return st;
     if (!dllm_matmul_supported((*out)->type)) {
@@ -227,7 +335,7 @@ static enum dllm_status find_vector(struct dllm_model *m, const char *name, int6
                                     size_t *n_refs, struct dllm_error *err)
 {
     const struct dllm_gguf_tensor *t;
-    enum dllm_status st = find_tensor(m, name, n, 1, required, &t, err);
+    enum dllm_status st = find_tensor(m, name, n, 1, 1, required, &t, err);
     if (st || !t)
         return st;
     if ((st = require_decoder(t, err)))
@@ -245,39 +353,53 @@ static enum dllm_status find_layer(struct dllm_model *m, const struct arch_info 
     const struct dllm_hparams *hp = &m->hp;
     struct dllm_layer *l = &m->layers[il];
     const int64_t d = hp->n_embd, dq = hp->n_head * hp->head_dim;
-    const int64_t dkv = hp->n_head_kv * hp->head_dim;
+    const int64_t dkv = hp->n_head_kv * hp->head_dim, ne = hp->n_expert, ff = hp->n_ff_exp;
     const struct {
         const char *suffix;
-        int64_t ne0, ne1;
+        int64_t ne0, ne1, ne2;
         const struct dllm_gguf_tensor **dst;
+        bool wanted;
     } matrices[] = {
-        {"attn_q.weight", d, dq, &l->wq},
-        {"attn_k.weight", d, dkv, &l->wk},
-        {"attn_v.weight", d, dkv, &l->wv},
-        {"attn_output.weight", dq, d, &l->wo},
-        {"ffn_gate.weight", d, hp->n_ff, &l->w_gate},
-        {"ffn_up.weight", d, hp->n_ff, &l->w_up},
-        {"ffn_down.weight", hp->n_ff, d, &l->w_down},
+        {"attn_q.weight", d, dq, 1, &l->wq, true},
+        {"attn_k.weight", d, dkv, 1, &l->wk, true},
+        {"attn_v.weight", d, dkv, 1, &l->wv, true},
+        {"attn_output.weight", dq, d, 1, &l->wo, true},
+        {"ffn_gate.weight", d, hp->n_ff, 1, &l->w_gate, !arch->moe},
+        {"ffn_up.weight", d, hp->n_ff, 1, &l->w_up, !arch->moe},
+        {"ffn_down.weight", hp->n_ff, d, 1, &l->w_down, !arch->moe},
+        {"ffn_gate_inp.weight", d, ne, 1, &l->router, arch->moe},
+        {"ffn_gate_exps.weight", d, ff, ne, &l->gate_exps, arch->moe},
+        {"ffn_up_exps.weight", d, ff, ne, &l->up_exps, arch->moe},
+        {"ffn_down_exps.weight", ff, d, ne, &l->down_exps, arch->moe},
     };
     const struct {
         const char *suffix;
         int64_t n;
         bool required;
         const float **dst;
+        bool wanted;
     } vectors[] = {
-        {"attn_norm.weight", d, true, &l->attn_norm}, {"ffn_norm.weight", d, true, &l->ffn_norm},
-        {"attn_q.bias", dq, false, &l->bq},           {"attn_k.bias", dkv, false, &l->bk},
-        {"attn_v.bias", dkv, false, &l->bv},
+        {"attn_norm.weight", d, true, &l->attn_norm, true},
+        {"ffn_norm.weight", d, true, &l->ffn_norm, true},
+        {"attn_q.bias", dq, false, &l->bq, arch->qkv_bias},
+        {"attn_k.bias", dkv, false, &l->bk, arch->qkv_bias},
+        {"attn_v.bias", dkv, false, &l->bv, arch->qkv_bias},
+        {"attn_q_norm.weight", hp->head_dim, true, &l->q_norm, arch->qk_norm},
+        {"attn_k_norm.weight", hp->head_dim, true, &l->k_norm, arch->qk_norm},
     };
     char name[KEY_MAX];
     enum dllm_status st;
     for (size_t i = 0; i < sizeof matrices / sizeof matrices[0]; i++) {
+        if (!matrices[i].wanted)
+            continue;
         snprintf(name, sizeof name, "blk.%" PRId64 ".%s", il, matrices[i].suffix);
-        if ((st = find_matrix(m, name, matrices[i].ne0, matrices[i].ne1, matrices[i].dst, err)))
+        if ((st = find_matrix(m, name, matrices[i].ne0, matrices[i].ne1, matrices[i].ne2,
+                              matrices[i].dst, err)))
             return st;
     }
-    const size_t n_vectors = arch->qkv_bias ? 5 : 2;
-    for (size_t i = 0; i < n_vectors; i++) {
+    for (size_t i = 0; i < sizeof vectors / sizeof vectors[0]; i++) {
+        if (!vectors[i].wanted)
+            continue;
         snprintf(name, sizeof name, "blk.%" PRId64 ".%s", il, vectors[i].suffix);
         if ((st = find_vector(m, name, vectors[i].n, vectors[i].required, vectors[i].dst, refs,
                               n_refs, err)))
@@ -324,21 +446,21 @@ static enum dllm_status load(struct dllm_model *m, const struct arch_info *arch,
                               m->arch, hp->n_layer, dllm_gguf_n_tensors(m->gguf) / 9);
     }
     m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
-    refs = calloc(1 + 5 * (size_t)hp->n_layer, sizeof *refs);
+    refs = calloc(1 + VECTORS_PER_LAYER * (size_t)hp->n_layer, sizeof *refs);
     if (!m->layers || !refs) {
         st = dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory for %" PRId64 " layers",
                             hp->n_layer);
         goto fail;
     }
-    if ((st = find_matrix(m, "output.weight", hp->n_embd, hp->n_vocab, &m->output, err)) ==
+    if ((st = find_matrix(m, "output.weight", hp->n_embd, hp->n_vocab, 1, &m->output, err)) ==
         DLLM_ERR_MISSING) {
         /* Untied files carry output.weight; a tied one reuses the embedding (llama.cpp). */
-        st = find_matrix(m, "token_embd.weight", hp->n_embd, hp->n_vocab, &m->output, err);
+        st = find_matrix(m, "token_embd.weight", hp->n_embd, hp->n_vocab, 1, &m->output, err);
     }
     if (st)
         goto fail;
-    if ((st =
-             find_tensor(m, "token_embd.weight", hp->n_embd, hp->n_vocab, true, &m->tok_embd, err)))
+    if ((st = find_tensor(m, "token_embd.weight", hp->n_embd, hp->n_vocab, 1, true, &m->tok_embd,
+                          err)))
         goto fail;
     if ((st = require_decoder(m->tok_embd, err)))
         goto fail;
@@ -384,7 +506,7 @@ enum dllm_status dllm_model_open(const char *path, const struct dllm_model_param
         return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
     if ((st = dllm_gguf_open(path, &m->gguf, err)) || (st = find_arch(m->gguf, &arch, err)) ||
         (st = read_hparams(m->gguf, arch, &m->hp, err)) ||
-        (st = check_hparams(arch->name, &m->hp, err)))
+        (st = check_hparams(m->gguf, arch, &m->hp, err)))
         goto fail;
     m->arch = arch->name;
     if ((st = load(m, arch, params->cancel, err)))
@@ -455,6 +577,24 @@ int64_t dllm_model_n_ff(const struct dllm_model *model)
 bool dllm_model_shift_logits(const struct dllm_model *model)
 {
     return model->hp.shift_logits;
+}
+
+enum dllm_sampler_kind dllm_model_sampler_kind(const struct dllm_model *model)
+{
+    return model->hp.sampler;
+}
+
+struct dllm_model_experts dllm_model_experts(const struct dllm_model *model)
+{
+    const struct dllm_hparams *hp = &model->hp;
+    if (!hp->n_expert)
+        return (struct dllm_model_experts){0};
+    return (struct dllm_model_experts){.n_expert = hp->n_expert,
+                                       .n_used = hp->n_expert_used,
+                                       .ff = hp->n_ff_exp,
+                                       .weights_normalized = hp->expert_norm,
+                                       .router_type =
+                                           dllm_type_name(model->layers[0].router->type)};
 }
 
 const struct dllm_gguf *dllm_model_gguf(const struct dllm_model *model)

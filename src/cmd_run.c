@@ -310,17 +310,23 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
     }
     if (verbose) {
         const struct dllm_sampler_params *p = &sp;
+        const struct dllm_model_experts x = dllm_model_experts(model);
+        char experts[96] = "";
+        if (x.n_expert)
+            snprintf(experts, sizeof experts, ", experts %lld, used %lld, expert ffn %lld",
+                     (long long)x.n_expert, (long long)x.n_used, (long long)x.ff);
         fprintf(stderr,
-                "model %s: %s, %lld layers, d_model %lld, vocab %lld; device cpu, %d threads; "
-                "loaded in %.0f ms\n"
+                "model %s: %s, %lld layers, d_model %lld, vocab %lld%s; %s sampler, logit "
+                "shift %s; device cpu, %d threads; loaded in %.0f ms\n"
                 "settings: max-tokens %lld, steps %lld, block-length %lld, temperature %g, "
                 "threshold %g, seed %llu, early stop %s, cache %s\n",
                 path, dllm_model_arch(model), (long long)dllm_model_n_layer(model),
-                (long long)dllm_model_n_embd(model), (long long)dllm_model_n_vocab(model),
-                o.threads, load_ms, (long long)p->gen_length, (long long)p->steps,
-                (long long)p->block_length, p->temperature, p->threshold,
-                (unsigned long long)p->seed, p->early_stop ? "on" : "off",
-                dllm_cache_mode_name(p->cache));
+                (long long)dllm_model_n_embd(model), (long long)dllm_model_n_vocab(model), experts,
+                p->kind == DLLM_SAMPLER_LLADA ? "LLaDA" : "Dream",
+                dllm_model_shift_logits(model) ? "on" : "off", o.threads, load_ms,
+                (long long)p->gen_length, (long long)p->steps, (long long)p->block_length,
+                p->temperature, p->threshold, (unsigned long long)p->seed,
+                p->early_stop ? "on" : "off", dllm_cache_mode_name(p->cache));
         if (p->threshold > 0)
             fprintf(stderr, "note: with --threshold each block runs until it is full; --steps "
                             "does not apply\n");

@@ -141,8 +141,8 @@ bool gen_options_handle(const struct cli_command *cmd, struct gen_options *o, in
 void gen_options_sampler(const struct cli_command *cmd, const struct gen_options *o,
                          const struct dllm_model *model, struct dllm_sampler_params *out)
 {
-    bool llada = strcmp(dllm_model_arch(model), "llada") == 0;
-    dllm_sampler_params_init(out, llada ? DLLM_SAMPLER_LLADA : DLLM_SAMPLER_DREAM);
+    const bool llada = dllm_model_sampler_kind(model) == DLLM_SAMPLER_LLADA;
+    dllm_sampler_params_init(out, dllm_model_sampler_kind(model));
     const struct dllm_sampler_params *s = &o->set;
 #define APPLY(flag, field)                                                                         \
     if (o->flag)                                                                                   \
@@ -177,9 +177,10 @@ void gen_options_sampler(const struct cli_command *cmd, const struct gen_options
         out->block_length = out->gen_length;
     if (llada && (o->has_top_p || o->has_top_k || o->has_alg || o->has_alg_temp || o->has_eps))
         cli_usage_error(cmd, "--top-p, --top-k, --alg, --alg-temp and --eps are Dream settings; "
-                             "this is a LLaDA model");
+                             "this model runs the LLaDA sampler");
     if (!llada && o->has_remasking)
-        cli_usage_error(cmd, "--remasking is a LLaDA setting; this is a Dream model (see --alg)");
+        cli_usage_error(cmd, "--remasking is a LLaDA setting; this model runs the Dream sampler "
+                             "(see --alg)");
     struct dllm_error err;
     if (dllm_sampler_params_check(out, &err))
         cli_usage_error(cmd, "%s", err.text);

@@ -227,8 +227,9 @@ END_TEST
 /* ---- fixture models against float64 logits ---------------------------------------------- */
 
 static const char *const fixture_models[] = {
-    "llada-tiny-q4km", "llada-tiny-q5km", "llada-tiny-q6k",  "llada-tiny-q80",
-    "llada-tiny-f16",  "llada-tiny-bf16", "dream-tiny-q4km", "dream-tiny-realvocab-q4km",
+    "llada-tiny-q4km",     "llada-tiny-q5km",    "llada-tiny-q6k",  "llada-tiny-q80",
+    "llada-tiny-f16",      "llada-tiny-bf16",    "dream-tiny-q4km", "dream-tiny-realvocab-q4km",
+    "llada-moe-tiny-q4km", "llada-moe-tiny-q80", "rnd1-tiny-q4km",  "rnd1-tiny-q80",
 };
 
 /* Figures of a set of rows against the float64 reference. */
@@ -292,6 +293,63 @@ static double json_number(json_t *obj, const char *key)
     return json_number_value(v);
 }
 
+/* Whether expert e is among the n ids. */
+static bool has_expert(const int32_t *ids, int64_t n, int64_t e)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (ids[i] == e)
+            return true;
+    return false;
+}
+
+/*
+ * A MoE case's routing: at every layer and position dllm chose the same set of experts as the
+ * float64 pass (<case>.route.json; the order inside a set is not significant), each with a
+ * margin of at least 0.1 in router logits between the last kept and the best left out.
+ */
+static void check_routing(const char *name, const struct dllm_model *model, int64_t n,
+                          const int32_t *experts, const float *margins)
+{
+    char rel[256];
+    size_t size;
+    snprintf(rel, sizeof rel, "logits/%s.route.json", name);
+    char *text = fixture_read(rel, &size);
+    json_error_t jerr;
+    json_t *route = json_loadb(text, size, 0, &jerr);
+    ck_assert_msg(json_is_object(route), "%s: %s", rel, jerr.text);
+    const struct dllm_model_experts x = dllm_model_experts(model);
+    const int64_t K = x.n_used;
+    ck_assert_int_eq((int64_t)json_number(route, "n_expert"), x.n_expert);
+    ck_assert_int_eq((int64_t)json_number(route, "n_expert_used"), K);
+    json_t *layers = json_object_get(route, "layers");
+    ck_assert_int_eq((int64_t)json_array_size(layers), dllm_model_n_layer(model));
+    float least = INFINITY;
+    for (int64_t il = 0; il < dllm_model_n_layer(model); il++) {
+        json_t *want = json_object_get(json_array_get(layers, (size_t)il), "experts");
+        ck_assert_int_eq((int64_t)json_array_size(want), n);
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t *got = experts + (il * n + i) * K;
+            json_t *ids = json_array_get(want, (size_t)i);
+            ck_assert_int_eq((int64_t)json_array_size(ids), K);
+            for (int64_t j = 0; j < K; j++) {
+                const int64_t e = json_integer_value(json_array_get(ids, (size_t)j));
+                ck_assert_msg(has_expert(got, K, e),
+                              "%s layer %lld position %lld: expert %lld of the float64 pass "
+                              "is not among dllm's",
+                              name, (long long)il, (long long)i, (long long)e);
+            }
+            const float margin = margins[il * n + i];
+            ck_assert_msg(margin >= 0.1f, "%s layer %lld position %lld: routing margin %.4f", name,
+                          (long long)il, (long long)i, (double)margin);
+            least = fminf(least, margin);
+        }
+    }
+    printf("%-32s routing: the float64 pass's experts everywhere, least margin %.3f\n", name,
+           (double)least);
+    json_decref(route);
+    free(text);
+}
+
 /*
  * The bar: every row's relative error at most llama.cpp's worst row plus 5%, the median at most
  * llama.cpp's plus 5%, and every row's cosine distance 1 - cos at most llama.cpp's worst plus
@@ -316,9 +374,24 @@ static void check_case(struct dllm_forward *fwd, const struct dllm_model *model,
         rows[i] = (int32_t)i;
     }
     float *logits = malloc((size_t)(n * n_vocab) * sizeof *logits);
+    const struct dllm_model_experts x = dllm_model_experts(model);
+    int32_t *experts = NULL;
+    float *margins = NULL;
+    if (x.n_expert) {
+        experts = malloc((size_t)(dllm_model_n_layer(model) * n * x.n_used) * sizeof *experts);
+        margins = malloc((size_t)(dllm_model_n_layer(model) * n) * sizeof *margins);
+    }
     struct dllm_error err = {0};
-    ck_assert_msg(test_forward_run(fwd, ids, n, rows, n, logits, &err) == DLLM_OK, "%s: %s", name,
-                  err.text);
+    const struct dllm_pass pass = {.ids = ids,
+                                   .n_tokens = n,
+                                   .rows = rows,
+                                   .n_rows = n,
+                                   .logits = logits,
+                                   .experts = experts,
+                                   .expert_margins = margins};
+    ck_assert_msg(dllm_forward_run(fwd, &pass, &err) == DLLM_OK, "%s: %s", name, err.text);
+    if (x.n_expert)
+        check_routing(name, model, n, experts, margins);
 
     float *ref = read_logits(name, "f64ref", n * n_vocab);
     float *llama = read_logits(name, "llamacpp", n * n_vocab);
@@ -359,6 +432,8 @@ static void check_case(struct dllm_forward *fwd, const struct dllm_model *model,
     free(rel_row);
     free(lcos);
     free(lrel);
+    free(experts);
+    free(margins);
 }
 
 START_TEST(test_fixture_logits)

@@ -32,15 +32,35 @@ static const struct {
     int64_t n_layer, n_embd, n_head, n_head_kv, n_ff, n_vocab, n_ctx;
     int32_t mask_id;
     bool shift;
+    enum dllm_sampler_kind sampler;
+    int64_t n_expert, n_used, expert_ff; /* 0 for a dense model */
+    bool weights_normalized;
 } fixtures[] = {
-    {"llada-tiny-q4km.gguf", "llada", 2, 256, 4, 4, 512, 2048, 4096, 1920, false},
-    {"llada-tiny-q80.gguf", "llada", 2, 256, 4, 4, 512, 2048, 4096, 1920, false},
-    {"llada-tiny-q5km.gguf", "llada", 2, 256, 4, 4, 512, 2048, 4096, 1920, false},
-    {"llada-tiny-q6k.gguf", "llada", 2, 256, 4, 4, 512, 2048, 4096, 1920, false},
-    {"llada-tiny-f16.gguf", "llada", 2, 256, 4, 4, 512, 2048, 4096, 1920, false},
-    {"llada-tiny-bf16.gguf", "llada", 2, 256, 4, 4, 512, 2048, 4096, 1920, false},
-    {"dream-tiny-q4km.gguf", "dream", 2, 256, 4, 2, 768, 2048, 4096, 1671, true},
-    {"dream-tiny-realvocab-q4km.gguf", "dream", 2, 256, 4, 2, 768, 152064, 4096, 151666, true},
+    {"llada-tiny-q4km.gguf", "llada", 2, 256, 4, 4, 512, 2048, 4096, 1920, false,
+     DLLM_SAMPLER_LLADA, 0, 0, 0, false},
+    {"llada-tiny-q80.gguf", "llada", 2, 256, 4, 4, 512, 2048, 4096, 1920, false, DLLM_SAMPLER_LLADA,
+     0, 0, 0, false},
+    {"llada-tiny-q5km.gguf", "llada", 2, 256, 4, 4, 512, 2048, 4096, 1920, false,
+     DLLM_SAMPLER_LLADA, 0, 0, 0, false},
+    {"llada-tiny-q6k.gguf", "llada", 2, 256, 4, 4, 512, 2048, 4096, 1920, false, DLLM_SAMPLER_LLADA,
+     0, 0, 0, false},
+    {"llada-tiny-f16.gguf", "llada", 2, 256, 4, 4, 512, 2048, 4096, 1920, false, DLLM_SAMPLER_LLADA,
+     0, 0, 0, false},
+    {"llada-tiny-bf16.gguf", "llada", 2, 256, 4, 4, 512, 2048, 4096, 1920, false,
+     DLLM_SAMPLER_LLADA, 0, 0, 0, false},
+    {"dream-tiny-q4km.gguf", "dream", 2, 256, 4, 2, 768, 2048, 4096, 1671, true, DLLM_SAMPLER_DREAM,
+     0, 0, 0, false},
+    {"dream-tiny-realvocab-q4km.gguf", "dream", 2, 256, 4, 2, 768, 152064, 4096, 151666, true,
+     DLLM_SAMPLER_DREAM, 0, 0, 0, false},
+    /* fixtures/README.md: 8 experts of 128, top-2; rnd1 without diffusion.shift_logits. */
+    {"llada-moe-tiny-q4km.gguf", "llada-moe", 2, 256, 4, 4, 512, 2048, 4096, 1759, false,
+     DLLM_SAMPLER_LLADA, 8, 2, 128, false},
+    {"llada-moe-tiny-q80.gguf", "llada-moe", 2, 256, 4, 4, 512, 2048, 4096, 1759, false,
+     DLLM_SAMPLER_LLADA, 8, 2, 128, false},
+    {"rnd1-tiny-q4km.gguf", "rnd1", 2, 256, 4, 2, 768, 2048, 4096, 1781, true, DLLM_SAMPLER_DREAM,
+     8, 2, 128, true},
+    {"rnd1-tiny-q80.gguf", "rnd1", 2, 256, 4, 2, 768, 2048, 4096, 1781, true, DLLM_SAMPLER_DREAM, 8,
+     2, 128, true},
 };
 
 START_TEST(test_hparams)
@@ -56,6 +76,16 @@ START_TEST(test_hparams)
     ck_assert_int_eq(dllm_model_n_ctx(m), fixtures[_i].n_ctx);
     ck_assert_int_eq(dllm_model_mask_id(m), fixtures[_i].mask_id);
     ck_assert(dllm_model_shift_logits(m) == fixtures[_i].shift);
+    ck_assert_int_eq(dllm_model_sampler_kind(m), fixtures[_i].sampler);
+    const struct dllm_model_experts x = dllm_model_experts(m);
+    ck_assert_int_eq(x.n_expert, fixtures[_i].n_expert);
+    ck_assert_int_eq(x.n_used, fixtures[_i].n_used);
+    ck_assert_int_eq(x.ff, fixtures[_i].expert_ff);
+    ck_assert(x.weights_normalized == fixtures[_i].weights_normalized);
+    if (x.n_expert)
+        ck_assert_str_eq(x.router_type, "F32");
+    else
+        ck_assert_ptr_null(x.router_type);
     ck_assert_ptr_nonnull(dllm_model_gguf(m));
     ck_assert_ptr_nonnull(dllm_gguf_find(dllm_model_gguf(m), "tokenizer.ggml.tokens"));
     dllm_model_close(m);
@@ -79,6 +109,8 @@ struct edit_case {
 
 #define LLADA "llada-tiny-q4km.gguf"
 #define DREAM "dream-tiny-q4km.gguf"
+#define MOE   "llada-moe-tiny-q4km.gguf"
+#define RND1  "rnd1-tiny-q4km.gguf"
 #define MISSING(model, key)                                                                        \
     {                                                                                              \
         model, DEL_KEY, key, 0, NULL, DLLM_ERR_MISSING, "required metadata key missing: " key      \
@@ -86,16 +118,15 @@ struct edit_case {
 
 static const struct edit_case edits[] = {
     {LLADA, SET_STR, "general.architecture", 0, "gpt2", DLLM_ERR_UNSUPPORTED,
-     "unsupported model architecture: gpt2 (supported: llada, dream)"},
+     "unsupported model architecture: gpt2 (supported: llada, dream, llada-moe, rnd1)"},
     {DREAM, SET_STR, "general.architecture", 0, "qwen2", DLLM_ERR_UNSUPPORTED,
-     "unsupported model architecture: qwen2 (supported: llada, dream)"},
+     "unsupported model architecture: qwen2 (supported: llada, dream, llada-moe, rnd1)"},
     MISSING(LLADA, "general.architecture"),
     MISSING(LLADA, "llada.block_count"),
     MISSING(LLADA, "llada.embedding_length"),
     MISSING(LLADA, "llada.attention.head_count"),
     MISSING(LLADA, "llada.attention.head_count_kv"),
     MISSING(LLADA, "llada.feed_forward_length"),
-    MISSING(LLADA, "llada.vocab_size"),
     MISSING(LLADA, "llada.context_length"),
     MISSING(LLADA, "llada.rope.freq_base"),
     MISSING(LLADA, "llada.attention.layer_norm_rms_epsilon"),
@@ -160,7 +191,47 @@ static const struct edit_case edits[] = {
      "Q4_0, Q4_1, Q5_0, Q5_1, F16, BF16, F32"},
     {LLADA, SET_TYPE, "blk.1.attn_norm.weight", 10, NULL, DLLM_ERR_UNSUPPORTED,
      "unsupported GGUF tensor type: Q2_K (tensor blk.1.attn_norm.weight)"},
+    /* Mixture-of-experts files: counts, sizes, expert tensors. */
+    MISSING(MOE, "llada-moe.expert_count"),
+    MISSING(RND1, "rnd1.expert_used_count"),
+    {MOE, DEL_KEY, "tokenizer.ggml.tokens", 0, NULL, DLLM_ERR_MISSING,
+     "required metadata key missing: llada-moe.vocab_size (or tokenizer.ggml.tokens)"},
+    {MOE, SET_U32, "llada-moe.expert_count", 1, NULL, DLLM_ERR_FORMAT,
+     "llada-moe.expert_count is 1: it must be 2 to 512"},
+    {MOE, SET_U32, "llada-moe.expert_count", 513, NULL, DLLM_ERR_FORMAT,
+     "llada-moe.expert_count is 513: it must be 2 to 512"},
+    {MOE, SET_U32, "llada-moe.expert_used_count", 0, NULL, DLLM_ERR_FORMAT,
+     "llada-moe.expert_used_count is 0: it must be 1 to llada-moe.expert_count (8)"},
+    {RND1, SET_U32, "rnd1.expert_used_count", 9, NULL, DLLM_ERR_FORMAT,
+     "rnd1.expert_used_count is 9: it must be 1 to rnd1.expert_count (8)"},
+    {MOE, SET_U32, "llada-moe.expert_count", 16, NULL, DLLM_ERR_FORMAT,
+     "tensor blk.0.ffn_gate_inp.weight has shape [256, 8] but the hyperparameters of llada-moe "
+     "give [256, 16]"},
+    {MOE, SET_U32, "llada-moe.expert_feed_forward_length", 256, NULL, DLLM_ERR_FORMAT,
+     "tensor blk.0.ffn_gate_exps.weight has shape [256, 128, 8, 1] but the hyperparameters of "
+     "llada-moe give [256, 256, 8]"},
+    /* Without the key, the expert FFN is feed_forward_length / expert_used_count = 256. */
+    {MOE, DEL_KEY, "llada-moe.expert_feed_forward_length", 0, NULL, DLLM_ERR_FORMAT,
+     "tensor blk.0.ffn_gate_exps.weight has shape [256, 128, 8, 1] but the hyperparameters of "
+     "llada-moe give [256, 256, 8]"},
+    {RND1, SET_U32, "rnd1.attention.key_length", 64, NULL, DLLM_ERR_UNSUPPORTED,
+     "rnd1.attention.value_length 128 differs from the key length 64: dllm supports equal key "
+     "and value heads"},
+    {RND1, SET_U32, "rnd1.embedding_length", 512, NULL, DLLM_ERR_FORMAT,
+     "tensor output.weight has shape [256, 2048] but the hyperparameters of rnd1 give "
+     "[512, 2048]"},
+    {MOE, DEL_TENSOR, "blk.1.ffn_down_exps.weight", 0, NULL, DLLM_ERR_MISSING,
+     "required tensor missing: blk.1.ffn_down_exps.weight"},
+    {MOE, DEL_TENSOR, "blk.0.ffn_gate_inp.weight", 0, NULL, DLLM_ERR_MISSING,
+     "required tensor missing: blk.0.ffn_gate_inp.weight"},
+    {RND1, DEL_TENSOR, "blk.0.attn_k_norm.weight", 0, NULL, DLLM_ERR_MISSING,
+     "required tensor missing: blk.0.attn_k_norm.weight"},
+    {RND1, SET_TYPE, "blk.1.ffn_up_exps.weight", 10 /* Q2_K */, NULL, DLLM_ERR_UNSUPPORTED,
+     "tensor blk.1.ffn_up_exps.weight is Q2_K: matrix kernels exist for Q4_K, Q5_K, Q6_K, Q8_0, "
+     "Q4_0, Q4_1, Q5_0, Q5_1, F16, BF16, F32"},
     /* Accepted edits: optional keys and tensors. */
+    {LLADA, DEL_KEY, "llada.vocab_size", 0, NULL, DLLM_OK, NULL},
+    {RND1, DEL_TENSOR, "output.weight", 0, NULL, DLLM_OK, NULL},
     {LLADA, DEL_KEY, "llada.rope.dimension_count", 0, NULL, DLLM_OK, NULL},
     {DREAM, DEL_KEY, "diffusion.shift_logits", 0, NULL, DLLM_OK, NULL},
     {LLADA, DEL_KEY, "diffusion.shift_logits", 0, NULL, DLLM_OK, NULL},

@@ -9,6 +9,7 @@
 #include "fixtures.h"
 #include "kernels/cpu.h"
 #include "kernels/ops.h"
+#include "kernels/route.h"
 #include "random_data.h"
 
 #include <check.h>
@@ -495,6 +496,73 @@ START_TEST(test_add)
 }
 END_TEST
 
+/* ---- the MoE router ------------------------------------------------------------------------ */
+
+/* Expert counts and kept counts of the routing cases: the fixtures', the real models', edges. */
+static const struct {
+    int64_t n_expert, k;
+} route_cases[] = {{8, 2}, {64, 8}, {128, 8}, {2, 1}, {4, 4}, {512, 16}};
+#define N_ROUTE_CASES (int)(sizeof route_cases / sizeof route_cases[0])
+
+/*
+ * dllm_route against a brute force over the same logits: k passes each picking the largest
+ * logit not yet taken (the lower id on a tie), the probabilities from a softmax in long double,
+ * the margin between the k-th and the best remaining logit. Rows with ties are included (logits
+ * rounded to a coarse grid), so the tie rule is exercised.
+ */
+START_TEST(test_route)
+{
+    const int64_t E = route_cases[_i / 2].n_expert, K = route_cases[_i / 2].k;
+    const bool normalize = _i % 2;
+    uint64_t seed = 41 + (uint64_t)_i;
+    float *logits = malloc((size_t)E * sizeof *logits), *w = malloc((size_t)K * sizeof *w);
+    int32_t *ids = malloc((size_t)K * sizeof *ids);
+    bool *taken = malloc((size_t)E * sizeof *taken);
+    for (int row = 0; row < 50; row++) {
+        for (int64_t e = 0; e < E; e++) {
+            logits[e] = (float)(2.0 * rng_gauss(&seed));
+            if (row % 5 == 0)
+                logits[e] = roundf(logits[e] * 2.0f) / 2.0f;
+        }
+        float margin;
+        dllm_route(logits, E, K, normalize, ids, w, &margin);
+        long double sum = 0, kept = 0;
+        for (int64_t e = 0; e < E; e++) {
+            sum += expl((long double)logits[e]);
+            taken[e] = false;
+        }
+        for (int64_t j = 0; j < K; j++) {
+            int64_t best = -1;
+            for (int64_t e = 0; e < E; e++)
+                if (!taken[e] && (best < 0 || logits[e] > logits[best]))
+                    best = e;
+            taken[best] = true;
+            ck_assert_int_eq(ids[j], best);
+            kept += expl((long double)logits[best]) / sum;
+        }
+        float best_out = -INFINITY;
+        for (int64_t e = 0; e < E; e++)
+            if (!taken[e])
+                best_out = fmaxf(best_out, logits[e]);
+        if (K == E)
+            ck_assert(isinf(margin) && margin > 0);
+        else
+            ck_assert_float_eq(margin, logits[ids[K - 1]] - best_out);
+        for (int64_t j = 0; j < K; j++) {
+            long double p = expl((long double)logits[ids[j]]) / sum;
+            if (normalize)
+                p /= kept;
+            ck_assert_msg(fabsl((long double)w[j] - p) <= 4 * U * p, "weight %lld: %g, want %Lg",
+                          (long long)j, (double)w[j], p);
+        }
+    }
+    free(logits);
+    free(w);
+    free(ids);
+    free(taken);
+}
+END_TEST
+
 static Suite *ops_suite(void)
 {
     Suite *s = suite_create("ops");
@@ -514,6 +582,10 @@ static Suite *ops_suite(void)
     tcase_add_loop_test(tc, test_rope, 0, (int)(N_SIMD * 2 * N_ROPE_CASES));
     tcase_add_loop_test(tc, test_swiglu, 0, N_SIMD * 4);
     tcase_add_loop_test(tc, test_add, 0, (int)(N_SIMD * N_NORM_SIZES));
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("route");
+    tcase_add_loop_test(tc, test_route, 0, 2 * N_ROUTE_CASES);
     suite_add_tcase(s, tc);
     return s;
 }
