@@ -468,16 +468,28 @@ DLLM_API void dllm_decoder_flush(struct dllm_decoder *dec, const char **text, si
  * CHATML is Dream-v0-Instruct's (that of Qwen2.5-Instruct): "<|im_start|>ROLE\n" + content +
  * "<|im_end|>\n" per message, after the system message "You are a helpful assistant." when
  * the conversation does not start with one, then "<|im_start|>assistant\n".
+ * LING is LLaDA-MoE-Instruct's (Ling 2.0's role tags): "<role>SYSTEM</role>" + the first
+ * message's content and "\n" if it is a system message + "detailed thinking off<|role_end|>",
+ * then "<role>HUMAN</role>" (user), "<role>ASSISTANT</role>" or "<role>SYSTEM</role>" + content
+ * + "<|role_end|>" per message, then "<role>ASSISTANT</role>".
+ * QWEN3 is RND1's (that of Qwen3): CHATML without a default system message, an assistant
+ * message's text before "</think>" dropped (kept, in "<think>\n...\n</think>\n\n", only after
+ * the last user message), and no thinking switch (enable_thinking undefined).
  */
 enum dllm_chat_format {
     DLLM_CHAT_LLAMA3,
     DLLM_CHAT_CHATML,
+    DLLM_CHAT_LING,
+    DLLM_CHAT_QWEN3,
 };
 
-/* "llama3" or "chatml". */
+/* "llama3", "chatml", "ling" or "qwen3". */
 DLLM_API const char *dllm_chat_format_name(enum dllm_chat_format format);
 
-/* One message of a conversation: role "system", "user", "assistant" (or "tool" for CHATML). */
+/*
+ * One message of a conversation: role "system", "user", "assistant" (or "tool" for CHATML and
+ * QWEN3).
+ */
 struct dllm_chat_message {
     const char *role;    /* NUL-terminated */
     const char *content; /* NUL-terminated, UTF-8 */

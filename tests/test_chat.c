@@ -1,7 +1,8 @@
 /*
  * Chat templates: recognition, rendering byte for byte as the models' Jinja templates (the
  * expected texts are worked out by hand from tokenizer.chat_template in llada-hf/ and
- * dream-hf/), the prompt ids against the published special-token ids, and errors.
+ * dream-hf/, and in the llada-moe and rnd1 fixture models), the prompt ids against the
+ * published special-token ids, and errors.
  */
 #include "text/chat.h"
 #include "dllm.h"
@@ -17,6 +18,8 @@
 #define LLADA "models/llada-tiny-q4km.gguf"
 #define DREAM "models/dream-tiny-realvocab-q4km.gguf"
 #define GPT2  "tokenizer/llamacpp-tests/ggml-vocab-gpt-2.gguf"
+#define MOE   "models/llada-moe-tiny-q4km.gguf"
+#define RND1  "models/rnd1-tiny-q4km.gguf"
 
 /* A model's GGUF file, vocabulary and chat template. */
 struct chat_model {
@@ -25,7 +28,7 @@ struct chat_model {
     struct dllm_chat_template *tmpl;
 };
 
-static struct chat_model llada, dream;
+static struct chat_model llada, dream, moe, rnd1;
 
 static void open_model(struct chat_model *m, const char *rel)
 {
@@ -49,12 +52,16 @@ static void setup(void)
 {
     open_model(&llada, LLADA);
     open_model(&dream, DREAM);
+    open_model(&moe, MOE);
+    open_model(&rnd1, RND1);
 }
 
 static void teardown(void)
 {
     close_model(&llada);
     close_model(&dream);
+    close_model(&moe);
+    close_model(&rnd1);
 }
 
 #define MSG(role, content) ((struct dllm_chat_message){role, content})
@@ -134,6 +141,81 @@ static const struct render_case render_cases[] = {
      "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nq<|im_end|>\n"
      "<|im_start|>user\n<tool_response>\nr1\n</tool_response>\n<tool_response>\nr2\n"
      "</tool_response><|im_end|>\n<|im_start|>user\nthanks<|im_end|>\n<|im_start|>assistant\n"},
+    /*
+     * LLaDA-MoE's Ling template: thinking_option is 'off'; a first system message goes inside
+     * the system header before "detailed thinking off" (llama.cpp's bailing2 handler instead
+     * writes "<role>SYSTEM</role>" + content + "<|role_end|>" then: the Jinja text rules).
+     */
+    {"ling single turn",
+     &moe,
+     {MSG("user", "What is 2+2?")},
+     1,
+     "<role>SYSTEM</role>detailed thinking off<|role_end|><role>HUMAN</role>What is 2+2?"
+     "<|role_end|><role>ASSISTANT</role>"},
+    {"ling own system",
+     &moe,
+     {MSG("system", "Be brief."), MSG("user", "Hi")},
+     2,
+     "<role>SYSTEM</role>Be brief.\ndetailed thinking off<|role_end|><role>HUMAN</role>Hi"
+     "<|role_end|><role>ASSISTANT</role>"},
+    {"ling multi-turn",
+     &moe,
+     {MSG("user", "Hi"), MSG("assistant", " Hello!\n"), MSG("user", "Bye")},
+     3,
+     "<role>SYSTEM</role>detailed thinking off<|role_end|><role>HUMAN</role>Hi<|role_end|>"
+     "<role>ASSISTANT</role> Hello!\n<|role_end|><role>HUMAN</role>Bye<|role_end|>"
+     "<role>ASSISTANT</role>"},
+    {"ling later system",
+     &moe,
+     {MSG("user", "a"), MSG("system", "b")},
+     2,
+     "<role>SYSTEM</role>detailed thinking off<|role_end|><role>HUMAN</role>a<|role_end|>"
+     "<role>SYSTEM</role>b<|role_end|><role>ASSISTANT</role>"},
+    /* RND1's Qwen3 template: no default system message, enable_thinking undefined. */
+    {"qwen3 single turn",
+     &rnd1,
+     {MSG("user", " Hello world ")},
+     1,
+     "<|im_start|>user\n Hello world <|im_end|>\n<|im_start|>assistant\n"},
+    {"qwen3 own system",
+     &rnd1,
+     {MSG("system", "Be brief."), MSG("user", "Hi")},
+     2,
+     "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+     "<|im_start|>assistant\n"},
+    /* Before the last user query an answer keeps only its text after "</think>". */
+    {"qwen3 history drops thinking",
+     &rnd1,
+     {MSG("user", "Hi"), MSG("assistant", "<think>\nhmm\n</think>\n\nHello!"),
+      MSG("user", "More?")},
+     3,
+     "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello!<|im_end|>\n"
+     "<|im_start|>user\nMore?<|im_end|>\n<|im_start|>assistant\n"},
+    /* The last message, after the last query: an (empty) thinking block is written. */
+    {"qwen3 last answer",
+     &rnd1,
+     {MSG("user", "Hi"), MSG("assistant", "Hello!")},
+     2,
+     "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nHello!"
+     "<|im_end|>\n<|im_start|>assistant\n"},
+    /*
+     * A user message wrapped in <tool_response> is no query, so the answer before it is after
+     * the last query and keeps its reasoning.
+     */
+    {"qwen3 tool response as user",
+     &rnd1,
+     {MSG("user", "q"), MSG("assistant", "<think>x</think>a"),
+      MSG("user", "<tool_response>r</tool_response>")},
+     3,
+     "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think>\nx\n</think>\n\na"
+     "<|im_end|>\n<|im_start|>user\n<tool_response>r</tool_response><|im_end|>\n"
+     "<|im_start|>assistant\n"},
+    {"qwen3 tool results",
+     &rnd1,
+     {MSG("user", "q"), MSG("tool", "r1"), MSG("tool", "r2")},
+     3,
+     "<|im_start|>user\nq<|im_end|>\n<|im_start|>user\n<tool_response>\nr1\n</tool_response>"
+     "\n<tool_response>\nr2\n</tool_response><|im_end|>\n<|im_start|>assistant\n"},
 };
 #define N_RENDER (int)(sizeof render_cases / sizeof render_cases[0])
 
@@ -158,6 +240,10 @@ START_TEST(formats)
     ck_assert_int_eq(dllm_chat_template_format(dream.tmpl), DLLM_CHAT_CHATML);
     ck_assert_str_eq(dllm_chat_format_name(DLLM_CHAT_LLAMA3), "llama3");
     ck_assert_str_eq(dllm_chat_format_name(DLLM_CHAT_CHATML), "chatml");
+    ck_assert_int_eq(dllm_chat_template_format(moe.tmpl), DLLM_CHAT_LING);
+    ck_assert_int_eq(dllm_chat_template_format(rnd1.tmpl), DLLM_CHAT_QWEN3);
+    ck_assert_str_eq(dllm_chat_format_name(DLLM_CHAT_LING), "ling");
+    ck_assert_str_eq(dllm_chat_format_name(DLLM_CHAT_QWEN3), "qwen3");
 }
 END_TEST
 
@@ -251,6 +337,51 @@ START_TEST(dream_ids)
 }
 END_TEST
 
+/* How many times id occurs in ids[0 .. n-1]. */
+static int count_id(const int32_t *ids, int64_t n, int32_t id)
+{
+    int c = 0;
+    for (int64_t i = 0; i < n; i++)
+        c += ids[i] == id;
+    return c;
+}
+
+/* The id of a special token's text in a vocabulary. */
+static int32_t special_id(const struct chat_model *m, const char *text)
+{
+    const int32_t id = dllm_vocab_find(m->vocab, text, strlen(text));
+    ck_assert_msg(id >= 0, "%s is not in the vocabulary", text);
+    return id;
+}
+
+/*
+ * The MoE fixtures' prompts: each role tag and end marker is one special token (parsed, not
+ * spelt out in bytes), where the rendered text has them, and no BOS is added.
+ */
+START_TEST(moe_ids)
+{
+    struct dllm_chat_message m = MSG("user", "Hi");
+    int32_t *ids;
+    int64_t n;
+    struct dllm_error err;
+    ck_assert_msg(dllm_chat_encode(moe.tmpl, &m, 1, &ids, &n, &err) == DLLM_OK, "%s", err.text);
+    const int32_t role = special_id(&moe, "<role>"), end_role = special_id(&moe, "</role>"),
+                  role_end = special_id(&moe, "<|role_end|>");
+    ck_assert_int_eq(ids[0], role);
+    ck_assert_int_eq(ids[n - 1], end_role);
+    ck_assert_int_eq(count_id(ids, n, role), 3);
+    ck_assert_int_eq(count_id(ids, n, end_role), 3);
+    ck_assert_int_eq(count_id(ids, n, role_end), 2);
+    free(ids);
+    ck_assert_msg(dllm_chat_encode(rnd1.tmpl, &m, 1, &ids, &n, &err) == DLLM_OK, "%s", err.text);
+    const int32_t start = special_id(&rnd1, "<|im_start|>"), end = special_id(&rnd1, "<|im_end|>");
+    ck_assert_int_eq(ids[0], start);
+    ck_assert_int_eq(count_id(ids, n, start), 2);
+    ck_assert_int_eq(count_id(ids, n, end), 1);
+    free(ids);
+}
+END_TEST
+
 /* The template text of a model, from its GGUF file. */
 static char *template_of(const struct chat_model *m)
 {
@@ -325,6 +456,12 @@ START_TEST(errors)
     struct dllm_chat_message bad_role[] = {MSG("user", "a"), MSG("critic", "b")};
     ck_assert_int_eq(dllm_chat_render(dream.tmpl, bad_role, 2, &text, &len, &err), DLLM_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(err.text, "'critic'"));
+    ck_assert_int_eq(dllm_chat_render(rnd1.tmpl, bad_role, 2, &text, &len, &err), DLLM_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err.text, "'critic', which the Qwen3 template drops"));
+    struct dllm_chat_message tool[] = {MSG("user", "a"), MSG("tool", "b")};
+    ck_assert_int_eq(dllm_chat_render(moe.tmpl, tool, 2, &text, &len, &err), DLLM_ERR_ARG);
+    ck_assert_str_eq(err.text, "message 1 has role 'tool', which the Ling template drops (roles: "
+                               "system, user, assistant)");
     struct dllm_chat_message no_content[] = {MSG("user", NULL)};
     ck_assert_int_eq(dllm_chat_render(llada.tmpl, no_content, 1, &text, &len, &err), DLLM_ERR_ARG);
     int32_t *ids = (int32_t *)1;
@@ -373,6 +510,7 @@ static Suite *chat_suite(void)
     tcase_add_unchecked_fixture(tc, setup, teardown);
     tcase_add_test(tc, llada_ids);
     tcase_add_test(tc, dream_ids);
+    tcase_add_test(tc, moe_ids);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("errors");

@@ -1,7 +1,8 @@
 /*
- * Chat templates: the two Jinja templates of the supported models, recognised by the
- * statements that decide their output and rendered here in C, byte for byte as Jinja does
- * with add_generation_prompt set.
+ * Chat templates: the Jinja templates of the supported models (LLaDA's Llama-3 style, Dream's
+ * ChatML, LLaDA-MoE's Ling role tags, RND1's Qwen3 ChatML), recognised by the statements or
+ * markers that decide their output and rendered here in C, byte for byte as Jinja does with
+ * add_generation_prompt set.
  */
 #define _GNU_SOURCE /* memmem */
 #include "config.h"
@@ -55,9 +56,30 @@ static const char *const chatml_pieces[] = {
 };
 static const char *const chatml_tokens[] = {"<|im_start|>", "<|im_end|>", NULL};
 
+/* LLaDA-MoE-Instruct, Ling 2.0's role tags (llama.cpp calls it bailing2): by its markers. */
+static const char *const ling_pieces[] = {
+    "<role>SYSTEM</role>", "<role>HUMAN</role>", "<role>ASSISTANT</role>",
+    "<|role_end|>",        "detailed thinking ", NULL,
+};
+static const char *const ling_tokens[] = {"<role>", "</role>", "<|role_end|>", NULL};
+
+/* RND1, as Qwen3 (no default system message; thinking kept only after the last query). */
+static const char *const qwen3_pieces[] = {
+    "{{- '<|im_start|>system\\n' + messages[0].content + '<|im_end|>\\n' }}",
+    "{%- set ns = namespace(multi_step_tool=true, last_query_index=messages|length - 1) %}",
+    "{{- '<|im_start|>' + message.role + '\\n<think>\\n' + reasoning_content.strip('\\n') + "
+    "'\\n</think>\\n\\n' + content.lstrip('\\n') }}",
+    "{{- '\\n<tool_response>\\n' }}\n        {{- message.content }}\n"
+    "        {{- '\\n</tool_response>' }}",
+    "{%- if add_generation_prompt %}\n    {{- '<|im_start|>assistant\\n' }}",
+    NULL,
+};
+
 static const struct template_kind kinds[] = {
     {DLLM_CHAT_LLAMA3, "llama3", llama3_pieces, 2, llama3_tokens},
     {DLLM_CHAT_CHATML, "chatml", chatml_pieces, -1, chatml_tokens},
+    {DLLM_CHAT_LING, "ling", ling_pieces, -1, ling_tokens},
+    {DLLM_CHAT_QWEN3, "qwen3", qwen3_pieces, -1, chatml_tokens},
 };
 
 struct dllm_chat_template {
@@ -101,7 +123,8 @@ enum dllm_status dllm_chat_template_new(const char *source, size_t len,
     if (!kind)
         return dllm_error_set(err, DLLM_ERR_UNSUPPORTED,
                               "unrecognised chat template (dllm renders LLaDA's Llama-3 style "
-                              "template and Dream's ChatML template)");
+                              "template, Dream's ChatML, LLaDA-MoE's Ling role tags and RND1's "
+                              "Qwen3 ChatML)");
     for (const char *const *t = kind->tokens; *t; t++)
         if (dllm_vocab_find(vocab, *t, strlen(*t)) < 0)
             return dllm_error_set(err, DLLM_ERR_FORMAT,
@@ -228,6 +251,37 @@ static void render_llama3(const struct dllm_chat_template *t, const struct dllm_
     put_str(out, "<|start_header_id|>assistant<|end_header_id|>\n\n");
 }
 
+/* A run of tool results as one user message, as ChatML and Qwen3 render message i. */
+static void put_tool(const struct dllm_chat_message *m, size_t n, size_t i, struct text *out)
+{
+    if (i == 0 || strcmp(m[i - 1].role, "tool"))
+        put_str(out, "<|im_start|>user");
+    put_str(out, "\n<tool_response>\n");
+    put_str(out, m[i].content);
+    put_str(out, "\n</tool_response>");
+    if (i + 1 == n || strcmp(m[i + 1].role, "tool"))
+        put_str(out, "<|im_end|>\n");
+}
+
+/* "<|im_start|>ROLE\n" + content + "<|im_end|>\n". */
+static void put_chatml(const char *role, const char *content, struct text *out)
+{
+    put_str(out, "<|im_start|>");
+    put_str(out, role);
+    put_str(out, "\n");
+    put_str(out, content);
+    put_str(out, "<|im_end|>\n");
+}
+
+/* The error for a message whose role a template drops. */
+static enum dllm_status dropped_role(size_t i, const char *role, const char *format,
+                                     const char *roles, struct dllm_error *err)
+{
+    return dllm_error_set(err, DLLM_ERR_ARG,
+                          "message %zu has role '%s', which the %s template drops (roles: %s)", i,
+                          role, format, roles);
+}
+
 /*
  * Dream: the first message if it is a system message, else the default system prompt; every
  * other message in ChatML; a run of tool results as one user message; the answer's header.
@@ -235,38 +289,152 @@ static void render_llama3(const struct dllm_chat_template *t, const struct dllm_
 static enum dllm_status render_chatml(const struct dllm_chat_message *m, size_t n, struct text *out,
                                       struct dllm_error *err)
 {
-    if (!strcmp(m[0].role, "system")) {
-        put_str(out, "<|im_start|>system\n");
-        put_str(out, m[0].content);
-        put_str(out, "<|im_end|>\n");
-    } else {
+    if (!strcmp(m[0].role, "system"))
+        put_chatml("system", m[0].content, out);
+    else
         put_str(out, "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n");
-    }
     for (size_t i = 0; i < n; i++) {
         const char *role = m[i].role;
         if (!strcmp(role, "user") || !strcmp(role, "assistant") ||
-            (!strcmp(role, "system") && i > 0)) {
-            put_str(out, "<|im_start|>");
-            put_str(out, role);
-            put_str(out, "\n");
-            put_str(out, m[i].content);
-            put_str(out, "<|im_end|>\n");
-        } else if (!strcmp(role, "tool")) {
-            if (i == 0 || strcmp(m[i - 1].role, "tool"))
-                put_str(out, "<|im_start|>user");
-            put_str(out, "\n<tool_response>\n");
-            put_str(out, m[i].content);
-            put_str(out, "\n</tool_response>");
-            if (i + 1 == n || strcmp(m[i + 1].role, "tool"))
-                put_str(out, "<|im_end|>\n");
-        } else if (strcmp(role, "system")) {
-            return dllm_error_set(err, DLLM_ERR_ARG,
-                                  "message %zu has role '%s', which the ChatML template drops "
-                                  "(roles: system, user, assistant, tool)",
-                                  i, role);
-        }
+            (!strcmp(role, "system") && i > 0))
+            put_chatml(role, m[i].content, out);
+        else if (!strcmp(role, "tool"))
+            put_tool(m, n, i, out);
+        else if (strcmp(role, "system"))
+            return dropped_role(i, role, "ChatML", "system, user, assistant, tool", err);
     }
     put_str(out, "<|im_start|>assistant\n");
+    return DLLM_OK;
+}
+
+/* Whether s starts with prefix and ends with suffix (Python's startswith and endswith). */
+static bool wrapped_in(const char *s, const char *prefix, const char *suffix)
+{
+    const size_t n = strlen(s), a = strlen(prefix), b = strlen(suffix);
+    return n >= a && n >= b && !memcmp(s, prefix, a) && !memcmp(s + n - b, suffix, b);
+}
+
+/* The last occurrence of needle in s[0..n-1], or NULL. */
+static const char *last_of(const char *s, size_t n, const char *needle)
+{
+    const size_t k = strlen(needle);
+    const char *found = NULL;
+    for (const char *p = s; (p = memmem(p, n - (size_t)(p - s), needle, k)); p++)
+        found = p;
+    return found;
+}
+
+/* Appends s[0..n-1] without the newlines Python's strip('\n') removes from both ends. */
+static void put_strip_newlines(const char *s, size_t n, struct text *out)
+{
+    while (n && *s == '\n')
+        s++, n--;
+    while (n && s[n - 1] == '\n')
+        n--;
+    put(out, s, n);
+}
+
+/*
+ * One assistant message of Qwen3's template: the text after the last "</think>" (leading
+ * newlines dropped); after the last user query, when it is the last message or has reasoning
+ * (the text before the first "</think>", after the last "<think>" in it), that reasoning first
+ * inside "<think>\n...\n</think>\n\n".
+ */
+static void put_qwen3_assistant(const char *content, bool after_query, bool last, struct text *out)
+{
+    const size_t n = strlen(content);
+    const char *close = memmem(content, n, "</think>", 8);
+    const char *answer = content, *reasoning = "";
+    size_t answer_len = n, reasoning_len = 0;
+    if (close) {
+        const char *last_close = last_of(content, n, "</think>");
+        answer = last_close + 8;
+        answer_len = n - (size_t)(answer - content);
+        /* The reasoning: before the first </think> (newlines stripped), after the last
+         * <think> there; put_strip_newlines strips its leading ones. */
+        size_t before = (size_t)(close - content);
+        while (before && content[before - 1] == '\n')
+            before--;
+        const char *open = last_of(content, before, "<think>");
+        reasoning = open ? open + 7 : content;
+        reasoning_len = before - (size_t)(reasoning - content);
+    }
+    while (answer_len && *answer == '\n')
+        answer++, answer_len--;
+    put_str(out, "<|im_start|>assistant\n");
+    if (after_query && (last || reasoning_len)) {
+        put_str(out, "<think>\n");
+        put_strip_newlines(reasoning, reasoning_len, out);
+        put_str(out, "\n</think>\n\n");
+    }
+    put(out, answer, answer_len);
+    put_str(out, "<|im_end|>\n");
+}
+
+/*
+ * RND1 (Qwen3): the first message if it is a system message (no default); users, later system
+ * messages and tool results as ChatML; assistants as put_qwen3_assistant; the answer's header
+ * (enable_thinking is undefined, so no empty thinking block).
+ */
+static enum dllm_status render_qwen3(const struct dllm_chat_message *m, size_t n, struct text *out,
+                                     struct dllm_error *err)
+{
+    if (!strcmp(m[0].role, "system"))
+        put_chatml("system", m[0].content, out);
+    /* The last user message that is not a wrapped tool response (the template's ns). */
+    size_t last_query = n - 1;
+    for (size_t i = n; i-- > 0;) {
+        if (!strcmp(m[i].role, "user") &&
+            !wrapped_in(m[i].content, "<tool_response>", "</tool_response>")) {
+            last_query = i;
+            break;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *role = m[i].role;
+        if (!strcmp(role, "user") || (!strcmp(role, "system") && i > 0))
+            put_chatml(role, m[i].content, out);
+        else if (!strcmp(role, "assistant"))
+            put_qwen3_assistant(m[i].content, i > last_query, i + 1 == n, out);
+        else if (!strcmp(role, "tool"))
+            put_tool(m, n, i, out);
+        else if (strcmp(role, "system"))
+            return dropped_role(i, role, "Qwen3", "system, user, assistant, tool", err);
+    }
+    put_str(out, "<|im_start|>assistant\n");
+    return DLLM_OK;
+}
+
+/*
+ * LLaDA-MoE (Ling): the system header with the first message's content when it is a system
+ * message, "detailed thinking off"; each message in role tags; the answer's tag.
+ */
+static enum dllm_status render_ling(const struct dllm_chat_message *m, size_t n, struct text *out,
+                                    struct dllm_error *err)
+{
+    put_str(out, "<role>SYSTEM</role>");
+    if (!strcmp(m[0].role, "system")) {
+        put_str(out, m[0].content);
+        put_str(out, "\n");
+    }
+    put_str(out, "detailed thinking off<|role_end|>");
+    for (size_t i = 0; i < n; i++) {
+        const char *role = m[i].role, *tag;
+        if (!strcmp(role, "user"))
+            tag = "<role>HUMAN</role>";
+        else if (!strcmp(role, "assistant"))
+            tag = "<role>ASSISTANT</role>";
+        else if (!strcmp(role, "system") && i > 0)
+            tag = "<role>SYSTEM</role>";
+        else if (!strcmp(role, "system"))
+            continue;
+        else
+            return dropped_role(i, role, "Ling", "system, user, assistant", err);
+        put_str(out, tag);
+        put_str(out, m[i].content);
+        put_str(out, "<|role_end|>");
+    }
+    put_str(out, "<role>ASSISTANT</role>");
     return DLLM_OK;
 }
 
@@ -284,10 +452,12 @@ enum dllm_status dllm_chat_render(const struct dllm_chat_template *t,
                                   msgs[i].role ? "content" : "role");
     struct text out = {0};
     enum dllm_status st = DLLM_OK;
-    if (t->kind->format == DLLM_CHAT_LLAMA3)
-        render_llama3(t, msgs, n, &out);
-    else
-        st = render_chatml(msgs, n, &out, err);
+    switch (t->kind->format) {
+    case DLLM_CHAT_LLAMA3: render_llama3(t, msgs, n, &out); break;
+    case DLLM_CHAT_CHATML: st = render_chatml(msgs, n, &out, err); break;
+    case DLLM_CHAT_LING: st = render_ling(msgs, n, &out, err); break;
+    case DLLM_CHAT_QWEN3: st = render_qwen3(msgs, n, &out, err); break;
+    }
     if (!st && out.failed)
         st = dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
     if (st) {
