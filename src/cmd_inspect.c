@@ -16,7 +16,9 @@ const char cmd_inspect_usage[] =
     "\n"
     "Prints the GGUF version, every metadata key with its type and value (arrays: element\n"
     "type, length and the first elements), a count per tensor type and every tensor with its\n"
-    "type, shape (ne0 first), data offset and byte size. Works on any GGUF file.\n"
+    "type, shape (ne0 first), data offset and byte size; for a mixture-of-experts model\n"
+    "also its experts (count, used per token, expert FFN size, router type). Works on any\n"
+    "GGUF file.\n"
     "\n"
     "options:\n"
     "  --json          print one JSON document instead (arrays in full)\n"
@@ -150,12 +152,16 @@ static const char *type_name_or_id(uint32_t type, char *buf, size_t size)
     return buf;
 }
 
-static void print_text(const struct dllm_gguf *g, uint64_t max_items)
+static void print_text(const struct dllm_gguf *g, const struct dllm_model_experts *x,
+                       uint64_t max_items)
 {
     int64_t n_kv = dllm_gguf_n_kv(g), n_t = dllm_gguf_n_tensors(g);
     printf("GGUF version %u: %" PRId64 " metadata keys, %" PRId64
            " tensors, alignment %zu, data at byte %zu\n",
            dllm_gguf_version(g), n_kv, n_t, dllm_gguf_alignment(g), dllm_gguf_data_offset(g));
+    if (x->n_expert)
+        printf("experts %" PRId64 ", used %" PRId64 ", expert ffn %" PRId64 ", router %s\n",
+               x->n_expert, x->n_used, x->ff, x->router_type);
     printf("\nmetadata:\n");
     for (int64_t i = 0; i < n_kv; i++) {
         const struct dllm_gguf_value *v = dllm_gguf_kv_value(g, i);
@@ -235,10 +241,15 @@ static json_t *json_value(const struct dllm_gguf_value *v)
     return json_null();
 }
 
-static void print_json(const struct dllm_gguf *g)
+static void print_json(const struct dllm_gguf *g, const struct dllm_model_experts *x)
 {
     json_t *doc = json_object();
     json_object_set_new(doc, "version", json_integer(dllm_gguf_version(g)));
+    if (x->n_expert)
+        json_object_set_new(doc, "moe",
+                            json_pack("{s:I, s:I, s:I, s:s}", "n_expert", (json_int_t)x->n_expert,
+                                      "n_expert_used", (json_int_t)x->n_used, "expert_ff",
+                                      (json_int_t)x->ff, "router_type", x->router_type));
     json_t *meta = json_object();
     for (int64_t i = 0; i < dllm_gguf_n_kv(g); i++) {
         const struct dllm_gguf_value *v = dllm_gguf_kv_value(g, i);
@@ -299,10 +310,18 @@ int cmd_inspect(const struct cli_command *cmd, int argc, char **argv)
     struct dllm_error err;
     if (dllm_gguf_open(path, &g, &err) != DLLM_OK)
         cli_fail("%s: %s", path, err.text);
+    /* A mixture-of-experts model's experts, when the file loads as a model (the type names
+     * are static strings). */
+    struct dllm_model_experts experts = {0};
+    struct dllm_model *model;
+    if (dllm_model_open(path, NULL, &model, NULL) == DLLM_OK) {
+        experts = dllm_model_experts(model);
+        dllm_model_close(model);
+    }
     if (json)
-        print_json(g);
+        print_json(g, &experts);
     else
-        print_text(g, max_items);
+        print_text(g, &experts, max_items);
     dllm_gguf_close(g);
     if (fflush(stdout) != 0)
         cli_fail("cannot write the output");

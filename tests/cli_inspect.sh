@@ -26,6 +26,20 @@ assert all(t["offset"] % 32 == 0 for t in d["tensors"])
 PY
 then ok "JSON document fields"; else not_ok "JSON document fields"; fi
 
+MOE=$FIX/models/llada-moe-tiny-q4km.gguf
+run "inspect a MoE model" 0 "$DLLM" inspect "$MOE"
+expect_out "experts line" '^experts 8, used 2, expert ffn 128, router F32$'
+expect_out "3-D expert tensor" '^  blk.0.ffn_gate_exps.weight +Q4_K +\[256, 128, 8\] '
+run "inspect --json a MoE model" 0 "$DLLM" inspect --json "$FIX/models/rnd1-tiny-q80.gguf"
+if python3 - "$TMP/out" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["moe"] == {"n_expert": 8, "n_expert_used": 2, "expert_ff": 128, "router_type": "F32"}
+PY
+then ok "JSON moe object"; else not_ok "JSON moe object"; fi
+run "a dense model has no experts line" 0 "$DLLM" inspect "$M"
+if grep -q '^experts ' "$TMP/out"; then not_ok "no experts line"; else ok "no experts line"; fi
+
 run "vocab-only file" 0 "$DLLM" inspect "$FIX/tokenizer/dream-vocab.gguf"
 expect_out "no tensors" '^GGUF version 3: [0-9]+ metadata keys, 0 tensors'
 
