@@ -14,12 +14,13 @@
 #include <unistd.h>
 
 const char cmd_synth_usage[] =
-    "usage: dllm synth --arch llada|dream [--preset 8b|7b|tiny] --out FILE\n"
+    "usage: dllm synth --arch llada|dream|llada-moe|rnd1 [--preset NAME] --out FILE\n"
     "                  [--type Q4_K_M|Q5_K_M|Q6_K|Q8_0] [--layers N] [--vocab N] [--seed N]\n"
     "                  [--quiet]\n"
     "\n"
-    "Writes a GGUF model with random weights in the real layout of LLaDA-8B-Instruct or\n"
-    "Dream-v0-Instruct-7B: the tensors, shapes and metadata keys llama.cpp's converter writes,\n"
+    "Writes a GGUF model with random weights in the real layout of LLaDA-8B-Instruct,\n"
+    "Dream-v0-Instruct-7B, LLaDA-MoE-7B-A1B-Instruct or RND1-30B-A3B: the tensors, shapes and\n"
+    "metadata keys llama.cpp's converter writes,\n"
     "the tensor types llama-quantize picks for the type mix, a synthetic byte-level vocabulary\n"
     "with the model's special tokens, and the model's chat template. dllm and llama.cpp load\n"
     "it; its text is meaningless. For benchmarks and tests without a download.\n"
@@ -28,9 +29,11 @@ const char cmd_synth_usage[] =
     "Ctrl+C stops, leaves nothing behind and exits 130.\n"
     "\n"
     "options:\n"
-    "  -a, --arch NAME     llada or dream\n"
-    "  -p, --preset NAME   the shape: 8b (llada, 4.9 GB as Q4_K_M) or 7b (dream, 4.7 GB), the\n"
-    "                      default; tiny (either: 2 layers, d_model 256, vocab 2048)\n"
+    "  -a, --arch NAME     llada, dream, llada-moe or rnd1\n"
+    "  -p, --preset NAME   the shape: 8b (llada, 4.9 GB as Q4_K_M), 7b (dream, 4.7 GB),\n"
+    "                      7b-a1b (llada-moe, 4.2 GB) or 30b-a3b (rnd1, 17 GB), the default;\n"
+    "                      tiny (any: 2 layers, d_model 256, vocab 2048; MoE: 8 experts of\n"
+    "                      128, 2 used)\n"
     "  -o, --out FILE      the file to write\n"
     "  -t, --type TYPE     the tensor type mix: Q4_K_M (default), Q5_K_M, Q6_K or Q8_0\n"
     "      --layers N      the number of layers instead of the preset's\n"
@@ -102,8 +105,12 @@ int cmd_synth(const struct cli_command *cmd, int argc, char **argv)
         cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
     if (!arch || !out)
         cli_usage_error(cmd, "--%s is missing", !arch ? "arch" : "out");
-    if (!preset)
-        preset = strcmp(arch, "dream") == 0 ? "7b" : "8b";
+    /* The real shape of each architecture by default. */
+    static const char *const real_shapes[][2] = {
+        {"llada", "8b"}, {"dream", "7b"}, {"llada-moe", "7b-a1b"}, {"rnd1", "30b-a3b"}};
+    for (size_t i = 0; !preset && i < sizeof real_shapes / sizeof *real_shapes; i++)
+        if (strcmp(arch, real_shapes[i][0]) == 0)
+            preset = real_shapes[i][1];
 
     struct dllm_synth_params params;
     struct dllm_error err;

@@ -1,6 +1,9 @@
 /*
  * Synthetic models: GGUF files of the real architectures and shapes with random weights, for
- * dllm synth, the benchmarks and the tests. Private to them (not installed).
+ * dllm synth, the benchmarks and the tests. Private to them (not installed). The MoE mixes
+ * follow llama-quantize's rules for their shapes (an 8-expert model's attn_k and attn_v in
+ * Q8_0 and attn_output in Q5_K; rows that are no multiple of 256 fall back to Q5_0, Q5_1 or
+ * Q8_0); routers stay F32.
  */
 #ifndef DLLM_SYNTH_H
 #define DLLM_SYNTH_H
@@ -36,14 +39,18 @@ enum dllm_synth_type {
 
 /* The shape and contents of a synthetic model; dllm_synth_params_init fills a preset. */
 struct dllm_synth_params {
-    const char *arch;  /* "llada" or "dream" */
+    const char *arch;  /* "llada", "dream", "llada-moe" or "rnd1" */
     int64_t n_layer;   /* 1 .. 4096 */
     int64_t n_embd;    /* a multiple of the matrices' block size (256, or 32 for Q8_0) */
-    int64_t n_head;    /* divides n_embd into heads of an even size */
+    int64_t n_head;    /* divides n_embd into heads of an even size (unless head_dim is set) */
     int64_t n_head_kv; /* divides n_head */
     int64_t n_ff;      /* a multiple of the block size */
     int64_t n_vocab;   /* room for 264 byte and merge tokens below the special tokens */
     int64_t n_ctx;     /* the context length written to the file */
+    int64_t head_dim;  /* even; 0: n_embd / n_head (attention.key_length for rnd1) */
+    /* MoE architectures: 2 .. 512 experts of n_ff_exp (a multiple of 32), n_expert_used of
+     * them per token; n_ff is then only the written feed_forward_length */
+    int64_t n_expert, n_expert_used, n_ff_exp;
     enum dllm_synth_type type;
     uint64_t seed; /* the same seed and params give the same file, byte for byte */
     /* DLLM_PROGRESS_SYNTH about every megabyte of tensor data written (done/total bytes) */
@@ -57,8 +64,12 @@ struct dllm_synth_params {
  * heads, ffn 12288, vocab 126464, context 4096), "7b" for dream (Dream-v0-Instruct-7B: 28
  * layers, 3584, 28/4 heads, ffn 18944, vocab 152064, context 131072), "tiny" for either (the
  * test fixtures' shapes: 2 layers, d_model 256, 4/4 heads and ffn 512 for llada, 4/2 heads
- * and ffn 768 for dream, vocab 2048, context 4096); type Q4_K_M, seed 0. DLLM_ERR_ARG names
- * the presets of the architecture.
+ * and ffn 768 for dream, vocab 2048, context 4096); "7b-a1b" for llada-moe
+ * (LLaDA-MoE-7B-A1B: 16 layers, d_model 2048, 16/16 heads, 64 experts of 1024, 8 used, vocab
+ * 157184), "30b-a3b" for rnd1 (RND1-30B-A3B: 48 layers, d_model 2048, 32/4 heads of 128, 128
+ * experts of 768, 8 used, vocab 151936), "tiny" for either (the MoE fixtures' shapes: 8
+ * experts of 128, 2 used); type Q4_K_M, seed 0. DLLM_ERR_ARG names the presets of the
+ * architecture.
  */
 enum dllm_status dllm_synth_params_init(struct dllm_synth_params *params, const char *arch,
                                         const char *preset, struct dllm_error *err);

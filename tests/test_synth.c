@@ -625,13 +625,18 @@ static const struct {
     {"llada", DLLM_SYNTH_Q6_K, "models/llada-tiny-q6k.gguf"},
     {"llada", DLLM_SYNTH_Q8_0, "models/llada-tiny-q80.gguf"},
     {"dream", DLLM_SYNTH_Q4_K_M, "models/dream-tiny-q4km.gguf"},
+    {"llada-moe", DLLM_SYNTH_Q4_K_M, "models/llada-moe-tiny-q4km.gguf"},
+    {"llada-moe", DLLM_SYNTH_Q8_0, "models/llada-moe-tiny-q80.gguf"},
+    {"rnd1", DLLM_SYNTH_Q4_K_M, "models/rnd1-tiny-q4km.gguf"},
+    {"rnd1", DLLM_SYNTH_Q8_0, "models/rnd1-tiny-q80.gguf"},
 };
 #define N_TWINS (int)(sizeof fixture_twins / sizeof fixture_twins[0])
 
 /*
  * A tiny synthetic model has the fixture's keys (same names, order and types), tensors (names,
- * order, shapes, types, offsets) and, for LLaDA, whose special ids coincide, the very same
- * header bytes.
+ * order, shapes, types, offsets: for the MoE fixtures the types of llama-quantize's 8-expert
+ * and fallback rules) and, for all but Dream, whose fixture's special ids differ, the very
+ * same header bytes.
  */
 START_TEST(synth_matches_fixture)
 {
@@ -665,7 +670,7 @@ START_TEST(synth_matches_fixture)
         ck_assert_uint_eq(tb->offset, ta->offset);
         ck_assert_uint_eq(tb->size, ta->size);
     }
-    if (strcmp(fixture_twins[_i].arch, "llada") == 0) {
+    if (strcmp(fixture_twins[_i].arch, "dream") != 0) {
         size_t na, nb;
         char *fa = fixture_path(fixture_twins[_i].fixture);
         FILE *f1 = fopen(fa, "rb"), *f2 = fopen(path, "rb");
@@ -1059,11 +1064,13 @@ END_TEST
 /* Parameters that cannot make a model, and the message naming the values. */
 static const struct {
     const char *arch, *preset;
-    int field; /* 0 none, 1 n_layer, 2 n_embd, 3 n_head, 4 n_head_kv, 5 n_ff, 6 n_vocab, 7 type */
+    int field; /* 0 none, 1 n_layer, 2 n_embd, 3 n_head, 4 n_head_kv, 5 n_ff, 6 n_vocab, 7 type,
+                  8 n_expert, 9 n_expert_used, 10 n_ff_exp */
     int64_t value;
     const char *message;
 } param_errors[] = {
-    {"gpt2", "tiny", 0, 0, "unknown architecture 'gpt2' (synthetic models: llada, dream)"},
+    {"gpt2", "tiny", 0, 0,
+     "unknown architecture 'gpt2' (synthetic models: llada, dream, llada-moe, rnd1)"},
     {"llada", "7b", 0, 0, "unknown llada preset '7b' (presets: 8b, tiny)"},
     {"dream", "8b", 0, 0, "unknown dream preset '8b' (presets: 7b, tiny)"},
     {"llada", "tiny", 1, 0, "0 layers: from 1 to 4096"},
@@ -1079,6 +1086,10 @@ static const struct {
      "vocabulary of 684 tokens: dream needs at least 685 (264 byte and merge tokens, then its "
      "special tokens)"},
     {"dream", "tiny", 7, 99, "unknown type mix 99 (Q4_K_M, Q5_K_M, Q6_K or Q8_0)"},
+    {"rnd1", "8b", 0, 0, "unknown rnd1 preset '8b' (presets: 30b-a3b, tiny)"},
+    {"llada-moe", "tiny", 8, 1, "1 experts, 2 used: from 2 to 512 experts, 1 to all of them used"},
+    {"llada-moe", "tiny", 9, 9, "8 experts, 9 used: from 2 to 512 experts, 1 to all of them used"},
+    {"rnd1", "tiny", 10, 100, "expert ffn size 100 must be a multiple of 32, at most 2^20"},
 };
 #define N_PARAM_ERRORS (int)(sizeof param_errors / sizeof param_errors[0])
 
@@ -1098,6 +1109,9 @@ START_TEST(synth_param_errors)
         case 5: p.n_ff = v; break;
         case 6: p.n_vocab = v; break;
         case 7: p.type = (enum dllm_synth_type)v; break;
+        case 8: p.n_expert = v; break;
+        case 9: p.n_expert_used = v; break;
+        case 10: p.n_ff_exp = v; break;
         }
         st = dllm_synth_params_check(&p, &err);
         ck_assert_int_eq(st, DLLM_ERR_ARG);
