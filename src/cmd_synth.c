@@ -1,4 +1,4 @@
-/* dllm synth: a GGUF model of the real LLaDA or Dream layout with random weights. */
+/* dllm synth: a GGUF model of a real supported layout (dense or MoE) with random weights. */
 #include "config.h"
 
 #include "cli.h"
@@ -31,7 +31,7 @@ const char cmd_synth_usage[] =
     "options:\n"
     "  -a, --arch NAME     llada, dream, llada-moe or rnd1\n"
     "  -p, --preset NAME   the shape: 8b (llada, 4.9 GB as Q4_K_M), 7b (dream, 4.7 GB),\n"
-    "                      7b-a1b (llada-moe, 4.2 GB) or 30b-a3b (rnd1, 17 GB), the default;\n"
+    "                      7b-a1b (llada-moe, 4.5 GB) or 30b-a3b (rnd1, 17 GB), the default;\n"
     "                      tiny (any: 2 layers, d_model 256, vocab 2048; MoE: 8 experts of\n"
     "                      128, 2 used)\n"
     "  -o, --out FILE      the file to write\n"

@@ -85,6 +85,24 @@ void synth_random_blocks(uint32_t type, float sigma, struct synth_rng *rng, void
             b->d = dllm_f32_to_fp16(sigma / (20.7f * 18.47f) * jitter(rng));
             break;
         }
+        case DLLM_TYPE_Q5_0: {
+            /* d (q - 16) with q uniform in [0, 31] */
+            struct block_q5_0 *b = (struct block_q5_0 *)out + i;
+            b->d = dllm_f32_to_fp16(sigma / 9.23f * jitter(rng));
+            random_bytes(rng, b->qh, sizeof b->qh);
+            random_bytes(rng, b->qs, sizeof b->qs);
+            break;
+        }
+        case DLLM_TYPE_Q5_1: {
+            /* d q + m with q uniform in [0, 31] and m = -15.5 d, centred on 0 */
+            struct block_q5_1 *b = (struct block_q5_1 *)out + i;
+            const float d = sigma / 9.23f * jitter(rng);
+            b->d = dllm_f32_to_fp16(d);
+            b->m = dllm_f32_to_fp16(-15.5f * d);
+            random_bytes(rng, b->qh, sizeof b->qh);
+            random_bytes(rng, b->qs, sizeof b->qs);
+            break;
+        }
         case DLLM_TYPE_Q8_0: {
             /* quants uniform in [-127, 127], four from each 64-bit draw */
             struct block_q8_0 *b = (struct block_q8_0 *)out + i;

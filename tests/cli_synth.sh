@@ -32,13 +32,19 @@ expect_out "overrides in the summary" '^llada Q4_K_M: 3 layers, d_model 256, 4/4
 run "inspect overrides" 0 "$DLLM" inspect "$TMP/o.gguf"
 expect_out "mask id keeps its distance from the top" 'tokenizer.ggml.mask_token_id  uint32  872$'
 
+run "a tiny MoE model" 0 "$DLLM" synth -a rnd1 -p tiny -q -o "$TMP/moe.gguf"
+expect_out "MoE summary" '^rnd1 Q4_K_M: 2 layers, d_model 256, 4/2 heads, ffn 768, vocab 2048, '
+run "inspect the MoE model" 0 "$DLLM" inspect "$TMP/moe.gguf"
+expect_out "its experts" '^experts 8, used 2, expert ffn 128, router F32$'
+run "it generates" 0 "$DLLM" run -m "$TMP/moe.gguf" -p hi --max-tokens 8 --steps 8 -t 1
+
 # Usage errors: exit 2, nothing written.
 run "no --arch" 2 "$DLLM" synth --preset tiny --out "$TMP/x.gguf"
 expect_err "names --arch" '--arch is missing'
 run "no --out" 2 "$DLLM" synth --arch llada
 expect_err "names --out" '--out is missing'
 run "unknown arch" 2 "$DLLM" synth --arch gpt2 --out "$TMP/x.gguf"
-expect_err "lists the architectures" "unknown architecture 'gpt2' \(synthetic models: llada, dream\)"
+expect_err "lists the architectures" "unknown architecture 'gpt2' \(synthetic models: llada, dream, llada-moe, rnd1\)"
 run "preset of the other arch" 2 "$DLLM" synth --arch llada --preset 7b --out "$TMP/x.gguf"
 expect_err "lists the presets" "unknown llada preset '7b' \(presets: 8b, tiny\)"
 run "unknown type" 2 "$DLLM" synth -a llada -p tiny -t Q2_K -o "$TMP/x.gguf"
@@ -52,7 +58,7 @@ run "unknown option" 2 "$DLLM" synth --bogus
 if [ ! -e "$TMP/x.gguf" ] && [ ! -e "$TMP/x.gguf.tmp" ]; then ok "usage errors write nothing"
 else not_ok "usage errors wrote a file"; fi
 run "help" 0 "$DLLM" synth --help
-expect_out "synopsis" '^usage: dllm synth --arch llada\|dream \[--preset 8b\|7b\|tiny\] --out FILE'
+expect_out "synopsis" '^usage: dllm synth --arch llada\|dream\|llada-moe\|rnd1 \[--preset NAME\] --out FILE'
 
 # Other errors: exit 1 with one line.
 run "missing folder" 1 "$DLLM" synth -a llada -p tiny -q -o "$TMP/no/such/dir/x.gguf"

@@ -863,11 +863,14 @@ START_TEST(synth_special_ids)
 }
 END_TEST
 
+/* The architectures synth writes. */
+static const char *const synth_archs[] = {"llada", "dream", "llada-moe", "rnd1"};
+
 /* A model loads, and a forward pass over prompt text, specials and masks gives finite logits
- * of about unit size. */
+ * of about unit size (every block type of the mix, the MoE fallbacks Q5_0 and Q8_0 too). */
 START_TEST(synth_forward)
 {
-    const char *arch = _i == 0 ? "llada" : "dream";
+    const char *arch = synth_archs[_i];
     struct dllm_synth_params p = preset(arch, "tiny");
     char *path = synth(&p, "fwd.gguf");
     struct dllm_model *m;
@@ -1159,7 +1162,7 @@ static Suite *synth_suite(void)
     tcase_add_loop_test(tc, synth_type_mix, 0, 2);
     tcase_add_loop_test(tc, synth_chat_template, 0, 2);
     tcase_add_loop_test(tc, synth_special_ids, 0, N_SPECIAL_CASES);
-    tcase_add_loop_test(tc, synth_forward, 0, 2);
+    tcase_add_loop_test(tc, synth_forward, 0, 4);
     tcase_add_loop_test(tc, synth_chat_prompt, 0, 2);
     tcase_add_loop_test(tc, synth_weight_scale, 0, 4);
     tcase_add_test(tc, synth_seed);
