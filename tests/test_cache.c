@@ -18,8 +18,9 @@
 #include <string.h>
 
 static const char *const models[] = {
-    "llada-tiny-q4km", "llada-tiny-q5km", "llada-tiny-q6k",  "llada-tiny-q80",
-    "llada-tiny-f16",  "llada-tiny-bf16", "dream-tiny-q4km", "dream-tiny-realvocab-q4km",
+    "llada-tiny-q4km",     "llada-tiny-q5km",    "llada-tiny-q6k",  "llada-tiny-q80",
+    "llada-tiny-f16",      "llada-tiny-bf16",    "dream-tiny-q4km", "dream-tiny-realvocab-q4km",
+    "llada-moe-tiny-q4km", "llada-moe-tiny-q80", "rnd1-tiny-q4km",  "rnd1-tiny-q80",
 };
 
 /* A fixture model's first case: its ids, their count and the prompt's length. */

@@ -150,13 +150,16 @@ static struct dllm_request user_request(enum dllm_sampler_kind kind, const char 
     return req;
 }
 
-static const char *const models[] = {"models/llada-tiny-q4km.gguf", "models/dream-tiny-q4km.gguf"};
+/* The dense fixtures, then the MoE ones; odd indices run the (shifted) Dream sampler. */
+static const char *const models[] = {"models/llada-tiny-q4km.gguf", "models/dream-tiny-q4km.gguf",
+                                     "models/llada-moe-tiny-q4km.gguf",
+                                     "models/rnd1-tiny-q4km.gguf"};
 
 /* The same seed and settings give the same answer; the event stream is consistent. */
 START_TEST(generate_deterministic)
 {
     struct fixture f = open_session(models[_i], 256);
-    enum dllm_sampler_kind kind = _i == 0 ? DLLM_SAMPLER_LLADA : DLLM_SAMPLER_DREAM;
+    enum dllm_sampler_kind kind = _i % 2 == 0 ? DLLM_SAMPLER_LLADA : DLLM_SAMPLER_DREAM;
     struct dllm_chat_message msg;
     struct dllm_request req = user_request(kind, "Hello there, how are you?", &msg);
     req.sampler.temperature = 0.7;
@@ -255,7 +258,8 @@ END_TEST
 START_TEST(generate_cache)
 {
     const bool dream = _i % 2, prefix = _i / 2 % 2, cfg = _i / 4 % 2;
-    struct fixture f = open_session(models[dream], 256);
+    const int model = dream + 2 * (_i / 8); /* dense, then MoE */
+    struct fixture f = open_session(models[model], 256);
     struct dllm_chat_message msg;
     struct dllm_request req =
         user_request(dream ? DLLM_SAMPLER_DREAM : DLLM_SAMPLER_LLADA, "Count to ten.", &msg);
@@ -278,7 +282,7 @@ START_TEST(generate_cache)
                       (long long)step, (long long)r.computed[step], (long long)(passes * want));
     }
     generate(&f, &req, &again);
-    struct fixture g = open_session(models[dream], 256);
+    struct fixture g = open_session(models[model], 256);
     generate(&g, &req, &fresh);
     ck_assert_int_eq(again.n_tokens, fresh.n_tokens);
     ck_assert_mem_eq(again.canvas, fresh.canvas, (size_t)fresh.canvas_len * sizeof *fresh.canvas);
@@ -388,10 +392,10 @@ static Suite *session_suite(void)
     Suite *s = suite_create("session");
     TCase *tc = tcase_create("generate");
     tcase_set_timeout(tc, 120);
-    tcase_add_loop_test(tc, generate_deterministic, 0, 2);
+    tcase_add_loop_test(tc, generate_deterministic, 0, 4);
     tcase_add_test(tc, generate_cancel);
     tcase_add_loop_test(tc, generate_cancel_flag, 0, 2);
-    tcase_add_loop_test(tc, generate_cache, 0, 8);
+    tcase_add_loop_test(tc, generate_cache, 0, 16);
     tcase_add_test(tc, generate_multi_turn);
     tcase_add_test(tc, generate_refused);
     tcase_add_test(tc, generate_raw);
