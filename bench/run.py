@@ -14,6 +14,10 @@ Parts (--parts, default all but compare):
             ($DLLM_FIXTURES) and the synth shapes: every cached step's logits rows against
             the exact pass over the same canvas (cosine, relative L2 error, argmax
             agreement), and whole-run token agreement with none
+  moe       the LLaDA-MoE-7B-A1B shape against the LLaDA-8B shape: `dllm bench --canvas 160
+            --rows 32` on the two files alternating (--rounds rounds, --reps passes each),
+            the ratio of the medians; bench_gemm on one expert's matrices at 20 rows (a
+            canvas of 160 routed to 8 of 64 experts is 20 rows per expert on average)
   compare   side by side with llama.cpp on the same file, canvas and threads, runs
             alternating: `dllm bench` with logits for every row next to llama-diffusion-cli's
             time per step (one non-causal pass over the canvas plus its sampling), and
@@ -47,11 +51,15 @@ MODELS = {
               "label": "LLaDA-8B shape"},
     "dream": {"arch": "dream", "preset": "7b", "file": "dream-7b-q4km.gguf",
               "label": "Dream-7B shape"},
+    "llada-moe": {"arch": "llada-moe", "preset": "7b-a1b", "file": "llada-moe-7b-a1b-q4km.gguf",
+                  "label": "LLaDA-MoE-7B-A1B shape"},
 }
 # The matrix shapes of one layer, N x K (output x input): q/o, k/v, ffn gate/up, ffn down.
 GEMM_SHAPES = {
     "llada": "4096x4096,12288x4096,4096x12288",
     "dream": "3584x3584,512x3584,18944x3584,3584x18944",
+    # one expert: gate/up, down
+    "llada-moe": "1024x2048,2048x1024",
 }
 PROMPT = "Explain speculative decoding in two sentences."
 
@@ -182,6 +190,27 @@ def part_forward(dllm, paths, threads, reps, peak):
             d["model"] = name
             out.append(d)
     return out
+
+
+def part_moe(dllm, bench_gemm, paths, threads, rounds, reps):
+    """The MoE step against the dense one it is meant to undercut, alternating per round."""
+    rec = {"canvas": 160, "rows": 32, "threads": threads, "rounds": []}
+    for _ in range(rounds):
+        r = {}
+        for name in ("llada-moe", "llada"):
+            d = dllm_bench(dllm, paths[name], 160, 32, reps, threads)
+            r[name] = {k: d[k] for k in ("median_ms", "pass_ms", "cpu_ms", "gops", "load_ms",
+                                         "peak_rss_mb", "kernel")}
+        rec["rounds"].append(r)
+    moe = statistics.median(r["llada-moe"]["median_ms"] for r in rec["rounds"])
+    dense = statistics.median(r["llada"]["median_ms"] for r in rec["rounds"])
+    rec.update(moe_median_ms=moe, dense_median_ms=dense, ratio=moe / dense, target_ratio=1 / 3)
+    rec["note"] = ("random routers spread tokens evenly over the experts: the best case for "
+                   "balancing them over threads")
+    doc, _, _ = run([bench_gemm, "--threads", str(threads), "--rows", "20", "--types",
+                     "Q4_K,Q6_K", "--shapes", GEMM_SHAPES["llada-moe"], "--reps", str(reps)])
+    rec["expert_gemm"] = json.loads(doc)
+    return rec
 
 
 def generate_once(dllm, path, threads, threshold, dream, tokens=128):
@@ -344,7 +373,8 @@ def part_divergence(dllm, paths, threads, fixtures):
     models = []
     if fixtures and os.path.isdir(os.path.join(fixtures, "models")):
         for fn in sorted(os.listdir(os.path.join(fixtures, "models"))):
-            if fn.endswith(".gguf") and fn.startswith(("llada-tiny", "dream-tiny")):
+            if fn.endswith(".gguf") and fn.startswith(("llada-tiny", "dream-tiny",
+                                                       "llada-moe-tiny", "rnd1-tiny")):
                 models.append((fn[:-5], os.path.join(fixtures, "models", fn)))
     models += [(MODELS[name]["label"], path) for name, path in paths.items()]
     out = []
@@ -537,9 +567,10 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "results"),
                     help="folder of the result files (default bench/results)")
     ap.add_argument("--parts", default="gemm,forward,generate",
-                    help="comma-separated: gemm, forward, generate, cache, divergence, "
+                    help="comma-separated: gemm, forward, generate, cache, divergence, moe, "
                          "compare")
-    ap.add_argument("--models", default="llada,dream", help="llada, dream or both")
+    ap.add_argument("--models", default="llada,dream",
+                    help="llada, dream, both, or '' (divergence: the fixture models only)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--reps", type=int, default=3, help="timed passes per figure (default 3)")
     ap.add_argument("--threshold-tokens", type=int, default=128,
@@ -552,8 +583,9 @@ def main():
     ap.add_argument("--note", help="a remark stored with the results")
     a = ap.parse_args()
     parts = a.parts.split(",")
-    names = a.models.split(",")
-    if set(parts) - {"gemm", "forward", "generate", "cache", "divergence", "compare"} or set(names) - set(MODELS):
+    names = [n for n in a.models.split(",") if n]
+    if set(parts) - {"gemm", "forward", "generate", "cache", "divergence", "moe", "compare"} or \
+            set(names) - set(MODELS):
         ap.error("unknown part or model")
     if "compare" in parts and not a.llama_cpp:
         ap.error("compare needs --llama-cpp DIR")
@@ -589,6 +621,11 @@ def main():
                       "same canvas (cosine, relative L2 error |cached - exact| / |exact|, "
                       "argmax agreement over all checked rows); token agreement = share of "
                       "answer tokens equal to none's",
+        "moe": "dllm bench --canvas 160 --rows 32 --reps N on the LLaDA-MoE-7B-A1B and "
+               "LLaDA-8B synth files (Q4_K_M, random weights and routers), alternating per "
+               "round; ratio = median over rounds of the MoE pass / the dense pass (target at "
+               "most 1/3); GOPS counts the 8 experts a token uses; bench_gemm of one expert's "
+               "gate/up (1024 x 2048) and down (2048 x 1024) at 20 rows",
         "compare": "runs alternate per round: dllm bench with logits for all L rows (the work "
                    "llama.cpp does), llama-diffusion-cli -ub/-b/-c L --load-mode none (weights "
                    "read at load, not paged in during the steps), 5 steps: its time per step "
@@ -609,7 +646,7 @@ def main():
             json.dump(res, f, indent=2)
             f.write("\n")
 
-    paths = synth_models(dllm, a.cache, names) if set(parts) - {"gemm"} else {}
+    paths = synth_models(dllm, a.cache, names) if set(parts) - {"gemm", "moe"} else {}
     if "gemm" in parts:
         bg = os.path.abspath(a.bench_gemm or os.path.join(build, "bench", "bench_gemm"))
         try:
@@ -631,6 +668,14 @@ def main():
     if "divergence" in parts:
         res["divergence"] = part_divergence(dllm, paths, a.threads, os.environ.get(
             "DLLM_FIXTURES", os.path.join(HERE, "..", "..", "shared", "fixtures")))
+        save()
+    if "moe" in parts:
+        bg = os.path.abspath(a.bench_gemm or os.path.join(build, "bench", "bench_gemm"))
+        try:
+            res["moe"] = part_moe(dllm, bg, synth_models(dllm, a.cache, ["llada-moe", "llada"]),
+                                  a.threads, a.rounds, a.reps)
+        except RunError as e:
+            res["moe"] = {"error": str(e)}
         save()
     if "compare" in parts:
         res["compare"] = part_compare(dllm, a.llama_cpp, a.ik_llama, paths, a.threads, a.rounds,

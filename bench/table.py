@@ -11,11 +11,13 @@ it; the line under each table names that file's commit, date and machine.
 import argparse
 import json
 import os
+import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
-LABEL = {"llada": "LLaDA-8B shape", "dream": "Dream-7B shape"}
+LABEL = {"llada": "LLaDA-8B shape", "dream": "Dream-7B shape",
+         "llada-moe": "LLaDA-MoE-7B-A1B shape"}
 
 
 def peak_of(doc):
@@ -135,22 +137,34 @@ def cache_rows(entries):
     return rows
 
 
-def divergence_section(doc):
+def divergence_section(docs):
+    """The newest divergence figures of each model, from whichever runs measured them."""
+    newest_of = {}
+    for d in sorted((d for d in docs if d.get("divergence")), key=lambda d: d["date"]):
+        for r in d["divergence"]:
+            newest_of[r["model"]] = d
+    sources = []
+    for doc in newest_of.values():
+        if doc not in sources:
+            sources.append(doc)
     rows = []
-    for r in doc["divergence"]:
-        if "error" in r:
-            rows.append([r["model"], "", failed(r["error"])] + [""] * 5)
-            continue
-        rows.append([r["model"], r["mode"], str(r["checked_steps"]), fmt(r["cos_min"], 4),
-                     fmt(r["rel_median_of_step_max"], 3), fmt(r["rel_max"], 3),
-                     fmt(100 * r["argmax_agreement"], 1) + "%",
-                     fmt(100 * r["token_agreement_with_none"], 0) + "%"])
+    for doc in sources:
+        for r in doc["divergence"]:
+            if newest_of[r["model"]] is not doc:
+                continue
+            if "error" in r:
+                rows.append([r["model"], "", failed(r["error"])] + [""] * 5)
+                continue
+            rows.append([r["model"], r["mode"], str(r["checked_steps"]), fmt(r["cos_min"], 4),
+                         fmt(r["rel_median_of_step_max"], 3), fmt(r["rel_max"], 3),
+                         fmt(100 * r["argmax_agreement"], 1) + "%",
+                         fmt(100 * r["token_agreement_with_none"], 0) + "%"])
     lines = ["**K/V cache divergence** (`dllm run --cache MODE --cache-check`, 128 tokens, 32 "
              "steps, block 32: each cached step's rows against the exact pass over the same "
              "canvas; random weights)", ""]
     lines += table(["model", "cache", "steps checked", "cosine min", "rel. L2 (median step)",
                     "rel. L2 max", "argmax agrees", "tokens as none"], rows)
-    return lines + ["", source(doc)]
+    return lines + [""] + [source(d) for d in sources]
 
 
 def pair(a, b, digits=2):
@@ -188,6 +202,36 @@ def compare_section(doc):
     return lines + ["", source(doc)]
 
 
+def moe_section(doc):
+    m = doc["moe"]
+    if "error" in m:
+        return ["**Mixture of experts**: " + failed(m["error"]), "", source(doc)]
+    rows = []
+    for i, r in enumerate(m["rounds"]):
+        a, b = r["llada-moe"], r["llada"]
+        rows.append([str(i + 1), "%s (CPU %s)" % (secs(a["median_ms"]), secs(statistics.median(
+            a["cpu_ms"]))), fmt(a["gops"]), "%s (CPU %s)" % (secs(b["median_ms"]), secs(
+                statistics.median(b["cpu_ms"]))), fmt(b["gops"]),
+                     fmt(a["median_ms"] / b["median_ms"], 3)])
+    rows.append(["median", secs(m["moe_median_ms"]), "", secs(m["dense_median_ms"]), "",
+                 "**%s** (target at most %s)" % (fmt(m["ratio"], 3), fmt(m["target_ratio"], 3))])
+    g = [r for r in m["expert_gemm"]["results"] if r["threads"] == doc["threads"]]
+    best = {}
+    for r in g:
+        key = (r["N"], r["K"], r["type"])
+        if key not in best or r["gops"] > best[key]["gops"]:
+            best[key] = r
+    gemm = ", ".join("%s %d x %d: %s GOPS" % (t, n, k, fmt(r["gops"]))
+                     for (n, k, t), r in sorted(best.items()))
+    lines = ["**Mixture of experts** (`dllm bench --canvas 160 --rows 32`, Q4_K_M synth files, "
+             "the two alternating per round; GOPS counts the 8 experts each token uses; %s)" %
+             m["note"], ""]
+    lines += table(["round", "LLaDA-MoE-7B-A1B pass s", "GOPS", "LLaDA-8B pass s", "GOPS",
+                    "MoE / dense"], rows)
+    return lines + ["", "One expert's matrices at 20 rows (bench_gemm): " + gemm + ".", "",
+                    source(doc)]
+
+
 def gemm_section(doc):
     peak = peak_of(doc)
     rows, variants = [], set()
@@ -220,13 +264,14 @@ def gemm_section(doc):
 
 def render(docs):
     out = []
+    # Sections whose rows may come from several runs take all the documents.
+    merged = {"cache": cache_section, "divergence": divergence_section}
     for section, fn in (("forward", forward_section), ("compare", compare_section),
-                        ("generate", generate_section), ("cache", None),
-                        ("divergence", divergence_section),
-                        ("gemm", gemm_section)):
+                        ("generate", generate_section), ("cache", None), ("divergence", None),
+                        ("moe", moe_section), ("gemm", gemm_section)):
         doc = newest(docs, section)
         if doc and fn is None:
-            out += cache_section(docs) + [""]
+            out += merged[section](docs) + [""]
         elif doc:
             out += fn(doc) + [""]
     return "\n".join(out).rstrip() + "\n"

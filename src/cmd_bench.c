@@ -26,10 +26,11 @@ const char cmd_bench_usage[] =
     "denoising step's: the first L-128 positions prompt ids, the last 128 (all of them when\n"
     "L <= 128) the mask token, with the logits of the last R rows. Prints the load time,\n"
     "each pass and the median, and the throughput: GOPS = 2 x (transformer weight\n"
-    "parameters x L + output parameters x R) / median time.\n"
+    "parameters x L + output parameters x R) / median time, where a MoE model's experts\n"
+    "count as many times as a token uses them (expert_used_count of the stack).\n"
     "\n"
     "options:\n"
-    "  -m, --model MODEL   a LLaDA or Dream GGUF file, or a hub model\n"
+    "  -m, --model MODEL   a LLaDA, Dream, LLaDA-MoE or RND1 GGUF file, or a hub model\n"
     "                      org/repo[:QUANT|:FILE.gguf], downloaded if needed\n"
     "      --offline       hub models from the cache only, no network\n"
     "  -L, --canvas L      canvas length, 1 to the model's context (default 160)\n"
@@ -75,10 +76,12 @@ static double median(const double *v, int n)
 
 /*
  * Counts the multiply-accumulate weights of a pass: the matrices (two or more dimensions) of
- * the blocks blk.*, applied to every canvas token, and the output projection (output.weight,
- * or the tied token_embd.weight), applied to each logits row. Norms and biases are left out.
+ * the blocks blk.*, applied to every canvas token (of a stack of experts, the n_used each
+ * token is routed to), and the output projection (output.weight, or the tied
+ * token_embd.weight), applied to each logits row. Norms and biases are left out.
  */
-static void count_params(const struct dllm_gguf *gguf, int64_t *weights, int64_t *output)
+static void count_params(const struct dllm_gguf *gguf, int64_t n_used, int64_t *weights,
+                         int64_t *output)
 {
     const struct dllm_gguf_tensor *out = dllm_gguf_find_tensor(gguf, "output.weight");
     if (!out)
@@ -87,8 +90,9 @@ static void count_params(const struct dllm_gguf *gguf, int64_t *weights, int64_t
     *output = out ? out->ne[0] * out->ne[1] : 0;
     for (int64_t i = 0; i < dllm_gguf_n_tensors(gguf); i++) {
         const struct dllm_gguf_tensor *t = dllm_gguf_tensor(gguf, i);
-        if (t->n_dims >= 2 && strncmp(t->name, "blk.", 4) == 0)
-            *weights += t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+        if (t->n_dims < 2 || strncmp(t->name, "blk.", 4) != 0)
+            continue;
+        *weights += t->ne[0] * t->ne[1] * (t->n_dims == 3 && n_used ? n_used : t->ne[2] * t->ne[3]);
     }
 }
 
@@ -223,7 +227,8 @@ int cmd_bench(const struct cli_command *cmd, int argc, char **argv)
     r.arch = dllm_model_arch(model);
     r.file_type = dllm_model_file_type(model);
     r.n_prompt = canvas > BENCH_MASKS ? canvas - BENCH_MASKS : 0;
-    count_params(dllm_model_gguf(model), &r.weight_params, &r.output_params);
+    count_params(dllm_model_gguf(model), dllm_model_experts(model).n_used, &r.weight_params,
+                 &r.output_params);
 
     int32_t *ids = make_canvas(model, canvas, r.n_prompt);
     int32_t *row_pos = malloc((size_t)rows * sizeof *row_pos);

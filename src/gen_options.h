@@ -27,7 +27,7 @@ extern const struct option gen_long_options[];
 
 /* The help text of the generation flags, for a command's usage. */
 #define GEN_OPTIONS_HELP                                                                           \
-    "  -m, --model MODEL    a LLaDA or Dream GGUF file, or a hub model\n"                          \
+    "  -m, --model MODEL    a LLaDA, Dream, LLaDA-MoE or RND1 GGUF file, or a hub model\n"         \
     "                       org/repo[:QUANT|:FILE.gguf], downloaded once into the cache\n"         \
     "  --offline            hub models from the cache only, no network (also\n"                    \
     "                       HF_HUB_OFFLINE=1)\n"                                                   \
