@@ -27,6 +27,23 @@ run "chat prompt" 0 "$DLLM" tokenize -m "$DREAM" -p "Hello world"
 if [ "$(cat "$TMP/out")" = "$want" ]; then ok "chat ids"; else
     not_ok "chat ids: got '$(cat "$TMP/out")', expected '$want'"; fi
 
+# The MoE fixtures' chat prompts: their role tags and ChatML markers as single special ids
+# (the ids tokenizer.ggml.tokens gives them), rendered as their Jinja templates do.
+for m in llada-moe-tiny-q4km rnd1-tiny-q4km; do
+    run "$m chat prompt" 0 "$DLLM" tokenize -m "$FIX/models/$m.gguf" -p "Hi" --json
+    if python3 - "$TMP/out" "$m" <<'PY'
+import json, sys
+pieces = [t["piece"] for t in json.load(open(sys.argv[1]))]
+want = ({"<role>": 3, "</role>": 3, "<|role_end|>": 2} if sys.argv[2].startswith("llada-moe")
+        else {"<|im_start|>": 2, "<|im_end|>": 1})
+assert all(pieces.count(p) == n for p, n in want.items()), pieces
+assert pieces[0] == ("<role>" if sys.argv[2].startswith("llada-moe") else "<|im_start|>")
+assert "".join(pieces).endswith("<role>ASSISTANT</role>" if sys.argv[2].startswith("llada-moe")
+                                else "<|im_start|>assistant\n"), pieces
+PY
+    then ok "$m special tokens"; else not_ok "$m special tokens"; fi
+done
+
 run "chat prompt with a system message" 0 "$DLLM" tokenize -m "$DREAM" -p "Hi" -s "Be brief."
 expect_out "own system message replaces the default" '^151644 8948 198 '
 run "detokenize the chat prompt" 0 "$DLLM" tokenize -m "$DREAM" \
