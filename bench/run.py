@@ -3,7 +3,7 @@
 
 Parts (--parts, default all but compare):
   gemm      bench/bench_gemm on the LLaDA-8B and Dream-7B layer shapes, with the int8 peak
-  forward   `dllm bench` on the synth models at canvas 160 and 512
+  forward   `dllm bench` on the synth models at canvas 160 and 512 (--forward-canvas)
   generate  `dllm run --json --trace` end to end: 128 tokens, 32 steps, block 32, with and
             without --threshold 0.9; ms per step, tokens/s, time outside the forward pass
   cache     `dllm run --json --cache none|prefix|dual` alternating (--rounds rounds): 128
@@ -17,7 +17,9 @@ Parts (--parts, default all but compare):
   moe       the LLaDA-MoE-7B-A1B shape against the LLaDA-8B shape: `dllm bench --canvas 160
             --rows 32` on the two files alternating (--rounds rounds, --reps passes each),
             the ratio of the medians; bench_gemm on one expert's matrices at 20 rows (a
-            canvas of 160 routed to 8 of 64 experts is 20 rows per expert on average)
+            canvas of 160 routed to 8 of 64 experts is 20 rows per expert on average); then
+            the RND1-30B-A3B shape (an 18.6 GB file) once, only when MemAvailable is at least
+            its need plus 2 GB (else the need and what was available are recorded)
   compare   side by side with llama.cpp on the same file, canvas and threads, runs
             alternating: `dllm bench` with logits for every row next to llama-diffusion-cli's
             time per step (one non-causal pass over the canvas plus its sampling), and
@@ -53,7 +55,12 @@ MODELS = {
               "label": "Dream-7B shape"},
     "llada-moe": {"arch": "llada-moe", "preset": "7b-a1b", "file": "llada-moe-7b-a1b-q4km.gguf",
                   "label": "LLaDA-MoE-7B-A1B shape"},
+    "rnd1": {"arch": "rnd1", "preset": "30b-a3b", "file": "rnd1-30b-a3b-q4km.gguf",
+             "label": "RND1-30B-A3B shape"},
 }
+# What the RND1-30B-A3B shape needs besides MemAvailable's 2 GB margin: its weights (the Q4_K_M
+# file) and about 1 GB of buffers and logits at canvas 160.
+RND1_WEIGHTS_GB, RND1_BUFFERS_GB = 18.6, 1.0
 # The matrix shapes of one layer, N x K (output x input): q/o, k/v, ffn gate/up, ffn down.
 GEMM_SHAPES = {
     "llada": "4096x4096,12288x4096,4096x12288",
@@ -178,10 +185,10 @@ def dllm_bench(dllm, path, canvas, rows, reps, threads):
     return json.loads(doc)
 
 
-def part_forward(dllm, paths, threads, reps, peak):
+def part_forward(dllm, paths, threads, reps, peak, canvases):
     out = []
     for name, path in paths.items():
-        for canvas in (160, 512):
+        for canvas in canvases:
             try:
                 d = dllm_bench(dllm, path, canvas, 32, reps, threads)
                 d["pct_int8_peak"] = round(100 * d["gops"] / peak, 1) if peak else None
@@ -210,6 +217,31 @@ def part_moe(dllm, bench_gemm, paths, threads, rounds, reps):
     doc, _, _ = run([bench_gemm, "--threads", str(threads), "--rows", "20", "--types",
                      "Q4_K,Q6_K", "--shapes", GEMM_SHAPES["llada-moe"], "--reps", str(reps)])
     rec["expert_gemm"] = json.loads(doc)
+    rec["rnd1"] = rnd1_pass(dllm, threads, reps, os.path.dirname(paths["llada"]))
+    return rec
+
+
+def mem_available_gb():
+    with open("/proc/meminfo") as f:
+        return int(re.search(r"MemAvailable:\s+(\d+)", f.read()).group(1)) * 1024 / 1e9
+
+
+def rnd1_pass(dllm, threads, reps, cache):
+    """The RND1-30B-A3B shape's pass, when this machine has the memory for it."""
+    need = RND1_WEIGHTS_GB + RND1_BUFFERS_GB
+    avail = mem_available_gb()
+    rec = {"need_gb": need, "mem_available_gb": round(avail, 1)}
+    if avail < need + 2:
+        rec["skipped"] = "MemAvailable %.1f GB is below the need %.1f GB + 2 GB" % (avail, need)
+        return rec
+    path = synth_models(dllm, cache, ["rnd1"])["rnd1"]
+    rec["file_gb"] = round(os.path.getsize(path) / 1e9, 2)
+    try:
+        d = dllm_bench(dllm, path, 160, 32, reps, threads)
+        rec.update({k: d[k] for k in ("median_ms", "pass_ms", "cpu_ms", "gops", "load_ms",
+                                      "peak_rss_mb", "kernel")})
+    except RunError as e:
+        rec["error"] = str(e)
     return rec
 
 
@@ -403,7 +435,8 @@ def llama_diffusion(binary, path, arch, canvas, threads):
            "none",
            "--diffusion-steps", "5"]
     # LLaDA's blocks (5 of 32 at canvas 160, one step each), Dream's timestep schedule.
-    cmd += ["--diffusion-block-length", "32"] if arch == "llada" else ["--diffusion-eps", "0.001"]
+    cmd += (["--diffusion-block-length", "32"] if arch in ("llada", "llada-moe")
+            else ["--diffusion-eps", "0.001"])
     cpu = {}
     out, err, wall = run(cmd, cpu=cpu)
     m = re.search(r"time per step: ([0-9.]+)ms, sampling time per step: ([0-9.]+)ms", out + err)
@@ -570,7 +603,8 @@ def main():
                     help="comma-separated: gemm, forward, generate, cache, divergence, moe, "
                          "compare")
     ap.add_argument("--models", default="llada,dream",
-                    help="llada, dream, both, or '' (divergence: the fixture models only)")
+                    help="comma-separated: llada, dream, llada-moe, rnd1; '' (divergence: the "
+                         "fixture models only)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--reps", type=int, default=3, help="timed passes per figure (default 3)")
     ap.add_argument("--threshold-tokens", type=int, default=128,
@@ -580,6 +614,8 @@ def main():
     ap.add_argument("--ik-llama", help="folder with ik_llama.cpp's llama-bench (compare)")
     ap.add_argument("--rounds", type=int, default=2, help="alternating rounds for compare")
     ap.add_argument("--compare-canvas", type=int, default=160)
+    ap.add_argument("--forward-canvas", default="160,512",
+                    help="the canvases of the forward part (default 160,512)")
     ap.add_argument("--note", help="a remark stored with the results")
     a = ap.parse_args()
     parts = a.parts.split(",")
@@ -657,7 +693,8 @@ def main():
     peak = int8_peak(res.get("gemm"), a.threads) or latest_peak(a.out, a.threads)
     res["int8_peak_gops"] = peak
     if "forward" in parts:
-        res["forward"] = part_forward(dllm, paths, a.threads, a.reps, peak)
+        res["forward"] = part_forward(dllm, paths, a.threads, a.reps, peak,
+                                      [int(c) for c in a.forward_canvas.split(",")])
         save()
     if "generate" in parts:
         res["generate"] = part_generate(dllm, paths, a.threads, a.threshold_tokens)

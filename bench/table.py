@@ -228,8 +228,18 @@ def moe_section(doc):
              m["note"], ""]
     lines += table(["round", "LLaDA-MoE-7B-A1B pass s", "GOPS", "LLaDA-8B pass s", "GOPS",
                     "MoE / dense"], rows)
+    r = m.get("rnd1") or {}
+    if "median_ms" in r:
+        rnd1 = ("RND1-30B-A3B shape (%.1f GB file): pass %s s (CPU %s s), %s GOPS, load %s s, "
+                "peak RSS %s GB." % (r["file_gb"], secs(r["median_ms"]),
+                                     secs(statistics.median(r["cpu_ms"])), fmt(r["gops"]),
+                                     secs(r["load_ms"], 1), fmt(r["peak_rss_mb"] / 1024, 1)))
+    elif r:
+        rnd1 = "RND1-30B-A3B shape: not run, %s." % (r.get("skipped") or failed(r["error"]))
+    else:
+        rnd1 = "RND1-30B-A3B shape: not measured in this run."
     return lines + ["", "One expert's matrices at 20 rows (bench_gemm): " + gemm + ".", "",
-                    source(doc)]
+                    rnd1, "", source(doc)]
 
 
 def gemm_section(doc):

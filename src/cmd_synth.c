@@ -31,7 +31,7 @@ const char cmd_synth_usage[] =
     "options:\n"
     "  -a, --arch NAME     llada, dream, llada-moe or rnd1\n"
     "  -p, --preset NAME   the shape: 8b (llada, 4.9 GB as Q4_K_M), 7b (dream, 4.7 GB),\n"
-    "                      7b-a1b (llada-moe, 4.5 GB) or 30b-a3b (rnd1, 17 GB), the default;\n"
+    "                      7b-a1b (llada-moe, 4.5 GB) or 30b-a3b (rnd1, 18.6 GB), the default;\n"
     "                      tiny (any: 2 layers, d_model 256, vocab 2048; MoE: 8 experts of\n"
     "                      128, 2 used)\n"
     "  -o, --out FILE      the file to write\n"
