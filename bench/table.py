@@ -175,9 +175,25 @@ def ratio(a, b):
     return "%s / %s" % (fmt(a, 2), fmt(b, 2))
 
 
-def compare_section(doc):
+def newest_per_model(docs, section):
+    """Each model's newest entries of a section, from whichever runs measured them, and those
+    runs, oldest first."""
+    newest_of = {}
+    for d in sorted((d for d in docs if d.get(section)), key=lambda d: d["date"]):
+        for e in d[section]:
+            newest_of[e["model"]] = d
+    sources = []
+    for doc in newest_of.values():
+        if doc not in sources:
+            sources.append(doc)
+    entries = [e for doc in sources for e in doc[section] if newest_of[e["model"]] is doc]
+    return entries, sources
+
+
+def compare_section(docs):
     rows = []
-    for c in doc["compare"]:
+    entries, sources = newest_per_model(docs, "compare")
+    for c in entries:
         if "error" in c:
             rows.append([LABEL[c["model"]], str(c["canvas"]), failed(c["error"])] + [""] * 6)
             continue
@@ -189,17 +205,16 @@ def compare_section(doc):
                      fmt(c.get("speedup_vs_llama_bench"), 2),
                      secs(c.get("ik_bench_median_ms")),
                      fmt(c.get("speedup_vs_ik_bench"), 2)])
-    commit = next((c.get("llama_cpp_commit") for c in doc["compare"] if c.get("llama_cpp_commit")),
-                  "unknown")
-    ik = next((c.get("ik_llama_commit") for c in doc["compare"] if c.get("ik_llama_commit")),
-              None)
+    commit = ", ".join(sorted({c["llama_cpp_commit"] for c in entries
+                               if c.get("llama_cpp_commit")})) or "unknown"
+    ik = next((c.get("ik_llama_commit") for c in entries if c.get("ik_llama_commit")), None)
     lines = ["**Against llama.cpp** (commit %s%s; same file, canvas and threads, runs "
              "alternating; logits for every row on both sides; median / fastest, speedup = their "
              "time / dllm time)" % (commit, ", ik_llama.cpp %s" % ik if ik else ""), ""]
     lines += table(["model", "canvas", "dllm pass s", "llama-diffusion-cli s/step",
                     "speedup", "llama-bench causal prefill s", "speedup",
                     "ik_llama.cpp causal prefill s", "speedup"], rows)
-    return lines + ["", source(doc)]
+    return lines + [""] + [source(d) for d in sources]
 
 
 def moe_section(doc):
@@ -275,8 +290,9 @@ def gemm_section(doc):
 def render(docs):
     out = []
     # Sections whose rows may come from several runs take all the documents.
-    merged = {"cache": cache_section, "divergence": divergence_section}
-    for section, fn in (("forward", forward_section), ("compare", compare_section),
+    merged = {"cache": cache_section, "divergence": divergence_section,
+              "compare": compare_section}
+    for section, fn in (("forward", forward_section), ("compare", None),
                         ("generate", generate_section), ("cache", None), ("divergence", None),
                         ("moe", moe_section), ("gemm", gemm_section)):
         doc = newest(docs, section)
