@@ -143,8 +143,14 @@ static const struct render_case render_cases[] = {
      "</tool_response><|im_end|>\n<|im_start|>user\nthanks<|im_end|>\n<|im_start|>assistant\n"},
     /*
      * LLaDA-MoE's Ling template: thinking_option is 'off'; a first system message goes inside
-     * the system header before "detailed thinking off" (llama.cpp's bailing2 handler instead
-     * writes "<role>SYSTEM</role>" + content + "<|role_end|>" then: the Jinja text rules).
+     * the system header before "detailed thinking off". Checked once against llama.cpp
+     * (upstream 3f545becc; d32676d was not at hand) by a program calling
+     * llama_chat_apply_template(llama_model_chat_template(model, NULL), msgs, n, true, ...) on
+     * the fixture: its bailing2 handler gives "ling single turn" and "ling multi-turn" byte for
+     * byte, and for "ling own system" writes "<role>SYSTEM</role>Be brief.<|role_end|>..."
+     * without "detailed thinking off", where the Jinja text, which rules here, keeps it. The
+     * same program on the rnd1 fixture (llama.cpp's ChatML handler) gives "qwen3 single turn"
+     * (with 'What is 2+2?'), "qwen3 own system" and a plain multi-turn history byte for byte.
      */
     {"ling single turn",
      &moe,
