@@ -163,6 +163,12 @@ void gen_options_sampler(const struct cli_command *cmd, const struct gen_options
     APPLY(has_early_stop, early_stop)
     APPLY(has_cache, cache)
 #undef APPLY
+    /*
+     * Under a threshold Dream's confidence is the proposal's probability (Fast-dLLM's Dream
+     * threshold decoding): maskgit_plus unless --alg says otherwise.
+     */
+    if (out->kind == DLLM_SAMPLER_DREAM && out->threshold > 0 && !o->has_alg)
+        out->alg = DLLM_ALG_MASKGIT_PLUS;
     /* A cache works block by block: without --block-length, blocks of 32 (Fast-dLLM's). */
     if (out->cache != DLLM_CACHE_NONE && !o->has_block_length && out->block_length == 0) {
         out->block_length = 32;

@@ -702,7 +702,37 @@ static const struct {
      "temp stays 0.0: its lowest valid value"},
     {"temperature at 2", UI_SLIDER_TEMPERATURE, 1, 128, 32, 64, 0, 2.0, false, 128, 32, 64, 0, 2.0,
      "temp stays 2.0: its highest valid value"},
+    /* Lowering max below steps takes steps down with it (it stuck at 128 before). */
+    {"max below steps", UI_SLIDER_MAX_TOKENS, -1, 32, 0, 32, 0, 0, true, 16, 0, 16, 0, 0,
+     "max 16; steps 32 -> 16, at most max tokens"},
+    {"max below steps, blocks", UI_SLIDER_MAX_TOKENS, -1, 64, 32, 64, 0, 0, true, 32, 32, 32, 0, 0,
+     "max 32; steps 64 -> 32, at most max tokens"},
 };
+
+/*
+ * The threshold slider on a Dream model whose confidence is entropy (its default) switches it to
+ * maskgit_plus, which a threshold needs (every message was refused before); a probability-like
+ * alg already set stays.
+ */
+START_TEST(test_slider_dream_threshold)
+{
+    struct dllm_sampler_params s;
+    dllm_sampler_params_init(&s, DLLM_SAMPLER_DREAM);
+    ck_assert_int_eq(s.alg, DLLM_ALG_ENTROPY);
+    char note[160];
+    ck_assert(ui_settings_adjust(&s, UI_SLIDER_THRESHOLD, 1, 256, false, note, sizeof note));
+    ck_assert_double_eq_tol(s.threshold, 0.5, 1e-12);
+    ck_assert_int_eq(s.alg, DLLM_ALG_MASKGIT_PLUS);
+    ck_assert_str_eq(note, "threshold 0.50; alg maskgit_plus: a threshold needs a probability as "
+                           "confidence");
+    ck_assert(dllm_sampler_params_check(&s, NULL) == DLLM_OK);
+    s.threshold = 0;
+    s.alg = DLLM_ALG_TOPK_MARGIN;
+    ck_assert(ui_settings_adjust(&s, UI_SLIDER_THRESHOLD, 1, 256, false, note, sizeof note));
+    ck_assert_int_eq(s.alg, DLLM_ALG_TOPK_MARGIN);
+    ck_assert_str_eq(note, "threshold 0.50");
+}
+END_TEST
 
 START_TEST(test_slider)
 {
@@ -1848,6 +1878,7 @@ static Suite *ui_suite(void)
     tc = tcase_create("settings");
     tcase_add_loop_test(tc, test_slider, 0, N_OF(adjusts));
     tcase_add_test(tc, test_slider_busy);
+    tcase_add_test(tc, test_slider_dream_threshold);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("commands");

@@ -454,8 +454,13 @@ static void draw_settings(struct ui_screen *s, struct ui_app *app, const struct 
         bool sel = focused && app->slider == (enum ui_slider)k;
         snprintf(item, sizeof item, "%s%s %s%s", sel ? "\u25c2 " : "",
                  ui_slider_name((enum ui_slider)k), value, sel ? " \u25b8" : "");
+        /* Steps do not apply while a threshold decides the commits. */
+        const bool dim = k == UI_SLIDER_STEPS && app->settings.threshold > 0;
         put_segment(s, r->y, &x, end, k ? "  " : "", UI_STYLE_TEXT);
-        put_segment(s, r->y, &x, end, item, sel ? UI_STYLE_SELECTED : UI_STYLE_TEXT);
+        put_segment(s, r->y, &x, end, item,
+                    sel   ? UI_STYLE_SELECTED
+                    : dim ? UI_STYLE_DIM
+                          : UI_STYLE_TEXT);
     }
     if (!focused)
         put_segment(s, r->y, &x, end, "   (Tab to the sliders)", UI_STYLE_DIM);
@@ -468,11 +473,15 @@ static void draw_status(struct ui_screen *s, struct ui_app *app, const struct ui
     const struct ui_engine_info *i = &app->info;
     char text[512], state[64];
     ui_app_state_text(app, state, sizeof state);
-    char cache[32] = "";
+    /* Dream's confidence under a threshold, and the K/V cache, when they are on. */
+    char extra[64] = "";
+    if (app->settings.kind == DLLM_SAMPLER_DREAM && app->settings.threshold > 0)
+        snprintf(extra, sizeof extra, DOT "alg %s", dllm_alg_name(app->settings.alg));
     if (app->settings.cache != DLLM_CACHE_NONE)
-        snprintf(cache, sizeof cache, DOT "cache %s", dllm_cache_mode_name(app->settings.cache));
+        snprintf(extra + strlen(extra), sizeof extra - strlen(extra), DOT "cache %s",
+                 dllm_cache_mode_name(app->settings.cache));
     snprintf(text, sizeof text, " %s" DOT "%s" DOT "%s" DOT "%d thread%s%s" DOT "%s ", i->model,
-             i->quant, i->device, i->threads, i->threads == 1 ? "" : "s", cache, state);
+             i->quant, i->device, i->threads, i->threads == 1 ? "" : "s", extra, state);
     int x = r->x, end = r->x + r->w;
     put_segment(s, r->y, &x, end, text, UI_STYLE_STATUS);
     if (app->note[0]) {

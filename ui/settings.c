@@ -13,10 +13,15 @@ int64_t ui_settings_blocks(const struct dllm_sampler_params *s)
     return s->block_length > 0 ? s->gen_length / s->block_length : 1;
 }
 
-/* Moves steps to the nearest positive multiple of the blocks, ties upwards. */
+/*
+ * Moves steps to the nearest positive multiple of the blocks, ties upwards, and to at most
+ * max tokens (a step commits at least one token: more steps than tokens would run empty).
+ */
 static void fit_steps(struct dllm_sampler_params *s)
 {
     int64_t nb = ui_settings_blocks(s);
+    if (s->steps > s->gen_length)
+        s->steps = s->gen_length / nb * nb;
     if (s->steps % nb == 0 && s->steps >= nb)
         return;
     int64_t lo = s->steps / nb * nb, hi = lo + nb;
@@ -72,6 +77,10 @@ bool ui_settings_adjust(struct dllm_sampler_params *s, enum ui_slider slider, in
         k += dir > 0 ? 1 : -1;
         k = k < 9 ? 9 : k > 20 ? 20 : k;
         s->threshold = k == 9 ? 0 : k / 20.0;
+        /* Dream's confidence must be a probability under a threshold (Fast-dLLM's Dream). */
+        if (s->kind == DLLM_SAMPLER_DREAM && s->threshold > 0 &&
+            (s->alg == DLLM_ALG_ORIGIN || s->alg == DLLM_ALG_ENTROPY))
+            s->alg = DLLM_ALG_MASKGIT_PLUS;
         break;
     }
     case UI_SLIDER_TEMPERATURE: {
@@ -94,16 +103,22 @@ bool ui_settings_adjust(struct dllm_sampler_params *s, enum ui_slider slider, in
     note[0] = '\0';
     bool changed = old.steps != s->steps || old.gen_length != s->gen_length ||
                    old.block_length != s->block_length || old.threshold != s->threshold ||
-                   old.temperature != s->temperature || old.cache != s->cache;
+                   old.temperature != s->temperature || old.cache != s->cache || old.alg != s->alg;
     if (!changed) {
         ui_addf(note, size, "%s stays %s: its %s valid value", ui_slider_name(slider), value,
                 dir > 0 ? "highest" : "lowest");
         return false;
     }
     ui_addf(note, size, "%s %s", ui_slider_name(slider), value);
-    if (slider != UI_SLIDER_STEPS && s->steps != old.steps)
+    if (slider != UI_SLIDER_STEPS && s->steps != old.steps && old.steps > s->gen_length)
+        ui_addf(note, size, "; steps %" PRId64 " -> %" PRId64 ", at most max tokens", old.steps,
+                s->steps);
+    else if (slider != UI_SLIDER_STEPS && s->steps != old.steps)
         ui_addf(note, size, "; steps %" PRId64 " -> %" PRId64 " to fit %" PRId64 " block%s",
                 old.steps, s->steps, ui_settings_blocks(s), ui_settings_blocks(s) == 1 ? "" : "s");
+    if (s->alg != old.alg)
+        ui_addf(note, size, "; alg %s: a threshold needs a probability as confidence",
+                dllm_alg_name(s->alg));
     if (slider == UI_SLIDER_STEPS && s->threshold > 0)
         ui_addf(note, size, "; steps do not apply while a threshold is set");
     if (busy)
