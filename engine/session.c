@@ -386,10 +386,12 @@ static enum dllm_status step_logits(struct dllm_session *s, int64_t canvas_len, 
 
 /*
  * Reports the answer: the committed ids before the first end-of-generation token (a cancelled
- * run may have left masks among them; they are left out), gathered in s->rows.
+ * run may have left masks among them; they are left out), gathered in s->rows, and the
+ * messages dropped to fit the canvas.
  */
-static void finish(struct dllm_session *s, int64_t canvas_len, int64_t n_prompt, int64_t steps_run,
-                   const struct dllm_sampler_result *last, bool cancelled, double t0)
+static void finish(struct dllm_session *s, int64_t canvas_len, int64_t n_prompt, int64_t dropped,
+                   int64_t steps_run, const struct dllm_sampler_result *last, bool cancelled,
+                   double t0)
 {
     int64_t n = 0;
     for (int64_t i = n_prompt; i < canvas_len && !dllm_vocab_is_eog(s->vocab, s->canvas[i]); i++)
@@ -415,6 +417,7 @@ static void finish(struct dllm_session *s, int64_t canvas_len, int64_t n_prompt,
         .stopped_early = last && last->stopped_early,
         .cancelled = cancelled,
         .total_ms = now_ms() - t0,
+        .dropped_messages = dropped,
     };
     emit(s, &ev);
     free(text);
@@ -519,7 +522,8 @@ static void run_request(struct dllm_session *s)
                                 .check_rows = s->check.check_rows};
         emit(s, &sv);
     }
-    finish(s, canvas_len, n_prompt, steps, have_res ? &res : NULL, atomic_load(&s->cancel), t0);
+    finish(s, canvas_len, n_prompt, dropped, steps, have_res ? &res : NULL, atomic_load(&s->cancel),
+           t0);
 }
 
 static void *worker(void *arg)

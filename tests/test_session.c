@@ -25,7 +25,7 @@ struct record {
     char text[8192];
     char message[512];
     bool stopped_early, cancelled;
-    int64_t steps_run, masks_left_done, dropped;
+    int64_t steps_run, masks_left_done, dropped, dropped_done;
     int32_t mask_id;
 };
 
@@ -66,6 +66,7 @@ static void on_event(const struct dllm_event *ev, void *user)
         }
         break;
     case DLLM_EVENT_DONE:
+        r->dropped_done = ev->dropped_messages;
         r->n_done++;
         r->n_tokens = ev->n_tokens;
         memcpy(r->tokens, ev->tokens, (size_t)ev->n_tokens * sizeof *r->tokens);
@@ -328,6 +329,7 @@ START_TEST(generate_multi_turn)
     generate(&f, &req, &r);
     ck_assert_msg(r.n_error == 0, "%s", r.message);
     ck_assert_int_eq(r.dropped, 2);
+    ck_assert_int_eq(r.dropped_done, 2); /* DONE carries the count as dllm.h says (it was 0) */
     ck_assert_int_eq(r.n_notice, 1);
     ck_assert(strstr(r.message, "dropped the 2 oldest messages"));
     ck_assert_int_lt(r.n_prompt, full);
