@@ -41,6 +41,15 @@ then ok "JSON document and trace lines"; else not_ok "JSON document and trace li
 
 run "threshold mode" 0 "$DLLM" run -m "$L" -p "Hi" --max-tokens 16 --threshold 0.5 --json
 run "no chat" 0 "$DLLM" run -m "$L" -p "Hi" $G --no-chat
+# A threshold on the Dream sampler without --alg takes maskgit_plus (Fast-dLLM's Dream); an
+# explicit entropy stays refused, naming maskgit_plus. RND1 runs the Dream sampler too.
+for m in "$D" "$FIX/models/rnd1-tiny-q4km.gguf"; do
+    run "Dream-sampler threshold ($(basename "$m"))" 0 "$DLLM" run -m "$m" -p "Hi" --max-tokens 16 --threshold 0.5 --json
+    if python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["settings"]["alg"] == "maskgit_plus"' "$TMP/out"
+    then ok "settings.alg is maskgit_plus"; else not_ok "settings.alg is not maskgit_plus"; fi
+done
+run "threshold with an explicit entropy" 2 "$DLLM" run -m "$D" -p hi --threshold 0.5 --alg entropy
+expect_err "names maskgit_plus" "maskgit_plus"
 
 HF_HUB_OFFLINE=1 HF_HUB_CACHE="$TMP/empty" run "no model: the default, not cached" 1 "$DLLM" run -p hi
 expect_err "names the pull command" "run 'dllm pull .*' while online"
