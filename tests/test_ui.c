@@ -1543,6 +1543,34 @@ static void engine_runs(struct app_fixture *f, int steps, const char *done_text,
     ui_app_poll(&f->app);
 }
 
+/*
+ * The timing pane scrolls back at most until step 0 is its first row: Home showed nothing and
+ * Down only step 0 when timing_back could run to the number of steps.
+ */
+START_TEST(test_app_timing_scroll)
+{
+    struct app_fixture f;
+    app_setup(&f);
+    enter(&f, "hi");
+    engine_runs(&f, 3, NULL, false, 0);
+    ck_assert_uint_eq(f.app.timing.n, 3);
+    f.app.focus = UI_FOCUS_TIMING;
+    f.app.timing_rows = 2; /* the pane shows two steps */
+    press(&f, UI_KEY_HOME);
+    ck_assert_uint_eq(f.app.timing_back, 1); /* steps 0 and 1 */
+    press(&f, UI_KEY_UP);
+    ck_assert_uint_eq(f.app.timing_back, 1);
+    press(&f, UI_KEY_DOWN);
+    ck_assert_uint_eq(f.app.timing_back, 0); /* steps 1 and 2, the newest */
+    f.app.timing_rows = 10;                  /* all three fit: nothing to scroll */
+    press(&f, UI_KEY_HOME);
+    ck_assert_uint_eq(f.app.timing_back, 0);
+    press(&f, UI_KEY_UP);
+    ck_assert_uint_eq(f.app.timing_back, 0);
+    app_teardown(&f);
+}
+END_TEST
+
 START_TEST(test_app_chat)
 {
     struct app_fixture f;
@@ -1915,6 +1943,7 @@ static Suite *ui_suite(void)
 
     tc = tcase_create("app");
     tcase_add_test(tc, test_app_chat);
+    tcase_add_test(tc, test_app_timing_scroll);
     tcase_add_test(tc, test_app_cancel);
     tcase_add_test(tc, test_app_commands);
     tcase_add_test(tc, test_app_sliders);

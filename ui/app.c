@@ -295,13 +295,16 @@ static void adjust(struct ui_app *app, int dir)
 static void scroll(struct ui_app *app, enum ui_action act)
 {
     if (app->focus == UI_FOCUS_TIMING) {
-        size_t back = app->timing_back;
-        if (act == UI_ACT_SCROLL_UP && back < app->timing.n)
+        /* Scrolled back at most until step 0 is the pane's first row. */
+        const size_t n = app->timing.n, rows = app->timing_rows;
+        const size_t most = n > rows ? n - rows : 0;
+        size_t back = app->timing_back < most ? app->timing_back : most;
+        if (act == UI_ACT_SCROLL_UP && back < most)
             back++;
         else if (act == UI_ACT_SCROLL_DOWN && back > 0)
             back--;
         else if (act == UI_ACT_SCROLL_TOP)
-            back = app->timing.n;
+            back = most;
         else if (act == UI_ACT_SCROLL_BOTTOM)
             back = 0;
         app->timing_back = back;

@@ -41,6 +41,7 @@ struct ui_app {
     struct ui_frame frame; /* the live canvas; n == 0 when there is none */
     struct ui_timing timing;
     size_t timing_back; /* timing rows scrolled back from the newest; 0 follows */
+    size_t timing_rows; /* step rows the timing pane showed when last drawn (the screen sets it) */
 
     /* The conversation as scrollback blocks, rebuilt when it changes or the width does. */
     struct ui_scrollback conv;

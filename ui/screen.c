@@ -380,7 +380,11 @@ static void draw_timing(struct ui_screen *s, struct ui_app *app, const struct ui
     put_text(s, y++, x, w, UI_TIMING_HEADER, UI_STYLE_DIM);
     int list = bottom - y - 3; /* rows for steps; three stay for the sparkline and totals */
     size_t shown = list > 0 ? (size_t)list : 0;
-    size_t back = app->timing_back;
+    app->timing_rows = shown;
+    /* A pane grown since the last scroll shows step 0 first rather than empty rows. */
+    size_t most = t->n > shown ? t->n - shown : 0, back = app->timing_back;
+    if (back > most)
+        app->timing_back = back = most;
     size_t end = t->n > back ? t->n - back : 0;
     size_t first = end > shown ? end - shown : 0;
     for (size_t i = 0; i < shown; i++, y++) {
