@@ -561,6 +561,10 @@ START_TEST(file_errors)
     ck_assert_ptr_null(g);
     ck_assert(strstr(err.text, "No such file"));
     ck_assert_int_eq(dllm_gguf_open("/", &g, &err), DLLM_ERR_IO);
+    /* A directory says so (the text once ended in a stale errno: "Inappropriate ioctl"). */
+    ck_assert_str_eq(err.text, "a directory, not a GGUF file");
+    ck_assert_int_eq(dllm_gguf_open("/dev/null", &g, &err), DLLM_ERR_IO);
+    ck_assert_str_eq(err.text, "not a regular file, not a GGUF file");
     char *dir = test_tmpdir();
     char path[4200];
     snprintf(path, sizeof path, "%s/empty.gguf", dir);
@@ -568,6 +572,26 @@ START_TEST(file_errors)
     fclose(f);
     ck_assert_int_eq(dllm_gguf_open(path, &g, &err), DLLM_ERR_FORMAT);
     unlink(path);
+    /* A model cut inside its tensor data is a truncated file, with the sizes. */
+    size_t size;
+    char *whole = fixture_read("models/llada-tiny-q4km.gguf", &size);
+    struct dllm_gguf *full;
+    ck_assert(dllm_gguf_open_memory(whole, size, &full, &err) == DLLM_OK);
+    size_t need = 0;
+    for (int64_t i = 0; i < dllm_gguf_n_tensors(full); i++) {
+        const struct dllm_gguf_tensor *t = dllm_gguf_tensor(full, i);
+        if (t->offset + t->size > need)
+            need = t->offset + t->size;
+    }
+    need += dllm_gguf_data_offset(full);
+    const size_t cut = size - 100000;
+    char want[200];
+    ck_assert_int_eq(dllm_gguf_open_memory(whole, cut, &g, &err), DLLM_ERR_FORMAT);
+    snprintf(want, sizeof want, "truncated file: it has %zu bytes but its tensors need %zu", cut,
+             need);
+    ck_assert_msg(strncmp(err.text, want, strlen(want)) == 0, "%s", err.text);
+    dllm_gguf_close(full);
+    free(whole);
     rmdir(dir);
     free(dir);
 }

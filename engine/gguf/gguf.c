@@ -449,6 +449,20 @@ static enum dllm_status read_tensor_info(struct dllm_gguf *g, struct cursor *c, 
     return read_u64(c, &t->offset, "tensor offset");
 }
 
+/* The byte where the last tensor's data ends (saturating at UINT64_MAX). */
+static unsigned long long tensors_end(const struct dllm_gguf *g)
+{
+    uint64_t end = 0;
+    for (int64_t i = 0; i < g->n_tensors; i++) {
+        uint64_t e;
+        if (__builtin_add_overflow(g->tensors[i].offset, (uint64_t)g->tensors[i].size, &e) ||
+            __builtin_add_overflow(e, (uint64_t)g->data_offset, &e))
+            return UINT64_MAX;
+        end = e > end ? e : end;
+    }
+    return end;
+}
+
 /* Places the data section after the infos and checks each tensor lies inside it, aligned. */
 static enum dllm_status place_tensors(struct dllm_gguf *g, struct cursor *c)
 {
@@ -469,7 +483,14 @@ static enum dllm_status place_tensors(struct dllm_gguf *g, struct cursor *c)
                                   "tensor %s: data offset %llu is not a multiple of the "
                                   "alignment %zu",
                                   t->name, (unsigned long long)t->offset, g->alignment);
-        if (t->offset > data_size || t->size > data_size - t->offset)
+        /* A tensor that starts inside the file but runs past its end: the file was cut. */
+        if (t->offset <= data_size && t->size > data_size - t->offset)
+            return dllm_error_set(c->err, DLLM_ERR_FORMAT,
+                                  "truncated file: it has %zu bytes but its tensors need %llu "
+                                  "(tensor %s ends at byte %llu)",
+                                  c->size, tensors_end(g), t->name,
+                                  (unsigned long long)(g->data_offset + t->offset + t->size));
+        if (t->offset > data_size)
             return dllm_error_set(c->err, DLLM_ERR_FORMAT,
                                   "tensor %s: data [%llu, +%zu) lies outside the data section "
                                   "(%zu bytes from byte %zu)",
@@ -567,11 +588,15 @@ enum dllm_status dllm_gguf_open(const char *path, struct dllm_gguf **out, struct
     if (fd < 0)
         return dllm_error_set(err, DLLM_ERR_IO, "cannot open: %s", strerror(errno));
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fd, &st) != 0) {
         int e = errno;
         close(fd);
-        return dllm_error_set(err, DLLM_ERR_IO, "not a regular file%s%s", e ? ": " : "",
-                              e ? strerror(e) : "");
+        return dllm_error_set(err, DLLM_ERR_IO, "cannot stat: %s", strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return dllm_error_set(err, DLLM_ERR_IO, "%s, not a GGUF file",
+                              S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
     }
     if (st.st_size < 4) {
         close(fd);
