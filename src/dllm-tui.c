@@ -33,10 +33,13 @@
 #define SCRIPT_WAIT_MS 60000.0 /* a script's wait-idle or wait-step gives up after this */
 
 static const char usage[] =
-    "usage: dllm-tui -m MODEL [options]\n"
+    "usage: dllm-tui [-m MODEL] [options]\n"
+    "       dllm-tui --batch [-m MODEL] -p TEXT [options]\n"
     "\n"
     "The interactive chat: watch a diffusion model fill in its answer, step by step.\n"
-    "Keys and commands: F1 (or ? on an empty input) inside; man dllm-tui.\n"
+    "Keys and commands: F1 (or ? on an empty input) inside; man dllm-tui. Without -m, the\n"
+    "default model (" DLLM_HUB_DEFAULT_MODEL "), downloaded on first use.\n"
+    "--batch generates one answer without the screen, as dllm run does (same options).\n"
     "\n"
     "options:\n" GEN_OPTIONS_HELP
     "  --color WHEN         auto (default: colours unless NO_COLOR is set), always, never\n"

@@ -13,6 +13,7 @@ static const struct cli_command commands[] = {
     {"tokenize", "print the token ids of a prompt, or the text of ids", cmd_tokenize_usage,
      cmd_tokenize},
     {"logits", "write the logits of one forward pass over token ids", cmd_logits_usage, cmd_logits},
+    {"chat", "the interactive chat (runs dllm-tui)", cmd_chat_usage, cmd_chat},
     {"run", "generate one answer (text on stdout, or --json)", cmd_run_usage, cmd_run},
     {"doctor", "check this machine, the build and the model cache", cmd_doctor_usage, cmd_doctor},
     {"pull", "download a model from the Hugging Face hub, verified", cmd_pull_usage, cmd_pull},
@@ -28,7 +29,8 @@ static void print_usage(FILE *out)
 {
     fputs("usage: dllm COMMAND [OPTIONS]\n"
           "       dllm help [COMMAND] | --help | --version\n\n"
-          "Local inference for diffusion language models (LLaDA, Dream) from GGUF files.\n\n"
+          "Local inference for diffusion language models (LLaDA, Dream, LLaDA-MoE, RND1) from\n"
+          "GGUF files.\n\n"
           "commands:\n",
           out);
     for (size_t i = 0; i < n_commands; i++)

@@ -31,7 +31,8 @@ extern const struct option gen_long_options[];
     "                       org/repo[:QUANT|:FILE.gguf], downloaded once into the cache\n"         \
     "  --offline            hub models from the cache only, no network (also\n"                    \
     "                       HF_HUB_OFFLINE=1)\n"                                                   \
-    "  -p, --prompt TEXT    the user message; '-' reads it from standard input\n"                  \
+    "  -p, --prompt TEXT    the user message ('-' reads it from standard input, except in\n"       \
+    "                       the interactive chat, where it is the first message itself)\n"         \
     "  --system TEXT        a system message before it\n"                                          \
     "  -t, --threads N      worker threads (default: the number of cores)\n"                       \
     "  --max-tokens N       tokens to generate, the masks of the canvas (default 128)\n"           \

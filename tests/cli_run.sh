@@ -41,6 +41,13 @@ then ok "JSON document and trace lines"; else not_ok "JSON document and trace li
 
 run "threshold mode" 0 "$DLLM" run -m "$L" -p "Hi" --max-tokens 16 --threshold 0.5 --json
 run "no chat" 0 "$DLLM" run -m "$L" -p "Hi" $G --no-chat
+# dllm chat runs dllm-tui from the same folder with the same arguments; dllm help lists it.
+run "dllm chat --help" 0 "$DLLM" chat --help
+expect_out "is dllm-tui's help" '^usage: dllm-tui \[-m MODEL\] \[options\]$'
+expect_out "documents --batch" '^       dllm-tui --batch \[-m MODEL\] -p TEXT \[options\]$'
+run "dllm chat, a bad flag" 2 "$DLLM" chat --bogus
+run "dllm help" 0 "$DLLM" help
+expect_out "lists chat" '^  chat +the interactive chat \(runs dllm-tui\)$'
 # A threshold on the Dream sampler without --alg takes maskgit_plus (Fast-dLLM's Dream); an
 # explicit entropy stays refused, naming maskgit_plus. RND1 runs the Dream sampler too.
 for m in "$D" "$FIX/models/rnd1-tiny-q4km.gguf"; do
