@@ -340,6 +340,8 @@ int main(int argc, char **argv)
     } else if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
         cli_fail("dllm-tui needs a terminal on standard input and output: use dllm run for "
                  "scripts, or --script FILE for a headless run");
+    } else if (!ui_screen_check_terminal(err_text, sizeof err_text)) {
+        cli_fail("%s", err_text); /* before seconds of loading, not after */
     }
 
     struct ui_frame_slot slot;

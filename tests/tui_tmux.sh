@@ -65,4 +65,14 @@ wait_for "Esc closes the help" '^─ conversation '
 "${T[@]}" send-keys -t tui C-c C-c
 wait_for "a second Ctrl+C quits with status 0" '^exit status 0$'
 wait_for "the terminal is restored" '^before dllm-tui$'
+
+# A terminal dllm-tui cannot draw on is refused before the model loads: with a model path that
+# does not exist, the error is the terminal's (it was the model's, seconds of loading later).
+for term in dumb no-such-terminal; do
+    "${T[@]}" kill-session -t tui
+    "${T[@]}" new-session -d -s tui -x 100 -y 30 \
+        "env TERM=$term '$TUI' -m '$TMP/none.gguf'; echo \"exit status \$?\"; sleep 60"
+    wait_for "TERM=$term is refused first" "TERM=$term (cannot move the cursor|is not in the terminfo)"
+    wait_for "TERM=$term exits 1" '^exit status 1$'
+done
 finish

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <term.h>
+#include <unistd.h>
 #include <wchar.h>
 
 /* Key codes given to define_key for sequences terminfo does not name. */
@@ -66,18 +67,41 @@ static void set_styles(struct ui_screen *s)
     }
 }
 
+bool ui_screen_check_terminal(char *err, size_t size)
+{
+    const char *term = getenv("TERM");
+    if (!term || !*term) {
+        snprintf(err, size, "TERM is not set: dllm-tui needs to know the terminal");
+        return false;
+    }
+    int found;
+    if (setupterm(term, STDOUT_FILENO, &found) != OK) {
+        snprintf(err, size, "cannot set up the terminal: TERM=%s is not in the terminfo database",
+                 term);
+        return false;
+    }
+    const char *cup = tigetstr("cup");
+    const bool moves = cup && cup != (char *)-1;
+    del_curterm(cur_term);
+    if (!moves) {
+        snprintf(err, size,
+                 "TERM=%s cannot move the cursor: dllm-tui needs a full-screen terminal "
+                 "(dllm run prints plain text)",
+                 term);
+        return false;
+    }
+    return true;
+}
+
 bool ui_screen_open(struct ui_screen *s, enum ui_color_mode mode, bool headless, int rows, int cols,
                     char *err, size_t size)
 {
     *s = (struct ui_screen){.headless = headless};
+    if (!headless && !ui_screen_check_terminal(err, size))
+        return false;
     const char *term = getenv("TERM");
-    if (!term || !*term) {
-        if (!headless) {
-            snprintf(err, size, "TERM is not set: dllm-tui needs to know the terminal");
-            return false;
-        }
-        term = "xterm-256color";
-    }
+    if (!term || !*term)
+        term = "xterm-256color"; /* headless */
     s->out = headless ? fopen("/dev/null", "w") : stdout;
     s->in = headless ? fopen("/dev/null", "r") : stdin;
     if (!s->out || !s->in) {
@@ -92,13 +116,6 @@ bool ui_screen_open(struct ui_screen *s, enum ui_color_mode mode, bool headless,
     }
     s->term = scr;
     set_term(scr);
-    if (!headless && !cursor_address) {
-        snprintf(err, size,
-                 "TERM=%s cannot move the cursor: dllm-tui needs a full-screen terminal "
-                 "(dllm run prints plain text)",
-                 term);
-        goto fail;
-    }
     if (headless && rows > 0 && cols > 0)
         resizeterm(rows, cols);
     raw();

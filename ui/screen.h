@@ -39,6 +39,13 @@ struct ui_screen {
 };
 
 /*
+ * Whether TERM names a terminal dllm-tui can draw on (set, in the terminfo database, able to
+ * move the cursor), without taking the terminal over: checked before the model loads. err
+ * receives the reason.
+ */
+bool ui_screen_check_terminal(char *err, size_t size);
+
+/*
  * Sets up the terminal: full screen, no echo, keys one at a time (Ctrl+C as a key), Esc with a
  * short delay, bracketed paste. Headless: a virtual screen of rows x cols (0: from LINES and
  * COLUMNS, else 24 x 80). False with a message in err (e.g. a terminal that cannot address the
