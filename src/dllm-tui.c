@@ -349,7 +349,14 @@ int main(int argc, char **argv)
         cli_fail("cannot create the frame slot: %s", strerror(errno));
     /* A hub model (or, without -m, the default one) is downloaded before the screen opens. */
     char *model_path = model_ref_path(o.gen.model, o.gen.offline);
-    model_ref_announce(model_path, false);
+    /*
+     * The settings are checked against the model's metadata (mapping the file is quick) before
+     * the engine prepares the weights, which takes seconds.
+     */
+    struct dllm_sampler_params settings;
+    struct dllm_model *peek = model_ref_open(model_path, false);
+    gen_options_sampler(&command, &o.gen, peek, &settings);
+    dllm_model_close(peek);
     struct ui_engine_params params = {.model = model_path,
                                       .threads = o.gen.threads,
                                       .no_chat = o.gen.no_chat,
@@ -359,8 +366,6 @@ int main(int argc, char **argv)
     struct dllm_error err = {0};
     if (ui_engine_open(&params, &slot, &engine, &err) != DLLM_OK)
         cli_fail("%s", err.text);
-    struct dllm_sampler_params settings;
-    gen_options_sampler(&command, &o.gen, ui_engine_model(engine), &settings);
     struct ui_engine_info info;
     ui_engine_info(engine, &info);
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A smoke test of dllm-tui in a real terminal: tmux at a fixed size runs the real program on a
-# Dream fixture model; the test sends keys, polls the captured pane for
+# Dream fixture model (256 steps over a canvas of about 280, so that the answer takes seconds
+# and Esc lands mid-generation: 64 steps could end before it); the test sends keys, polls the captured pane for
 # the expected text (no fixed sleeps), resizes the window, and checks that quitting restores
 # the terminal (the shell's text from before comes back, the exit status is 0).
 . "$(dirname "$0")/lib.sh"
@@ -37,17 +38,17 @@ wait_for() {
 
 "${T[@]}" new-session -d -s tui -x 100 -y 30 \
     "printf 'before dllm-tui\n'; env LANG=C.UTF-8 TERM=xterm-256color \
-     XDG_STATE_HOME='$TMP/state' '$TUI' -m '$MODEL' --max-tokens 64 --steps 64 \
+     XDG_STATE_HOME='$TMP/state' '$TUI' -m '$MODEL' --max-tokens 256 --steps 256 \
      --no-early-stop; echo \"exit status \$?\"; sleep 60"
 wait_for "starts" '─ message · Enter sends'
 "${T[@]}" send-keys -t tui -l "hello tmux"
 "${T[@]}" send-keys -t tui Enter
-wait_for "the canvas shows masks mid-generation" '─ answer · step [0-9]+ of 64 · [0-9]+ masks left'
+wait_for "the canvas shows masks mid-generation" '─ answer · step [0-9]+ of 256 · [0-9]+ masks left'
 "${T[@]}" send-keys -t tui Escape
 wait_for "Esc cancels, keeping the partial answer" 'cancelled +stopped after [0-9]+ steps'
 "${T[@]}" send-keys -t tui -l "second"
 "${T[@]}" send-keys -t tui Enter
-wait_for "a second answer completes" '^dllm · 64 steps'
+wait_for "a second answer completes" '^dllm · 256 steps'
 "${T[@]}" send-keys -t tui -l "line one"
 "${T[@]}" send-keys -t tui M-Enter
 "${T[@]}" send-keys -t tui -l "line two"
@@ -75,4 +76,15 @@ for term in dumb no-such-terminal; do
     wait_for "TERM=$term is refused first" "TERM=$term (cannot move the cursor|is not in the terminfo)"
     wait_for "TERM=$term exits 1" '^exit status 1$'
 done
+
+# Settings that cannot run are refused before the weights are prepared (defect 8: they were
+# refused after "preparing the weights 100%").
+"${T[@]}" kill-session -t tui
+"${T[@]}" new-session -d -s tui -x 100 -y 30 \
+    "env TERM=xterm-256color '$TUI' -m '$MODEL' --steps 7 --max-tokens 64 --block-length 32; \
+     echo \"exit status \$?\"; sleep 60"
+wait_for "bad steps are a usage error" '^exit status 2$'
+if grep -q "steps 7 is not a multiple" "$TMP/pane" && ! grep -q "preparing the weights" "$TMP/pane"
+then ok "refused before the weights are prepared"
+else not_ok "refused after preparing the weights"; sed 's/^/  | /' "$TMP/pane"; fi
 finish

@@ -84,11 +84,6 @@ enum dllm_status ui_engine_open(const struct ui_engine_params *params, struct ui
     return DLLM_OK;
 }
 
-const struct dllm_model *ui_engine_model(const struct ui_engine *engine)
-{
-    return engine->model;
-}
-
 void ui_engine_info(const struct ui_engine *e, struct ui_engine_info *info)
 {
     *info = (struct ui_engine_info){.threads = 1, .n_ctx = 4096};

@@ -67,11 +67,6 @@ enum dllm_status ui_engine_open(const struct ui_engine_params *params, struct ui
     return DLLM_OK;
 }
 
-const struct dllm_model *ui_engine_model(const struct ui_engine *e)
-{
-    return e->model;
-}
-
 void ui_engine_info(const struct ui_engine *e, struct ui_engine_info *info)
 {
     *info = e->info;

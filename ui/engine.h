@@ -43,9 +43,6 @@ struct ui_engine_info {
 enum dllm_status ui_engine_open(const struct ui_engine_params *params, struct ui_frame_slot *slot,
                                 struct ui_engine **out, struct dllm_error *err);
 
-/* The loaded model, for the program's sampler settings (gen_options_sampler). */
-const struct dllm_model *ui_engine_model(const struct ui_engine *engine);
-
 void ui_engine_info(const struct ui_engine *engine, struct ui_engine_info *info);
 
 /*
