@@ -693,6 +693,11 @@ enum dllm_status dllm_session_generate(struct dllm_session *s, const struct dllm
         return dllm_error_set(err, DLLM_ERR_ARG,
                               "%lld tokens to generate do not fit the canvas limit of %lld",
                               (long long)p->gen_length, (long long)s->max_canvas);
+    /* From the worker's own callback the wait below would never end. */
+    if (pthread_equal(pthread_self(), s->thread))
+        return dllm_error_set(err, DLLM_ERR_ARG,
+                              "a request was started from inside the session's own event "
+                              "callback: start it after dllm_session_wait, from another thread");
     int64_t rows = p->block_length ? p->block_length : p->gen_length;
     pthread_mutex_lock(&s->lock);
     while (s->busy && s->finishing)

@@ -300,6 +300,48 @@ START_TEST(generate_cache)
 }
 END_TEST
 
+/* What a callback that starts another request from inside the session saw. */
+struct nested {
+    struct dllm_session *session;
+    const struct dllm_request *req;
+    enum dllm_status at_start, at_step, at_done;
+    int steps;
+};
+
+static void start_from_callback(const struct dllm_event *ev, void *user)
+{
+    struct nested *n = user;
+    enum dllm_status *slot = ev->kind == DLLM_EVENT_START                     ? &n->at_start
+                             : ev->kind == DLLM_EVENT_DONE                    ? &n->at_done
+                             : ev->kind == DLLM_EVENT_STEP && n->steps++ == 0 ? &n->at_step
+                                                                              : NULL;
+    if (slot)
+        *slot = dllm_session_generate(n->session, n->req, start_from_callback, n, NULL);
+}
+
+/*
+ * dllm_session_generate from inside the session's own START, STEP or DONE callback is
+ * refused (from DONE it waited on its own worker for ever); the session stays usable.
+ */
+START_TEST(generate_from_callback)
+{
+    struct fixture f = open_session(models[0], 256);
+    struct dllm_chat_message msg;
+    struct dllm_request req = user_request(DLLM_SAMPLER_LLADA, "hi", &msg);
+    struct nested n = {.session = f.session, .req = &req, .at_start = DLLM_OK};
+    struct dllm_error err;
+    ck_assert(dllm_session_generate(f.session, &req, start_from_callback, &n, &err) == DLLM_OK);
+    dllm_session_wait(f.session);
+    ck_assert_int_eq(n.at_start, DLLM_ERR_ARG);
+    ck_assert_int_eq(n.at_step, DLLM_ERR_ARG);
+    ck_assert_int_eq(n.at_done, DLLM_ERR_ARG);
+    static struct record r;
+    generate(&f, &req, &r);
+    ck_assert_int_eq(r.n_done, 1);
+    close_session(&f);
+}
+END_TEST
+
 /* A multi-turn conversation renders and runs; one that is too long drops its oldest turns. */
 START_TEST(generate_multi_turn)
 {
@@ -395,6 +437,7 @@ static Suite *session_suite(void)
     TCase *tc = tcase_create("generate");
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, generate_deterministic, 0, 4);
+    tcase_add_test(tc, generate_from_callback);
     tcase_add_test(tc, generate_cancel);
     tcase_add_loop_test(tc, generate_cancel_flag, 0, 2);
     tcase_add_loop_test(tc, generate_cache, 0, 16);
