@@ -48,6 +48,7 @@ static size_t collect(char *data, size_t size, size_t nmemb, void *user)
 }
 
 /* GETs a control path of the fake hub and parses its JSON answer. */
+static json_t *ctl(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static json_t *ctl(const char *fmt, ...)
 {
     char path[512], url[640];
