@@ -924,26 +924,22 @@ START_TEST(test_transcript_edits)
     struct ui_transcript t;
     two_exchanges(&t);
     struct dllm_chat_message msgs[8];
-    ck_assert_uint_eq(ui_transcript_messages(&t, msgs, 8), 5);
+    ck_assert_uint_eq(ui_transcript_messages(&t, t.n, msgs, 8), 5);
     ck_assert_str_eq(msgs[0].role, "system");
     ck_assert_str_eq(msgs[0].content, "Be brief.");
     ck_assert_str_eq(msgs[1].role, "user");
     ck_assert_str_eq(msgs[2].role, "assistant");
     ck_assert_str_eq(msgs[4].content, "Par");
 
-    /* /regen drops the last answer and keeps the question; putting it back restores it. */
-    struct ui_transcript removed;
-    ck_assert(ui_transcript_regen(&t, &removed));
+    /* A /regen sends the turns up to the last question; once its answer is in, the old goes. */
+    ck_assert_uint_eq(ui_transcript_answer_start(&t), 3);
+    ck_assert_str_eq(ui_transcript_last_answer(&t)->text, "Par");
+    ck_assert_uint_eq(ui_transcript_messages(&t, 3, msgs, 8), 4);
+    ck_assert_str_eq(msgs[3].content, "Again");
+    ck_assert(ui_transcript_regen(&t));
     ck_assert_uint_eq(t.n, 3);
     ck_assert_str_eq(t.turns[2].text, "Again");
-    ck_assert_uint_eq(removed.n, 1);
-    ui_transcript_put_back(&t, &removed);
-    ck_assert_uint_eq(t.n, 4);
-    ck_assert_str_eq(t.turns[3].text, "Par");
-    ck_assert_int_eq(t.turns[3].role, UI_ROLE_ASSISTANT);
-    ck_assert(ui_transcript_regen(&t, &removed));
-    ui_transcript_fini(&removed);
-    ck_assert_uint_eq(t.n, 3);
+    ck_assert_ptr_null(ui_transcript_last_answer(&t));
     /* /undo removes the question too and hands it back. */
     char *text;
     ck_assert(ui_transcript_undo(&t, &text));
@@ -954,8 +950,8 @@ START_TEST(test_transcript_edits)
     free(text);
     ck_assert(!ui_transcript_undo(&t, &text));
     ck_assert(text == NULL);
-    ck_assert(!ui_transcript_regen(&t, &removed));
-    ck_assert_uint_eq(removed.n, 0);
+    ck_assert(!ui_transcript_regen(&t));
+    ck_assert_uint_eq(ui_transcript_answer_start(&t), 0);
     /* /system with no text removes it; /clear keeps it. */
     ck_assert(ui_transcript_set_system(&t, ""));
     ck_assert(t.system == NULL);
@@ -979,7 +975,7 @@ START_TEST(test_transcript_drop)
     ck_assert_str_eq(t.turns[2].text,
                      "2 earlier messages no longer fit the model's context and are not sent to it");
     struct dllm_chat_message msgs[8];
-    ck_assert_uint_eq(ui_transcript_messages(&t, msgs, 8), 3);
+    ck_assert_uint_eq(ui_transcript_messages(&t, t.n, msgs, 8), 3);
     ck_assert_str_eq(msgs[1].content, "Again");
     /* One more: the notice is singular and lands after the third message. */
     ck_assert(ui_transcript_drop_oldest(&t, 1));
@@ -1685,13 +1681,29 @@ START_TEST(test_app_commands)
     ck_assert_uint_eq(req->n_messages, 2);
     ck_assert_str_eq(app->transcript.turns[1].text, "a1");
 
-    /* /regen asks again with the same question. */
+    /*
+     * /regen asks again with the same question and the old answer's seed plus 1 (it reused the
+     * seed and gave the same text); the old answer stays while the new one runs, a cancelled
+     * /regen keeps it (it was lost), and a completed one replaces it.
+     */
+    const uint64_t seed = app->transcript.turns[1].settings.seed;
     enter(&f, "/regen");
     ck_assert_int_eq(req->starts, 2);
     ck_assert_str_eq(req->last_content, "q1");
-    ck_assert_uint_eq(app->transcript.n, 1);
+    ck_assert_uint_eq(req->n_messages, 2);
+    ck_assert_uint_eq(req->settings.seed, seed + 1);
+    ck_assert_uint_eq(app->transcript.n, 2);
+    ck_assert_str_eq(app->transcript.turns[1].text, "a1");
+    engine_runs(&f, 1, "x", true, 0);
+    ck_assert_uint_eq(app->transcript.n, 2);
+    ck_assert_str_eq(app->transcript.turns[1].text, "a1");
+    ck_assert_str_eq(app->note, "the new answer was cancelled: the previous one stays");
+    enter(&f, "/regen");
+    ck_assert_uint_eq(req->settings.seed, seed + 1);
     engine_runs(&f, 3, "a2", false, 0);
+    ck_assert_uint_eq(app->transcript.n, 2);
     ck_assert_str_eq(app->transcript.turns[1].text, "a2");
+    ck_assert_uint_eq(app->transcript.turns[1].settings.seed, seed + 1);
 
     /* /save writes the Markdown transcript. */
     char *dir = test_tmpdir(), line[600];

@@ -7,6 +7,7 @@
 #include "utf8.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,18 +86,21 @@ void ui_app_fini(struct ui_app *app)
     free(app->history_path);
 }
 
-/* Asks the engine to answer the conversation as it stands; false (noted) when it did not start. */
-static bool start_generation(struct ui_app *app)
+/*
+ * Asks the engine to answer the first `end` turns of the conversation with settings s; false
+ * (noted) when it did not start.
+ */
+static bool start_generation(struct ui_app *app, const struct dllm_sampler_params *s, size_t end)
 {
-    size_t n = ui_transcript_messages(&app->transcript, NULL, 0);
+    size_t n = ui_transcript_messages(&app->transcript, end, NULL, 0);
     struct dllm_chat_message *msgs = malloc((n ? n : 1) * sizeof *msgs);
     if (!msgs) {
         note(app, true, "out of memory");
         return false;
     }
-    ui_transcript_messages(&app->transcript, msgs, n);
+    ui_transcript_messages(&app->transcript, end, msgs, n);
     struct dllm_error err = {0};
-    enum dllm_status st = ui_engine_start(app->engine, msgs, n, &app->settings, &err);
+    enum dllm_status st = ui_engine_start(app->engine, msgs, n, s, &err);
     free(msgs);
     if (st != DLLM_OK) {
         note(app, true, "%s", err.text[0] ? err.text : dllm_status_str(st));
@@ -104,7 +108,8 @@ static bool start_generation(struct ui_app *app)
     }
     app->generating = true;
     app->cancelling = false;
-    app->running = app->settings;
+    app->regen = false;
+    app->running = *s;
     ui_timing_clear(&app->timing);
     app->timing_back = 0;
     app->frame.n = 0;
@@ -191,7 +196,7 @@ static void send(struct ui_app *app)
         free(text);
         app->conv_changed = true;
         ui_scrollback_end(&app->conv);
-        if (start_generation(app)) {
+        if (start_generation(app, &app->settings, app->transcript.n)) {
             consume_input(app);
         } else {
             /* Nothing was sent: the message goes back to the input. */
@@ -211,18 +216,27 @@ static void send(struct ui_app *app)
         note(app, false, "conversation cleared");
         break;
     case UI_CMD_REGEN: {
+        /*
+         * The old answer stays until the new one is complete; the new one takes the old
+         * one's seed plus 1, so that it differs.
+         */
         if (busy(app))
             return;
-        struct ui_transcript removed;
-        if (!ui_transcript_regen(&app->transcript, &removed)) {
+        const size_t end = ui_transcript_answer_start(&app->transcript);
+        if (!end) {
             note(app, true, "there is no message to answer again");
             break;
         }
-        app->conv_changed = true;
-        if (start_generation(app))
-            ui_transcript_fini(&removed);
-        else
-            ui_transcript_put_back(&app->transcript, &removed); /* the old answer stays */
+        const struct ui_turn *old = ui_transcript_last_answer(&app->transcript);
+        struct dllm_sampler_params s = app->settings;
+        s.seed = (old && old->has_stats ? old->settings.seed : app->settings.seed) + 1;
+        if (start_generation(app, &s, end)) {
+            app->regen = true;
+            note(app, false,
+                 "answering again with seed %" PRIu64 "; the previous answer stays until the "
+                 "new one is complete",
+                 s.seed);
+        }
         break;
     }
     case UI_CMD_UNDO: {
@@ -446,10 +460,18 @@ static void finish(struct ui_app *app, struct ui_gen_result *r)
     app->conv_changed = true;
     if (r->dropped > 0 && !ui_transcript_drop_oldest(&app->transcript, (size_t)r->dropped))
         note(app, true, "out of memory");
+    const bool regen = app->regen;
+    app->regen = false;
     if (r->end == UI_GEN_FAILED) {
         note(app, true, "the generation failed: %s", r->error);
         return;
     }
+    if (regen && r->end == UI_GEN_CANCELLED) {
+        note(app, false, "the new answer was cancelled: the previous one stays");
+        return;
+    }
+    if (regen)
+        ui_transcript_regen(&app->transcript);
     struct ui_timing_totals totals = r->totals;
     ui_timing_sum(&app->timing, &totals);
     if (!ui_transcript_answer(&app->transcript, r->text ? r->text : "", r->end == UI_GEN_CANCELLED,

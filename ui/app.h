@@ -36,6 +36,7 @@ struct ui_app {
     struct dllm_sampler_params settings; /* the sliders: the next generation's */
     struct dllm_sampler_params running;  /* the generation in progress */
     bool generating, cancelling;
+    bool regen; /* the generation answers the last message again; the old answer stays till then */
     int last_end; /* how the last generation ended (enum ui_gen_end), -1 before the first */
 
     struct ui_frame frame; /* the live canvas; n == 0 when there is none */

@@ -107,28 +107,25 @@ bool ui_transcript_undo(struct ui_transcript *t, char **text)
     return true;
 }
 
-bool ui_transcript_regen(struct ui_transcript *t, struct ui_transcript *removed)
+size_t ui_transcript_answer_start(const struct ui_transcript *t)
 {
-    ui_transcript_init(removed);
+    size_t u = last_user(t);
+    return u == t->n ? 0 : u + 1;
+}
+
+const struct ui_turn *ui_transcript_last_answer(const struct ui_transcript *t)
+{
+    size_t a = ui_transcript_answer_start(t);
+    return a && a < t->n && t->turns[a].role == UI_ROLE_ASSISTANT ? &t->turns[a] : NULL;
+}
+
+bool ui_transcript_regen(struct ui_transcript *t)
+{
     size_t u = last_user(t);
     if (u == t->n)
         return false;
-    removed->turns = malloc((t->n - u - 1 ? t->n - u - 1 : 1) * sizeof *removed->turns);
-    if (!removed->turns) {
-        truncate_at(t, u + 1);
-        return true;
-    }
-    removed->cap = removed->n = t->n - u - 1;
-    memcpy(removed->turns, t->turns + u + 1, removed->n * sizeof *removed->turns);
-    t->n = u + 1;
+    truncate_at(t, u + 1);
     return true;
-}
-
-void ui_transcript_put_back(struct ui_transcript *t, struct ui_transcript *removed)
-{
-    for (size_t i = 0; i < removed->n; i++)
-        insert(t, t->n, &removed->turns[i]);
-    ui_transcript_fini(removed);
 }
 
 bool ui_transcript_drop_oldest(struct ui_transcript *t, size_t n)
@@ -151,8 +148,8 @@ bool ui_transcript_drop_oldest(struct ui_transcript *t, size_t n)
     return insert(t, last + 1, &(struct ui_turn){.role = UI_ROLE_NOTICE, .text = text});
 }
 
-size_t ui_transcript_messages(const struct ui_transcript *t, struct dllm_chat_message *msgs,
-                              size_t max)
+size_t ui_transcript_messages(const struct ui_transcript *t, size_t end,
+                              struct dllm_chat_message *msgs, size_t max)
 {
     size_t k = 0;
     if (t->system) {
@@ -160,7 +157,7 @@ size_t ui_transcript_messages(const struct ui_transcript *t, struct dllm_chat_me
             msgs[k] = (struct dllm_chat_message){"system", t->system};
         k++;
     }
-    for (size_t i = 0; i < t->n; i++) {
+    for (size_t i = 0; i < end && i < t->n; i++) {
         const struct ui_turn *turn = &t->turns[i];
         if (turn->dropped || turn->role == UI_ROLE_NOTICE)
             continue;

@@ -62,14 +62,19 @@ void ui_transcript_clear(struct ui_transcript *t);
 bool ui_transcript_undo(struct ui_transcript *t, char **text);
 
 /*
- * Prepares to answer the last message again: moves what follows the last user message into
- * *removed (a transcript of its own, to ui_transcript_put_back or ui_transcript_fini). False
- * when there is no user message to answer.
+ * Where an answer to the last user message starts: the index after it, or 0 when there is no
+ * user message (nothing to answer again).
  */
-bool ui_transcript_regen(struct ui_transcript *t, struct ui_transcript *removed);
+size_t ui_transcript_answer_start(const struct ui_transcript *t);
 
-/* Undoes ui_transcript_regen when the new answer did not start: appends removed's turns back. */
-void ui_transcript_put_back(struct ui_transcript *t, struct ui_transcript *removed);
+/* The answer to the last user message, the turn at ui_transcript_answer_start, or NULL. */
+const struct ui_turn *ui_transcript_last_answer(const struct ui_transcript *t);
+
+/*
+ * A new answer to the last message replaces the old: removes the turns after the last user
+ * message (a /regen that completed). False when there is no user message.
+ */
+bool ui_transcript_regen(struct ui_transcript *t);
 
 /*
  * Marks the n oldest turns still sent to the model as dropped and adds a notice after the last
@@ -79,11 +84,12 @@ bool ui_transcript_drop_oldest(struct ui_transcript *t, size_t n);
 
 /*
  * The messages to send, as the chat template takes them ("system", "user", "assistant"): the
- * system prompt, then the user messages and answers not dropped. Writes the first `max` to
- * msgs (pointing into t) and returns how many there are (at most n + 1).
+ * system prompt, then the user messages and answers not dropped among the first `end` turns
+ * (t->n: all of them; a /regen stops before the old answer). Writes the first `max` to msgs
+ * (pointing into t) and returns how many there are (at most end + 1).
  */
-size_t ui_transcript_messages(const struct ui_transcript *t, struct dllm_chat_message *msgs,
-                              size_t max);
+size_t ui_transcript_messages(const struct ui_transcript *t, size_t end,
+                              struct dllm_chat_message *msgs, size_t max);
 
 #define UI_HEADER_MAX 128
 
