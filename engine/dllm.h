@@ -945,7 +945,10 @@ struct dllm_event {
     int64_t masks_left;           /* STEP, DONE */
     double forward_ms, sample_ms; /* STEP: this step's forward pass(es) and sampling */
     const char *text;             /* DONE: the answer up to its first end-of-generation
-                                     token, control tokens left out, NUL-terminated */
+                                     token, control tokens left out, NUL-terminated; each
+                                     run of masks a cancelled run left shows as " \u2026 " */
+    size_t text_before_gap;       /* DONE: bytes of text before its first such gap (its
+                                     length when it has none): what a next turn may keep */
     const int32_t *tokens;        /* DONE: the committed ids before that token (masks a
                                      cancelled run left are not among them) */
     int64_t n_tokens;

@@ -384,23 +384,84 @@ static enum dllm_status step_logits(struct dllm_session *s, int64_t canvas_len, 
     return DLLM_OK;
 }
 
+/* The mark a run of masks left in a cancelled answer becomes in its text. */
+#define GAP_TEXT " \u2026 "
+
+/*
+ * The text of the answer in canvas[from, to): each run of committed ids decoded, each run of
+ * masks (a cancelled run leaves some) as GAP_TEXT, so that far-apart tokens are not glued
+ * together; *before_gap receives the bytes before the first gap (all of them without one).
+ */
+static enum dllm_status answer_text(struct dllm_session *s, int64_t from, int64_t to, char **out,
+                                    size_t *before_gap, struct dllm_error *err)
+{
+    size_t len = 0, cap = 64;
+    char *text = malloc(cap);
+    if (!text)
+        return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory for the answer");
+    *before_gap = SIZE_MAX;
+    bool after_gap = false; /* the text ends with a gap: runs that decode to nothing join it */
+    for (int64_t i = from; i < to;) {
+        int64_t j = i;
+        const bool gap = s->canvas[i] == s->mask_id;
+        while (j < to && (s->canvas[j] == s->mask_id) == gap)
+            j++;
+        char *piece = NULL;
+        size_t n = 0;
+        if (gap && !after_gap) {
+            if (*before_gap == SIZE_MAX)
+                *before_gap = len;
+            n = strlen(GAP_TEXT);
+        } else if (!gap) {
+            enum dllm_status st =
+                dllm_vocab_decode(s->vocab, s->canvas + i, j - i, 0, &piece, &n, err);
+            if (st) {
+                free(text);
+                return st;
+            }
+        }
+        if (len + n + 1 > cap) {
+            while (len + n + 1 > cap)
+                cap *= 2;
+            char *grown = realloc(text, cap);
+            if (!grown) {
+                free(piece);
+                free(text);
+                return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory for the answer");
+            }
+            text = grown;
+        }
+        if (n)
+            memcpy(text + len, gap ? GAP_TEXT : piece, n);
+        len += n;
+        after_gap = gap || (after_gap && n == 0);
+        free(piece);
+        i = j;
+    }
+    text[len] = '\0';
+    if (*before_gap == SIZE_MAX)
+        *before_gap = len;
+    *out = text;
+    return DLLM_OK;
+}
+
 /*
  * Reports the answer: the committed ids before the first end-of-generation token (a cancelled
- * run may have left masks among them; they are left out), gathered in s->rows, and the
- * messages dropped to fit the canvas.
+ * run may have left masks among them; they are left out), gathered in s->rows, its text with
+ * the gaps marked, and the messages dropped to fit the canvas.
  */
 static void finish(struct dllm_session *s, int64_t canvas_len, int64_t n_prompt, int64_t dropped,
                    int64_t steps_run, const struct dllm_sampler_result *last, bool cancelled,
                    double t0)
 {
-    int64_t n = 0;
-    for (int64_t i = n_prompt; i < canvas_len && !dllm_vocab_is_eog(s->vocab, s->canvas[i]); i++)
-        if (s->canvas[i] != s->mask_id)
-            s->rows[n++] = s->canvas[i];
+    int64_t n = 0, end = n_prompt;
+    for (; end < canvas_len && !dllm_vocab_is_eog(s->vocab, s->canvas[end]); end++)
+        if (s->canvas[end] != s->mask_id)
+            s->rows[n++] = s->canvas[end];
     char *text = NULL;
-    size_t len;
+    size_t before_gap = 0;
     struct dllm_error err;
-    if (dllm_vocab_decode(s->vocab, s->rows, n, 0, &text, &len, &err)) {
+    if (answer_text(s, n_prompt, end, &text, &before_gap, &err)) {
         emit_error(s, err.text);
         return;
     }
@@ -411,6 +472,7 @@ static void finish(struct dllm_session *s, int64_t canvas_len, int64_t n_prompt,
         .n_prompt = n_prompt,
         .masks_left = last ? last->masks_left : canvas_len - n_prompt,
         .text = text,
+        .text_before_gap = before_gap,
         .tokens = s->rows,
         .n_tokens = n,
         .steps_run = steps_run,

@@ -23,6 +23,7 @@ struct record {
     int64_t n_tokens;
     int32_t canvas[4096];
     char text[8192];
+    size_t text_before_gap;
     char message[512];
     bool stopped_early, cancelled;
     int64_t steps_run, masks_left_done, dropped, dropped_done;
@@ -72,6 +73,7 @@ static void on_event(const struct dllm_event *ev, void *user)
         memcpy(r->tokens, ev->tokens, (size_t)ev->n_tokens * sizeof *r->tokens);
         memcpy(r->canvas, ev->canvas, (size_t)ev->canvas_len * sizeof *r->canvas);
         snprintf(r->text, sizeof r->text, "%s", ev->text);
+        r->text_before_gap = ev->text_before_gap;
         r->stopped_early = ev->stopped_early;
         r->cancelled = ev->cancelled;
         r->steps_run = ev->steps_run;
@@ -184,6 +186,7 @@ START_TEST(generate_deterministic)
     ck_assert_int_eq(a.n_tokens, b.n_tokens);
     ck_assert(memcmp(a.canvas, b.canvas, (size_t)a.canvas_len * sizeof(int32_t)) == 0);
     ck_assert_str_eq(a.text, b.text);
+    ck_assert_uint_eq(a.text_before_gap, strlen(a.text)); /* a finished answer has no gap */
     /* Two threads give the same tokens as one. */
     struct fixture f2 = open_session_threads(models[_i], 256, 2);
     generate(&f2, &req, &b);
@@ -212,6 +215,14 @@ START_TEST(generate_cancel)
     ck_assert_int_eq(r.steps_run, 3);
     ck_assert_int_eq(r.masks_left_done, 32 - r.committed_total);
     ck_assert_int_gt(r.masks_left_done, 0);
+    /*
+     * The masks left show as gaps in the text (far-apart tokens were glued together), the ids
+     * stay those committed, and text_before_gap ends where the first gap starts.
+     */
+    const char *gap = strstr(r.text, " \u2026 ");
+    ck_assert_msg(gap != NULL, "no gap in '%s'", r.text);
+    ck_assert_uint_eq(r.text_before_gap, (size_t)(gap - r.text));
+    ck_assert_int_le(r.n_tokens, r.committed_total);
     close_session(&f);
 }
 END_TEST

@@ -914,9 +914,9 @@ static void two_exchanges(struct ui_transcript *t)
     ui_transcript_init(t);
     ck_assert(ui_transcript_set_system(t, "Be brief."));
     ck_assert(ui_transcript_add(t, UI_ROLE_USER, "Hi"));
-    ck_assert(ui_transcript_answer(t, "Hello there.", false, &s, &a));
+    ck_assert(ui_transcript_answer(t, "Hello there.", 12, false, &s, &a));
     ck_assert(ui_transcript_add(t, UI_ROLE_USER, "Again"));
-    ck_assert(ui_transcript_answer(t, "Par", true, &s, &b));
+    ck_assert(ui_transcript_answer(t, "Par", 3, true, &s, &b));
 }
 
 START_TEST(test_transcript_edits)
@@ -1529,6 +1529,7 @@ static void engine_runs(struct app_fixture *f, int steps, const char *done_text,
                                  .canvas = canvas,
                                  .canvas_len = 5,
                                  .text = done_text,
+                                 .text_before_gap = strlen(done_text),
                                  .n_tokens = steps,
                                  .steps_run = steps,
                                  .cancelled = cancelled,
@@ -1543,6 +1544,33 @@ static void engine_runs(struct app_fixture *f, int steps, const char *done_text,
  * The timing pane scrolls back at most until step 0 is its first row: Home showed nothing and
  * Down only step 0 when timing_back could run to the number of steps.
  */
+/*
+ * A cancelled answer with gaps of masks keeps its gaps on screen, but the next turn sends only
+ * its text before the first gap (the glued tokens became context before).
+ */
+START_TEST(test_app_gapped_answer)
+{
+    struct app_fixture f;
+    app_setup(&f);
+    enter(&f, "hi");
+    struct dllm_event ev = start_event();
+    ui_frame_slot_event(&f.slot, &ev);
+    ev = (struct dllm_event){.kind = DLLM_EVENT_DONE,
+                             .text = "It is \u2026 far \u2026 ",
+                             .text_before_gap = 5,
+                             .n_tokens = 2,
+                             .steps_run = 1,
+                             .cancelled = true};
+    ui_frame_slot_event(&f.slot, &ev);
+    ui_app_poll(&f.app);
+    ck_assert_str_eq(f.app.transcript.turns[1].text, "It is \u2026 far \u2026 ");
+    struct dllm_chat_message msgs[4];
+    ck_assert_uint_eq(ui_transcript_messages(&f.app.transcript, 2, msgs, 4), 2);
+    ck_assert_str_eq(msgs[1].content, "It is");
+    app_teardown(&f);
+}
+END_TEST
+
 START_TEST(test_app_timing_scroll)
 {
     struct app_fixture f;
@@ -1956,6 +1984,7 @@ static Suite *ui_suite(void)
     tc = tcase_create("app");
     tcase_add_test(tc, test_app_chat);
     tcase_add_test(tc, test_app_timing_scroll);
+    tcase_add_test(tc, test_app_gapped_answer);
     tcase_add_test(tc, test_app_cancel);
     tcase_add_test(tc, test_app_commands);
     tcase_add_test(tc, test_app_sliders);

@@ -191,6 +191,7 @@ static void *play(void *arg)
     ev = (struct dllm_event){.kind = DLLM_EVENT_DONE,
                              .canvas = e->canvas,
                              .text = text,
+                             .text_before_gap = strlen(text),
                              .n_tokens = n_tokens,
                              .steps_run = step,
                              .cancelled = cancelled,

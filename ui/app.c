@@ -474,7 +474,9 @@ static void finish(struct ui_app *app, struct ui_gen_result *r)
         ui_transcript_regen(&app->transcript);
     struct ui_timing_totals totals = r->totals;
     ui_timing_sum(&app->timing, &totals);
-    if (!ui_transcript_answer(&app->transcript, r->text ? r->text : "", r->end == UI_GEN_CANCELLED,
+    const char *text = r->text ? r->text : "";
+    const size_t context = r->text_before_gap < strlen(text) ? r->text_before_gap : strlen(text);
+    if (!ui_transcript_answer(&app->transcript, text, context, r->end == UI_GEN_CANCELLED,
                               &app->running, &totals)) {
         note(app, true, "out of memory");
         return;

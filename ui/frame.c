@@ -81,6 +81,10 @@ static void finish(struct ui_frame_slot *slot, const struct dllm_event *ev, cons
     slot->result = (struct ui_gen_result){.end = UI_GEN_FAILED, .dropped = slot->dropped};
     if (ev && ev->kind == DLLM_EVENT_DONE) {
         slot->result.text = strdup(ev->text ? ev->text : "");
+        /* Only a cancelled run leaves gaps. */
+        slot->result.text_before_gap = ev->cancelled
+                                           ? ev->text_before_gap
+                                           : strlen(slot->result.text ? slot->result.text : "");
         if (!slot->result.text)
             error = "out of memory copying the answer";
         slot->result.end = ev->cancelled ? UI_GEN_CANCELLED : UI_GEN_FINISHED;

@@ -47,8 +47,11 @@ static bool insert(struct ui_transcript *t, size_t at, const struct ui_turn *tur
 /* Removes the turns from index `from` on. */
 static void truncate_at(struct ui_transcript *t, size_t from)
 {
-    while (t->n > from)
-        free(t->turns[--t->n].text);
+    while (t->n > from) {
+        t->n--;
+        free(t->turns[t->n].text);
+        free(t->turns[t->n].context);
+    }
 }
 
 bool ui_transcript_add(struct ui_transcript *t, enum ui_role role, const char *text)
@@ -56,8 +59,8 @@ bool ui_transcript_add(struct ui_transcript *t, enum ui_role role, const char *t
     return insert(t, t->n, &(struct ui_turn){.role = role, .text = (char *)text});
 }
 
-bool ui_transcript_answer(struct ui_transcript *t, const char *text, bool stopped,
-                          const struct dllm_sampler_params *settings,
+bool ui_transcript_answer(struct ui_transcript *t, const char *text, size_t context_len,
+                          bool stopped, const struct dllm_sampler_params *settings,
                           const struct ui_timing_totals *totals)
 {
     struct ui_turn turn = {.role = UI_ROLE_ASSISTANT,
@@ -66,7 +69,15 @@ bool ui_transcript_answer(struct ui_transcript *t, const char *text, bool stoppe
                            .has_stats = true,
                            .settings = *settings,
                            .totals = *totals};
-    return insert(t, t->n, &turn);
+    char *context = NULL;
+    if (context_len < strlen(text) && !(context = strndup(text, context_len)))
+        return false;
+    if (!insert(t, t->n, &turn)) {
+        free(context);
+        return false;
+    }
+    t->turns[t->n - 1].context = context;
+    return true;
 }
 
 bool ui_transcript_set_system(struct ui_transcript *t, const char *text)
@@ -163,7 +174,7 @@ size_t ui_transcript_messages(const struct ui_transcript *t, size_t end,
             continue;
         if (k < max)
             msgs[k] = (struct dllm_chat_message){turn->role == UI_ROLE_USER ? "user" : "assistant",
-                                                 turn->text};
+                                                 turn->context ? turn->context : turn->text};
         k++;
     }
     return k;

@@ -25,6 +25,8 @@ enum ui_role {
 struct ui_turn {
     enum ui_role role;
     char *text;
+    char *context;  /* a stopped answer with gaps: its text before the first, the part later
+                       turns send to the model (NULL: all of text) */
     bool stopped;   /* an answer cancelled before it was complete: the partial text */
     bool dropped;   /* no longer sent: the conversation outgrew the model's context */
     bool has_stats; /* an answer: settings and totals are set */
@@ -44,9 +46,12 @@ void ui_transcript_fini(struct ui_transcript *t);
 /* Appends a turn holding a copy of text (a user message or a notice). */
 bool ui_transcript_add(struct ui_transcript *t, enum ui_role role, const char *text);
 
-/* Appends an answer with the settings it was made with and its totals. */
-bool ui_transcript_answer(struct ui_transcript *t, const char *text, bool stopped,
-                          const struct dllm_sampler_params *settings,
+/*
+ * Appends an answer with the settings it was made with and its totals; later turns send its
+ * first context_len bytes to the model (a stopped answer's text before its first gap).
+ */
+bool ui_transcript_answer(struct ui_transcript *t, const char *text, size_t context_len,
+                          bool stopped, const struct dllm_sampler_params *settings,
                           const struct ui_timing_totals *totals);
 
 /* Sets the system prompt; NULL or "" removes it. */
