@@ -448,6 +448,12 @@ static void cpu_kv_free(struct dllm_kv_cache *kv)
     free(kv);
 }
 
+float *dllm_backend_cpu_kv_layer(struct dllm_kv_cache *kv, int64_t layer)
+{
+    const size_t n = kv_layer_floats((const struct cpu *)kv->be, kv->n_tokens);
+    return ((struct cpu_kv *)kv)->data + 2 * (size_t)layer * n;
+}
+
 static void cpu_bind_kv(struct dllm_backend *be, struct dllm_kv_cache *kv, int64_t layer)
 {
     struct cpu *c = (struct cpu *)be;
@@ -456,10 +462,9 @@ static void cpu_bind_kv(struct dllm_backend *be, struct dllm_kv_cache *kv, int64
         c->buf[DLLM_BUF_V] = c->own_v;
         return;
     }
-    const size_t n = kv_layer_floats(c, kv->n_tokens);
-    float *k = ((struct cpu_kv *)kv)->data + 2 * (size_t)layer * n;
+    float *k = dllm_backend_cpu_kv_layer(kv, layer);
     c->buf[DLLM_BUF_K] = k;
-    c->buf[DLLM_BUF_V] = k + n;
+    c->buf[DLLM_BUF_V] = k + kv_layer_floats(c, kv->n_tokens);
 }
 
 static enum dllm_status cpu_embed(struct dllm_backend *be, const int32_t *ids, int64_t r0,

@@ -151,4 +151,11 @@ enum dllm_status dllm_backend_find(const char *name, const struct dllm_backend_o
 /* The CPU backend: the kernels of kernels/ on the thread pool; variant names a kernel set. */
 extern const struct dllm_backend_ops dllm_backend_cpu;
 
+/*
+ * Layer `layer` of a CPU backend's K/V cache: its keys [n_tokens, n_head_kv * head_dim] as
+ * float, the values of the same shape right after them. For the tests and benchmarks that
+ * read the cache or alter it between passes.
+ */
+float *dllm_backend_cpu_kv_layer(struct dllm_kv_cache *kv, int64_t layer);
+
 #endif

@@ -31,9 +31,16 @@ void test_forward_free(struct test_forward *t)
 
 enum dllm_status test_forward_run(struct dllm_forward *fwd, const int32_t *ids, int64_t n,
                                   const int32_t *rows, int64_t n_rows, float *logits,
+                                  struct dllm_kv_cache *cache, int64_t begin, int64_t end,
                                   struct dllm_error *err)
 {
-    const struct dllm_pass pass = {
-        .ids = ids, .n_tokens = n, .rows = rows, .n_rows = n_rows, .logits = logits};
+    const struct dllm_pass pass = {.ids = ids,
+                                   .n_tokens = n,
+                                   .rows = rows,
+                                   .n_rows = n_rows,
+                                   .logits = logits,
+                                   .cache = cache,
+                                   .begin = begin,
+                                   .end = end};
     return dllm_forward_run(fwd, &pass, err);
 }

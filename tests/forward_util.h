@@ -19,9 +19,13 @@ struct test_forward test_forward_new(const struct dllm_model *model, int64_t max
 
 void test_forward_free(struct test_forward *t);
 
-/* dllm_forward_run over ids[0 .. n-1] for the rows rows[0 .. n_rows-1], with no cancel flag. */
+/*
+ * dllm_forward_run over ids[0 .. n-1] for the rows rows[0 .. n_rows-1], with no cancel flag:
+ * computing every position (cache NULL), or [begin, end) with the K/V cache.
+ */
 enum dllm_status test_forward_run(struct dllm_forward *fwd, const int32_t *ids, int64_t n,
                                   const int32_t *rows, int64_t n_rows, float *logits,
+                                  struct dllm_kv_cache *cache, int64_t begin, int64_t end,
                                   struct dllm_error *err);
 
 #endif

@@ -6,7 +6,9 @@
 
 #include "dllm.h"
 #include "fixtures.h"
+#include "backend.h"
 #include "forward_util.h"
+#include "ref_pass.h"
 #include "kernels/cpu.h"
 #include "sampler.h"
 
@@ -63,23 +65,6 @@ static void close_case(struct fixture_case *c)
 {
     dllm_model_close(c->model);
     free(c->ids);
-}
-
-/* A pass over ids[0 .. n-1] for rows, computing [begin, end) with cache (NULL: everything). */
-static void pass(struct dllm_forward *fwd, const int32_t *ids, int64_t n, const int32_t *rows,
-                 int64_t n_rows, float *logits, struct dllm_kv_cache *cache, int64_t begin,
-                 int64_t end)
-{
-    struct dllm_error err = {0};
-    const struct dllm_pass p = {.ids = ids,
-                                .n_tokens = n,
-                                .rows = rows,
-                                .n_rows = n_rows,
-                                .logits = logits,
-                                .cache = cache,
-                                .begin = begin,
-                                .end = end};
-    ck_assert_msg(dllm_forward_run(fwd, &p, &err) == DLLM_OK, "%s", err.text);
 }
 
 static struct dllm_kv_cache *new_cache(struct dllm_forward *fwd, int64_t n)
@@ -140,8 +125,12 @@ START_TEST(test_whole_window_runs)
             for (int64_t r = 0; r < n_rows[0]; r++)
                 rows[r] = c.shift && pos[0][r] > 0 ? pos[0][r] - 1 : pos[0][r];
             if (n_rows[0]) {
-                pass(t.fwd, canvas[0], n, rows, n_rows[0], logits[0], NULL, 0, 0);
-                pass(t.fwd, canvas[1], n, rows, n_rows[0], logits[1], kv, 0, n);
+                ck_assert_msg(test_forward_run(t.fwd, canvas[0], n, rows, n_rows[0], logits[0],
+                                               NULL, 0, 0, &err) == DLLM_OK,
+                              "%s", err.text);
+                ck_assert_msg(test_forward_run(t.fwd, canvas[1], n, rows, n_rows[0], logits[1], kv,
+                                               0, n, &err) == DLLM_OK,
+                              "%s", err.text);
                 ck_assert_mem_eq(logits[0], logits[1],
                                  (size_t)(n_rows[0] * c.n_vocab) * sizeof(float));
             }
@@ -168,6 +157,57 @@ START_TEST(test_whole_window_runs)
 END_TEST
 
 /*
+ * The first block of a fixture case: positions [b0, b1), at most len of them after the prompt;
+ * where a cached step's window starts (one slot before the block for a model that shifts its
+ * logits); and the rows whose logits predict the block's slots.
+ */
+struct block {
+    int64_t b0, b1, begin, n_rows;
+    int32_t rows[32];
+};
+
+static struct block first_block(const struct fixture_case *c, int64_t len)
+{
+    struct block b = {.b0 = c->n_prompt};
+    b.b1 = b.b0 + len < c->n ? b.b0 + len : c->n;
+    b.begin = c->shift ? b.b0 - 1 : b.b0;
+    for (int64_t p = b.b0; p < b.b1; p++)
+        b.rows[b.n_rows++] = (int32_t)(c->shift ? p - 1 : p);
+    return b;
+}
+
+/*
+ * Commits up to half of the block's masks with the argmax of their logits rows [n_rows, V],
+ * as a step commits them (a proposal of the mask itself becomes token 0); returns how many.
+ */
+static int64_t commit_half(const struct fixture_case *c, const struct block *b, const float *logits,
+                           int32_t *canvas)
+{
+    const int32_t mask = dllm_model_mask_id(c->model);
+    int64_t committed = 0;
+    for (int64_t r = 0; r < b->n_rows && committed < b->n_rows / 2; r++) {
+        if (canvas[b->b0 + r] != mask)
+            continue;
+        const float *l = logits + r * c->n_vocab;
+        int64_t best = 0;
+        for (int64_t j = 1; j < c->n_vocab; j++)
+            best = l[j] > l[best] ? j : best;
+        canvas[b->b0 + r] = best == mask ? 0 : (int32_t)best;
+        committed++;
+    }
+    ck_assert_int_gt(committed, 0);
+    return committed;
+}
+
+/* The whole contents of a K/V cache as floats (every layer's keys, then values). */
+static float *cache_floats(struct dllm_forward *fwd, struct dllm_kv_cache *kv, int64_t n,
+                           size_t *count)
+{
+    *count = dllm_kv_cache_bytes(fwd, n) / sizeof(float);
+    return dllm_backend_cpu_kv_layer(kv, 0);
+}
+
+/*
  * A cached step on a canvas unchanged since its refresh recomputes the window's keys and
  * values from the same inputs, so its logits are the refresh pass's, bit for bit: the prefix
  * window (the block to the end) and the dual one (the block alone), from one slot before the
@@ -176,12 +216,7 @@ END_TEST
 START_TEST(test_unchanged_canvas)
 {
     struct fixture_case c = open_case(models[_i]);
-    const int64_t b0 = c.n_prompt, b1 = b0 + 8 < c.n ? b0 + 8 : c.n;
-    const int64_t begin = c.shift ? b0 - 1 : b0;
-    int32_t rows[16];
-    int64_t n_rows = 0;
-    for (int64_t p = b0; p < b1; p++)
-        rows[n_rows++] = (int32_t)(c.shift ? p - 1 : p);
+    const struct block b = first_block(&c, 8);
     size_t n_variants;
     const struct dllm_kernels *variants = dllm_kernels_all(&n_variants);
     for (size_t v = 0; v < n_variants; v++) {
@@ -189,13 +224,20 @@ START_TEST(test_unchanged_canvas)
             continue;
         struct test_forward t = test_forward_new(c.model, c.n, c.n, 2, variants[v].name);
         struct dllm_kv_cache *kv = new_cache(t.fwd, c.n);
-        const size_t bytes = (size_t)(n_rows * c.n_vocab) * sizeof(float);
+        const size_t bytes = (size_t)(b.n_rows * c.n_vocab) * sizeof(float);
         float *want = malloc(bytes), *got = malloc(bytes);
-        pass(t.fwd, c.ids, c.n, rows, n_rows, want, kv, 0, c.n);
-        pass(t.fwd, c.ids, c.n, rows, n_rows, got, kv, begin, c.n);
+        struct dllm_error err = {0};
+        ck_assert_msg(test_forward_run(t.fwd, c.ids, c.n, b.rows, b.n_rows, want, kv, 0, c.n,
+                                       &err) == DLLM_OK,
+                      "%s", err.text);
+        ck_assert_msg(test_forward_run(t.fwd, c.ids, c.n, b.rows, b.n_rows, got, kv, b.begin, c.n,
+                                       &err) == DLLM_OK,
+                      "%s", err.text);
         ck_assert_msg(memcmp(want, got, bytes) == 0, "%s %s: prefix window differs", models[_i],
                       variants[v].name);
-        pass(t.fwd, c.ids, c.n, rows, n_rows, got, kv, begin, b1);
+        ck_assert_msg(test_forward_run(t.fwd, c.ids, c.n, b.rows, b.n_rows, got, kv, b.begin, b.b1,
+                                       &err) == DLLM_OK,
+                      "%s", err.text);
         ck_assert_msg(memcmp(want, got, bytes) == 0, "%s %s: dual window differs", models[_i],
                       variants[v].name);
         free(want);
@@ -203,6 +245,132 @@ START_TEST(test_unchanged_canvas)
         dllm_kv_cache_free(kv);
         test_forward_free(&t);
     }
+    close_case(&c);
+}
+END_TEST
+
+/*
+ * Where the cache is stale (the refresh ran before half the block's masks were committed), a
+ * cached step's layer-0 keys and values for the positions it computes depend only on their
+ * tokens, so they are the uncached pass's over the new canvas, bit for bit (read from a
+ * refresh into a second cache: a refresh computes every position as a pass without a cache
+ * does); the other positions keep the refresh's keys and values in every layer. Dual and
+ * prefix windows, every kernel variant. That the committed tokens changed layer 0's keys is
+ * checked too, so the comparison is not vacuous.
+ */
+START_TEST(test_stale_kv)
+{
+    struct fixture_case c = open_case(models[_i]);
+    const struct block b = first_block(&c, 16);
+    const int64_t n_layer = dllm_model_n_layer(c.model);
+    size_t n_variants;
+    const struct dllm_kernels *variants = dllm_kernels_all(&n_variants);
+    for (size_t v = 0; v < n_variants; v++) {
+        if (!dllm_kernels_usable(&variants[v]))
+            continue;
+        struct test_forward t = test_forward_new(c.model, c.n, c.n, 2, variants[v].name);
+        struct dllm_kv_cache *kv = new_cache(t.fwd, c.n), *exact = new_cache(t.fwd, c.n);
+        float *logits = malloc((size_t)(b.n_rows * c.n_vocab) * sizeof *logits);
+        int32_t *canvas = malloc((size_t)c.n * sizeof *canvas);
+        memcpy(canvas, c.ids, (size_t)c.n * sizeof *canvas);
+        struct dllm_error err = {0};
+        ck_assert_msg(test_forward_run(t.fwd, canvas, c.n, b.rows, b.n_rows, logits, kv, 0, c.n,
+                                       &err) == DLLM_OK,
+                      "%s", err.text);
+        commit_half(&c, &b, logits, canvas);
+        size_t count;
+        float *cached = cache_floats(t.fwd, kv, c.n, &count);
+        float *stale = malloc(count * sizeof *stale);
+        memcpy(stale, cached, count * sizeof *stale);
+        ck_assert_msg(test_forward_run(t.fwd, canvas, c.n, b.rows, b.n_rows, logits, exact, 0, c.n,
+                                       &err) == DLLM_OK,
+                      "%s", err.text);
+        const float *uncached = dllm_backend_cpu_kv_layer(exact, 0);
+        /* Floats of one layer's keys (or values), and of one position's. */
+        const int64_t per = (int64_t)count / (2 * n_layer), dkv = per / c.n;
+        const int64_t ends[2] = {b.b1, c.n};
+        for (int w = 0; w < 2; w++) {
+            const int64_t r0 = b.begin, r1 = ends[w];
+            memcpy(cached, stale, count * sizeof *stale);
+            ck_assert_msg(test_forward_run(t.fwd, canvas, c.n, b.rows, b.n_rows, logits, kv, r0, r1,
+                                           &err) == DLLM_OK,
+                          "%s", err.text);
+            const size_t window = (size_t)((r1 - r0) * dkv) * sizeof(float);
+            for (int64_t half = 0; half < 2; half++) {
+                const int64_t at = half * per + r0 * dkv;
+                ck_assert_msg(memcmp(cached + at, uncached + at, window) == 0,
+                              "%s %s [%lld, %lld): layer-0 %s differ from the uncached pass's",
+                              models[_i], variants[v].name, (long long)r0, (long long)r1,
+                              half ? "values" : "keys");
+            }
+            ck_assert_msg(memcmp(cached + r0 * dkv, stale + r0 * dkv, window) != 0,
+                          "%s: the committed tokens left layer 0's keys as they were", models[_i]);
+            for (int64_t part = 0; part < 2 * n_layer; part++) {
+                const float *got = cached + part * per, *was = stale + part * per;
+                ck_assert(memcmp(got, was, (size_t)(r0 * dkv) * sizeof(float)) == 0);
+                ck_assert(memcmp(got + r1 * dkv, was + r1 * dkv,
+                                 (size_t)((c.n - r1) * dkv) * sizeof(float)) == 0);
+            }
+        }
+        free(stale);
+        free(canvas);
+        free(logits);
+        dllm_kv_cache_free(kv);
+        dllm_kv_cache_free(exact);
+        test_forward_free(&t);
+    }
+    close_case(&c);
+}
+END_TEST
+
+/*
+ * A cached step on a stale cache against ref_pass, a cached pass written from the reference
+ * kernels alone and given the same stale keys and values: with the ref kernels, the step's
+ * logits and every key and value it leaves in the cache are ref_pass's, bit for bit. Dual and
+ * prefix windows.
+ */
+START_TEST(test_reference_step)
+{
+    struct fixture_case c = open_case(models[_i]);
+    const struct block b = first_block(&c, 16);
+    struct test_forward t = test_forward_new(c.model, c.n, c.n, 2, "ref");
+    struct dllm_kv_cache *kv = new_cache(t.fwd, c.n);
+    const size_t bytes = (size_t)(b.n_rows * c.n_vocab) * sizeof(float);
+    float *got = malloc(bytes), *want = malloc(bytes);
+    int32_t *canvas = malloc((size_t)c.n * sizeof *canvas);
+    memcpy(canvas, c.ids, (size_t)c.n * sizeof *canvas);
+    struct dllm_error err = {0};
+    ck_assert_msg(test_forward_run(t.fwd, canvas, c.n, b.rows, b.n_rows, got, kv, 0, c.n, &err) ==
+                      DLLM_OK,
+                  "%s", err.text);
+    commit_half(&c, &b, got, canvas);
+    size_t count;
+    float *cached = cache_floats(t.fwd, kv, c.n, &count);
+    float *stale = malloc(count * sizeof *stale), *ref_kv = malloc(count * sizeof *ref_kv);
+    memcpy(stale, cached, count * sizeof *stale);
+    const int64_t ends[2] = {b.b1, c.n};
+    for (int w = 0; w < 2; w++) {
+        memcpy(cached, stale, count * sizeof *stale);
+        memcpy(ref_kv, stale, count * sizeof *stale);
+        ck_assert_msg(test_forward_run(t.fwd, canvas, c.n, b.rows, b.n_rows, got, kv, b.begin,
+                                       ends[w], &err) == DLLM_OK,
+                      "%s", err.text);
+        ref_pass(c.model, canvas, c.n, b.begin, ends[w], ref_kv, b.rows, b.n_rows, want);
+        ck_assert_msg(memcmp(got, want, bytes) == 0, "%s [%lld, %lld): logits differ", models[_i],
+                      (long long)b.begin, (long long)ends[w]);
+        ck_assert_msg(memcmp(cached, ref_kv, count * sizeof *stale) == 0,
+                      "%s [%lld, %lld): the cache differs", models[_i], (long long)b.begin,
+                      (long long)ends[w]);
+    }
+    printf("%s: cached steps over [%lld, %lld) and [%lld, %lld) equal the reference step\n",
+           models[_i], (long long)b.begin, (long long)b.b1, (long long)b.begin, (long long)c.n);
+    free(stale);
+    free(ref_kv);
+    free(canvas);
+    free(got);
+    free(want);
+    dllm_kv_cache_free(kv);
+    test_forward_free(&t);
     close_case(&c);
 }
 END_TEST
@@ -233,38 +401,33 @@ static double min_cosine(const float *a, const float *b, int64_t n, int64_t V)
 START_TEST(test_stale_bound)
 {
     struct fixture_case c = open_case(models[_i]);
-    const int32_t mask = dllm_model_mask_id(c.model);
-    const int64_t b0 = c.n_prompt, b1 = b0 + 16 < c.n ? b0 + 16 : c.n;
-    const int64_t begin = c.shift ? b0 - 1 : b0;
-    int32_t rows[32];
-    int64_t n_rows = 0;
-    for (int64_t p = b0; p < b1; p++)
-        rows[n_rows++] = (int32_t)(c.shift ? p - 1 : p);
+    const struct block b = first_block(&c, 16);
     struct test_forward t = test_forward_new(c.model, c.n, c.n, 2, NULL);
     struct dllm_kv_cache *kv = new_cache(t.fwd, c.n);
-    const size_t bytes = (size_t)(n_rows * c.n_vocab) * sizeof(float);
+    const size_t bytes = (size_t)(b.n_rows * c.n_vocab) * sizeof(float);
     float *fresh = malloc(bytes), *cached = malloc(bytes);
     int32_t *canvas = malloc((size_t)c.n * sizeof *canvas);
     memcpy(canvas, c.ids, (size_t)c.n * sizeof *canvas);
-    pass(t.fwd, canvas, c.n, rows, n_rows, fresh, kv, 0, c.n);
-    int64_t committed = 0;
-    for (int64_t r = 0; r < n_rows && committed < n_rows / 2; r++) {
-        if (canvas[b0 + r] != mask)
-            continue;
-        int64_t best = 0;
-        for (int64_t j = 1; j < c.n_vocab; j++)
-            best = fresh[r * c.n_vocab + j] > fresh[r * c.n_vocab + best] ? j : best;
-        canvas[b0 + r] = best == mask ? 0 : (int32_t)best;
-        committed++;
-    }
-    ck_assert_int_gt(committed, 0);
-    pass(t.fwd, canvas, c.n, rows, n_rows, fresh, NULL, 0, 0);
-    pass(t.fwd, canvas, c.n, rows, n_rows, cached, kv, begin, c.n);
-    const double prefix = min_cosine(fresh, cached, n_rows, c.n_vocab);
+    struct dllm_error err = {0};
+    ck_assert_msg(test_forward_run(t.fwd, canvas, c.n, b.rows, b.n_rows, fresh, kv, 0, c.n, &err) ==
+                      DLLM_OK,
+                  "%s", err.text);
+    const int64_t committed = commit_half(&c, &b, fresh, canvas);
+    ck_assert_msg(test_forward_run(t.fwd, canvas, c.n, b.rows, b.n_rows, fresh, NULL, 0, 0, &err) ==
+                      DLLM_OK,
+                  "%s", err.text);
+    ck_assert_msg(test_forward_run(t.fwd, canvas, c.n, b.rows, b.n_rows, cached, kv, b.begin, c.n,
+                                   &err) == DLLM_OK,
+                  "%s", err.text);
+    const double prefix = min_cosine(fresh, cached, b.n_rows, c.n_vocab);
     /* The dual window reads the prefix's stale keys again: refresh first for a fair start. */
-    pass(t.fwd, c.ids, c.n, rows, n_rows, cached, kv, 0, c.n);
-    pass(t.fwd, canvas, c.n, rows, n_rows, cached, kv, begin, b1);
-    const double dual = min_cosine(fresh, cached, n_rows, c.n_vocab);
+    ck_assert_msg(test_forward_run(t.fwd, c.ids, c.n, b.rows, b.n_rows, cached, kv, 0, c.n, &err) ==
+                      DLLM_OK,
+                  "%s", err.text);
+    ck_assert_msg(test_forward_run(t.fwd, canvas, c.n, b.rows, b.n_rows, cached, kv, b.begin, b.b1,
+                                   &err) == DLLM_OK,
+                  "%s", err.text);
+    const double dual = min_cosine(fresh, cached, b.n_rows, c.n_vocab);
     printf("%s: %lld of the block committed; cosine min prefix %.6f, dual %.6f\n", models[_i],
            (long long)committed, prefix, dual);
     ck_assert_double_ge(prefix, 0.99);
@@ -337,6 +500,8 @@ static Suite *cache_suite(void)
     tcase_add_test(tc, test_cache_errors);
     suite_add_tcase(s, tc);
     tc = tcase_create("stale");
+    tcase_add_loop_test(tc, test_stale_kv, 0, n);
+    tcase_add_loop_test(tc, test_reference_step, 0, n);
     tcase_add_loop_test(tc, test_stale_bound, 0, n);
     suite_add_tcase(s, tc);
     return s;

@@ -519,14 +519,14 @@ START_TEST(test_rows_subset)
     ids[5] = ids[9] = dllm_model_mask_id(model);
     float *full = malloc((size_t)(n * V) * sizeof *full), *some = malloc(4 * V * sizeof *some);
     struct dllm_error err = {0};
-    ck_assert_int_eq(test_forward_run(fwd, ids, n, all, n, full, &err), DLLM_OK);
+    ck_assert_int_eq(test_forward_run(fwd, ids, n, all, n, full, NULL, 0, 0, &err), DLLM_OK);
     const int32_t rows[4] = {23, 0, 9, 23};
-    ck_assert_int_eq(test_forward_run(fwd, ids, n, rows, 4, some, &err), DLLM_OK);
+    ck_assert_int_eq(test_forward_run(fwd, ids, n, rows, 4, some, NULL, 0, 0, &err), DLLM_OK);
     for (int r = 0; r < 4; r++)
         ck_assert_mem_eq(some + r * V, full + rows[r] * V, V * sizeof *some);
     /* A shorter pass in the same context attends only over its own tokens. */
-    ck_assert_int_eq(test_forward_run(fwd, ids, 10, all, 10, full, &err), DLLM_OK);
-    ck_assert_int_eq(test_forward_run(fwd, ids, 10, rows + 2, 1, some, &err), DLLM_OK);
+    ck_assert_int_eq(test_forward_run(fwd, ids, 10, all, 10, full, NULL, 0, 0, &err), DLLM_OK);
+    ck_assert_int_eq(test_forward_run(fwd, ids, 10, rows + 2, 1, some, NULL, 0, 0, &err), DLLM_OK);
     ck_assert_mem_eq(some, full + 9 * V, V * sizeof *some);
     free(full);
     free(some);
@@ -583,7 +583,7 @@ START_TEST(test_row_stats)
     memset(stats, 0x5a, sizeof stats);
     struct dllm_row_stats untouched[5];
     memcpy(untouched, stats, sizeof stats);
-    ck_assert_int_eq(test_forward_run(t.fwd, ids, n, rows, 5, logits, &err), DLLM_OK);
+    ck_assert_int_eq(test_forward_run(t.fwd, ids, n, rows, 5, logits, NULL, 0, 0, &err), DLLM_OK);
     ck_assert_mem_eq(stats, untouched, sizeof stats);
     free(logits);
     test_forward_free(&t);
@@ -599,19 +599,25 @@ START_TEST(test_run_errors)
     int32_t ids[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, rows[2] = {0, 7};
     float *logits = malloc(9 * dllm_model_n_vocab(model) * sizeof *logits);
     struct dllm_error err = {0};
-    ck_assert_int_eq(test_forward_run(fwd, ids, 9, rows, 1, logits, &err), DLLM_ERR_ARG);
+    ck_assert_int_eq(test_forward_run(fwd, ids, 9, rows, 1, logits, NULL, 0, 0, &err),
+                     DLLM_ERR_ARG);
     ck_assert_str_eq(err.text, "9 tokens: this forward context takes 1 to 8");
-    ck_assert_int_eq(test_forward_run(fwd, ids, 0, rows, 1, logits, &err), DLLM_ERR_ARG);
-    ck_assert_int_eq(test_forward_run(fwd, ids, 4, rows, 9, logits, &err), DLLM_ERR_ARG);
+    ck_assert_int_eq(test_forward_run(fwd, ids, 0, rows, 1, logits, NULL, 0, 0, &err),
+                     DLLM_ERR_ARG);
+    ck_assert_int_eq(test_forward_run(fwd, ids, 4, rows, 9, logits, NULL, 0, 0, &err),
+                     DLLM_ERR_ARG);
     ck_assert_str_eq(err.text, "9 logits rows: this forward context takes 0 to 8");
-    ck_assert_int_eq(test_forward_run(fwd, ids, 4, rows, 2, logits, &err), DLLM_ERR_ARG);
+    ck_assert_int_eq(test_forward_run(fwd, ids, 4, rows, 2, logits, NULL, 0, 0, &err),
+                     DLLM_ERR_ARG);
     ck_assert_str_eq(err.text, "logits row 7 is outside the 4 positions of the pass");
     ids[2] = 2048;
-    ck_assert_int_eq(test_forward_run(fwd, ids, 4, rows, 1, logits, &err), DLLM_ERR_ARG);
+    ck_assert_int_eq(test_forward_run(fwd, ids, 4, rows, 1, logits, NULL, 0, 0, &err),
+                     DLLM_ERR_ARG);
     ck_assert_str_eq(err.text, "token id 2048 at position 2 is outside the vocabulary of 2048 "
                                "tokens");
     ids[2] = -1;
-    ck_assert_int_eq(test_forward_run(fwd, ids, 4, rows, 1, logits, &err), DLLM_ERR_ARG);
+    ck_assert_int_eq(test_forward_run(fwd, ids, 4, rows, 1, logits, NULL, 0, 0, &err),
+                     DLLM_ERR_ARG);
     /* Bad sizes, pool, backend or kernels for a new context. */
     struct dllm_forward *other = NULL;
     struct dllm_forward_params fp;

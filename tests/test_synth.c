@@ -887,8 +887,8 @@ START_TEST(synth_forward)
     }
     const int64_t n_vocab = dllm_model_n_vocab(m);
     float *logits = malloc((size_t)(16 * n_vocab) * sizeof *logits);
-    ck_assert_msg(test_forward_run(t.fwd, ids, 16, rows, 16, logits, &err) == DLLM_OK, "%s",
-                  err.text);
+    ck_assert_msg(test_forward_run(t.fwd, ids, 16, rows, 16, logits, NULL, 0, 0, &err) == DLLM_OK,
+                  "%s", err.text);
     double sum2 = 0;
     for (int64_t i = 0; i < 16 * n_vocab; i++) {
         ck_assert_msg(isfinite(logits[i]), "logit %lld is %g", (long long)i, logits[i]);
