@@ -14,6 +14,9 @@ Parts (--parts, default all but compare):
             ($DLLM_FIXTURES) and the synth shapes: every cached step's logits rows against
             the exact pass over the same canvas (cosine, relative L2 error, argmax
             agreement), and whole-run token agreement with none
+  kvf16     bench/bench_kv_f16 on the fixture models' cases and the synth shapes: what
+            storing the K/V cache in float16 would add to the cache's own divergence (the
+            issue's rule: float16 unless that exceeds 10% of it)
   moe       the LLaDA-MoE-7B-A1B shape against the LLaDA-8B shape: `dllm bench --canvas 160
             --rows 32` on the two files alternating (--rounds rounds, --reps passes each),
             the ratio of the medians; bench_gemm on one expert's matrices at 20 rows (a
@@ -402,12 +405,7 @@ def part_divergence(dllm, paths, threads, fixtures):
     """The cached steps' logits against exact passes over the same canvases (--cache-check),
     per mode, on the fixture models and the synth shapes; and whole-run token agreement with
     none. Random weights are not a trained model: see the README for what this can tell."""
-    models = []
-    if fixtures and os.path.isdir(os.path.join(fixtures, "models")):
-        for fn in sorted(os.listdir(os.path.join(fixtures, "models"))):
-            if fn.endswith(".gguf") and fn.startswith(("llada-tiny", "dream-tiny",
-                                                       "llada-moe-tiny", "rnd1-tiny")):
-                models.append((fn[:-5], os.path.join(fixtures, "models", fn)))
+    models = fixture_models(fixtures)
     models += [(MODELS[name]["label"], path) for name, path in paths.items()]
     out = []
     for label, path in models:
@@ -422,6 +420,69 @@ def part_divergence(dllm, paths, threads, fixtures):
                 r["model"] = label
                 del r["tokens"]
                 out.append(r)
+        except RunError as e:
+            out.append({"model": label, "error": str(e)})
+    return out
+
+
+def fixture_models(fixtures):
+    """(name, path) of the fixture models of the four architectures, sorted."""
+    models = []
+    if fixtures and os.path.isdir(os.path.join(fixtures, "models")):
+        for fn in sorted(os.listdir(os.path.join(fixtures, "models"))):
+            if fn.endswith(".gguf") and fn.startswith(("llada-tiny", "dream-tiny",
+                                                       "llada-moe-tiny", "rnd1-tiny")):
+                models.append((fn[:-5], os.path.join(fixtures, "models", fn)))
+    return models
+
+
+def kv_f16_summary(runs):
+    """One model's bench_kv_f16 runs summarised per window over the steps that read a stale
+    cache (step 0 follows the refresh on an unchanged canvas: float32 is exact there). own =
+    the mean over those steps of the float32 rows' mean relative L2 error against the exact
+    pass; extra = the same for float16 minus own; direct = the mean error of the float16 rows
+    against the float32 ones; rule_f16 = extra <= 0.1 own."""
+    out = {}
+    for window in ("dual", "prefix"):
+        steps = [s[window] for r in runs for s in r["steps"] if s["step"] > 0]
+        if not steps:
+            continue
+        own = statistics.mean(s["f32"]["rel_l2_mean"] for s in steps)
+        f16 = statistics.mean(s["f16"]["rel_l2_mean"] for s in steps)
+        direct = statistics.mean(s["f16_vs_f32"]["rel_l2_mean"] for s in steps)
+        out[window] = {
+            "steps": len(steps), "own": own, "f16": f16, "extra": f16 - own,
+            "extra_share": (f16 - own) / own if own else None, "direct": direct,
+            "direct_share": direct / own if own else None,
+            "own_max": max(s["f32"]["rel_l2_max"] for s in steps),
+            "f16_max": max(s["f16"]["rel_l2_max"] for s in steps),
+            "direct_max": max(s["f16_vs_f32"]["rel_l2_max"] for s in steps),
+            "rule_f16": f16 - own <= 0.1 * own,
+            "step0_f16": statistics.mean(s[window]["f16"]["rel_l2_mean"] for r in runs
+                                         for s in r["steps"] if s["step"] == 0),
+        }
+    return out
+
+
+def part_kv_f16(bench, paths, threads, fixtures):
+    """bench_kv_f16 on every case of the fixture models (a block of at most 32 after the
+    prompt, 4 steps) and on the synth shapes (64 random prompt ids, canvas 192, block 32)."""
+    out = []
+    jobs = []
+    for name, path in fixture_models(fixtures):
+        with open(os.path.join(fixtures, "logits", name + ".cases.json")) as f:
+            cases = json.load(f)
+        jobs.append((name, [[bench, path, "--ids", ",".join(map(str, c["ids"])), "--prompt",
+                             str(c["prompt_len"])] for c in cases
+                            if len(c["ids"]) - c["prompt_len"] >= 4]))
+    for name, path in paths.items():
+        jobs.append((MODELS[name]["label"], [[bench, path, "--prompt", "64", "--canvas", "192"]]))
+    for label, cmds in jobs:
+        try:
+            runs = [json.loads(run(cmd + ["--block", "32", "--steps", "4", "--threads",
+                                          str(threads)])[0]) for cmd in cmds]
+            out.append({"model": label, "cases": len(runs), **kv_f16_summary(runs),
+                        "runs": runs})
         except RunError as e:
             out.append({"model": label, "error": str(e)})
     return out
@@ -600,8 +661,8 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "results"),
                     help="folder of the result files (default bench/results)")
     ap.add_argument("--parts", default="gemm,forward,generate",
-                    help="comma-separated: gemm, forward, generate, cache, divergence, moe, "
-                         "compare")
+                    help="comma-separated: gemm, forward, generate, cache, divergence, kvf16, "
+                         "moe, compare")
     ap.add_argument("--models", default="llada,dream",
                     help="comma-separated: llada, dream, llada-moe, rnd1; '' (divergence: the "
                          "fixture models only)")
@@ -620,7 +681,8 @@ def main():
     a = ap.parse_args()
     parts = a.parts.split(",")
     names = [n for n in a.models.split(",") if n]
-    if set(parts) - {"gemm", "forward", "generate", "cache", "divergence", "moe", "compare"} or \
+    if set(parts) - {"gemm", "forward", "generate", "cache", "divergence", "kvf16", "moe",
+                     "compare"} or \
             set(names) - set(MODELS):
         ap.error("unknown part or model")
     if "compare" in parts and not a.llama_cpp:
@@ -657,6 +719,11 @@ def main():
                       "same canvas (cosine, relative L2 error |cached - exact| / |exact|, "
                       "argmax agreement over all checked rows); token agreement = share of "
                       "answer tokens equal to none's",
+        "kvf16": "bench_kv_f16: one block after the prompt, refreshed, then committed over 4 "
+                 "steps (left to right, the exact pass's argmax); at each step the candidate "
+                 "rows of the exact pass against a cached step (dual and prefix windows) reading "
+                 "the refresh's K/V as float32 and rounded to float16; relative L2 error "
+                 "|cached - exact| / |exact| per row; summaries over the steps after the first",
         "moe": "dllm bench --canvas 160 --rows 32 --reps N on the LLaDA-MoE-7B-A1B and "
                "LLaDA-8B synth files (Q4_K_M, random weights and routers), alternating per "
                "round; ratio = median over rounds of the MoE pass / the dense pass (target at "
@@ -705,6 +772,12 @@ def main():
     if "divergence" in parts:
         res["divergence"] = part_divergence(dllm, paths, a.threads, os.environ.get(
             "DLLM_FIXTURES", os.path.join(HERE, "..", "..", "shared", "fixtures")))
+        save()
+    if "kvf16" in parts:
+        res["kvf16"] = part_kv_f16(os.path.join(build, "bench", "bench_kv_f16"), paths,
+                                   a.threads, os.environ.get(
+                                       "DLLM_FIXTURES",
+                                       os.path.join(HERE, "..", "..", "shared", "fixtures")))
         save()
     if "moe" in parts:
         bg = os.path.abspath(a.bench_gemm or os.path.join(build, "bench", "bench_gemm"))
