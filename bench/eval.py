@@ -127,7 +127,8 @@ def read_problems(path):
                 continue
             try:
                 p = json.loads(line)
-                if not all(k in p for k in ("id", "question", "answer")):
+                if not isinstance(p, dict) or not all(k in p for k in ("id", "question",
+                                                                      "answer")):
                     raise ValueError("it needs the keys id, question and answer")
             except ValueError as e:
                 sys.exit("eval.py: error: %s line %d: %s" % (path, no, e))

@@ -48,5 +48,8 @@ printf '{"id": 1, "question": "no answer"}\n' >"$TMP/bad.jsonl"
 run "a line without an answer" 1 python3 "$EVAL" --dllm "$DLLM" --data "$TMP/bad.jsonl" \
     --a "" --b "--cache dual"
 expect_err "names the line" "bad.jsonl line 1: it needs the keys id, question and answer"
+printf '42\n' >"$TMP/bad.jsonl"
+run "a line that is no object" 1 python3 "$EVAL" --data "$TMP/bad.jsonl" --a "" --b ""
+expect_err "names that line" "bad.jsonl line 1: it needs the keys"
 run "no --b" 2 python3 "$EVAL" --data "$TMP/q.jsonl" --a ""
 finish
