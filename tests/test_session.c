@@ -6,6 +6,7 @@
 
 #include "dllm.h"
 #include "fixtures.h"
+#include "gguf_edit.h"
 #include "kernels/cpu.h"
 #include "sampler.h"
 
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Everything a test wants to know of a request's events. */
 struct record {
@@ -457,6 +459,14 @@ static const struct stats_case {
     {DLLM_REMASKING_LOW_CONFIDENCE, 0.02, 8}, /* random weights: confidences are small */
 };
 
+/*
+ * An ordinary token of llada-tiny-q4km that generate_stats_fallback makes the mask id: after
+ * FALLBACK_PROMPT, every masked row of the first pass ranks it first (found by a probe over
+ * the vocabulary, not asserted).
+ */
+#define FALLBACK_MASK   1465
+#define FALLBACK_PROMPT "abcdefghijklmnopqrstuvwxyz0123456789"
+
 #define SPROMPT 7
 #define SGEN    32
 
@@ -638,6 +648,55 @@ START_TEST(generate_stats)
 }
 END_TEST
 
+/*
+ * A step whose statistics show the mask id as a row's argmax reads the rows (the session runs
+ * the pass again for them): a copy of llada-tiny-q4km whose mask id is an ordinary token its
+ * masked rows rank first falls back, without a cache and with the dual one, and answers as on
+ * the rows.
+ */
+START_TEST(generate_stats_fallback)
+{
+    char *src = fixture_path("models/llada-tiny-q4km.gguf"), *dir = test_tmpdir();
+    struct gguf_edit *e = gguf_edit_load(src);
+    gguf_edit_set_u32(e, "tokenizer.ggml.mask_token_id", FALLBACK_MASK);
+    char *path = gguf_edit_save(e, dir, "mask.gguf");
+    gguf_edit_free(e);
+    struct fixture f;
+    struct dllm_error err;
+    ck_assert_msg(dllm_model_open(path, NULL, &f.model, &err) == DLLM_OK, "%s", err.text);
+    ck_assert_int_eq(dllm_model_mask_id(f.model), FALLBACK_MASK);
+    struct dllm_session_params sp;
+    dllm_session_params_init(&sp);
+    sp.max_canvas = 256;
+    ck_assert_msg(dllm_session_new(f.model, &sp, &f.session, &err) == DLLM_OK, "%s", err.text);
+    struct dllm_chat_message msg;
+    struct dllm_request req = user_request(DLLM_SAMPLER_LLADA, "unused", &msg);
+    req.raw_prompt = FALLBACK_PROMPT;
+    req.sampler.early_stop = false;
+    static struct record a, b;
+    for (int mode = DLLM_CACHE_NONE; mode <= DLLM_CACHE_DUAL; mode += 2) {
+        req.sampler.cache = (enum dllm_cache_mode)mode;
+        req.check_cache = false;
+        generate(&f, &req, &a);
+        ck_assert_msg(a.n_error == 0, "%s", a.message);
+        printf("mask id %d, cache %s: %lld of %lld steps read the rows\n", FALLBACK_MASK,
+               dllm_cache_mode_name(req.sampler.cache), (long long)a.rows_out_steps,
+               (long long)a.n_step);
+        ck_assert_int_gt(a.rows_out_steps, 0);
+        req.check_cache = true;
+        generate(&f, &req, &b);
+        ck_assert_int_eq(b.rows_out_steps, b.n_step);
+        ck_assert_mem_eq(a.canvas, b.canvas, (size_t)a.canvas_len * sizeof *a.canvas);
+    }
+    close_session(&f);
+    unlink(path);
+    rmdir(dir);
+    free(path);
+    free(dir);
+    free(src);
+}
+END_TEST
+
 /* A raw prompt skips the chat template. */
 START_TEST(generate_raw)
 {
@@ -669,6 +728,7 @@ static Suite *session_suite(void)
     tcase_add_test(tc, generate_refused);
     tcase_add_test(tc, generate_raw);
     tcase_add_loop_test(tc, generate_stats, 0, 4);
+    tcase_add_test(tc, generate_stats_fallback);
     suite_add_tcase(s, tc);
     tc = tcase_create("stats");
     tcase_set_timeout(tc, 600);
