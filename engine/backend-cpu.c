@@ -18,10 +18,12 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #define BUFFER_ALIGN   64
 #define ATTENTION_ROWS 16 /* query rows per attention work item (a multiple of the ops' tile) */
+#define OUTPUT_CHUNK   32 /* logits rows an output without the caller's memory computes at once */
 
 /*
  * A weight matrix [N, K] as the backend multiplies it: its blocks in the model's file (a
@@ -47,6 +49,9 @@ enum {
     SCRATCH_COS,                  /* [max_tokens, n_rot / 2] RoPE table */
     SCRATCH_SIN,                  /* [max_tokens, n_rot / 2] */
     SCRATCH_ACT,                  /* [max_tokens] activation rows converted for a kernel */
+    SCRATCH_LOGITS, /* [min(max_rows, OUTPUT_CHUNK), n_vocab] an output's rows, chunk by chunk,
+                       when the caller takes statistics only */
+    SCRATCH_STATS,  /* [max_rows] struct dllm_row_stats of those rows */
     /* MoE models only (else empty): */
     SCRATCH_ROUTER,     /* [max_tokens, n_expert] router logits */
     SCRATCH_ROUTE_IDS,  /* [max_tokens, n_used] int32 experts of each row */
@@ -71,7 +76,11 @@ struct cpu {
     void *arena;
     float *buf[DLLM_N_BUFS];
     float *own_k, *own_v; /* the arena's K and V, which buf[] names unless a cache is bound */
-    const float *logits;  /* the rows the last output wrote (the caller's memory) */
+    /* the rows the last output wrote (the caller's memory); NULL: it wrote none and left
+     * their statistics in stats */
+    const float *logits;
+    float *chunk; /* SCRATCH_LOGITS */
+    struct dllm_row_stats *stats;
     float *scores, *cos, *sin;
     void *act;
     const struct dllm_kernels *kernels;
@@ -141,6 +150,8 @@ static bool part_sizes(const struct dllm_backend_config *cfg, size_t size[N_PART
         [SCRATCH_COS] = {L, hp->n_rot / 2, sizeof(float)},
         [SCRATCH_SIN] = {L, hp->n_rot / 2, sizeof(float)},
         [SCRATCH_ACT] = {L, 1, act_row_bytes(cfg->model)},
+        [SCRATCH_LOGITS] = {R < OUTPUT_CHUNK ? R : OUTPUT_CHUNK, hp->n_vocab, sizeof(float)},
+        [SCRATCH_STATS] = {R, 1, sizeof(struct dllm_row_stats)},
         [SCRATCH_ROUTER] = {moe ? L : 0, hp->n_expert, sizeof(float)},
         [SCRATCH_ROUTE_IDS] = {moe ? L : 0, hp->n_expert_used, sizeof(int32_t)},
         [SCRATCH_ROUTE_W] = {moe ? L : 0, hp->n_expert_used, sizeof(float)},
@@ -354,6 +365,8 @@ static enum dllm_status cpu_create(const struct dllm_backend_config *cfg, struct
     c->cos = parts[SCRATCH_COS];
     c->sin = parts[SCRATCH_SIN];
     c->act = parts[SCRATCH_ACT];
+    c->chunk = parts[SCRATCH_LOGITS];
+    c->stats = parts[SCRATCH_STATS];
     c->router = parts[SCRATCH_ROUTER];
     c->route_ids = parts[SCRATCH_ROUTE_IDS];
     c->route_w = parts[SCRATCH_ROUTE_W];
@@ -692,16 +705,9 @@ static void cpu_add(struct dllm_backend *be, enum dllm_buf src, int64_t r0, int6
     c->ops->add(c->buf[DLLM_BUF_X] + r0 * n, c->buf[src] + r0 * n, (r1 - r0) * n);
 }
 
-static void cpu_output(struct dllm_backend *be, int64_t R, float *logits)
-{
-    struct cpu *c = (struct cpu *)be;
-    product(c, c->model->hp.n_layer * M_PER_LAYER, c->buf[DLLM_BUF_OUT], R, false, logits,
-            c->model->hp.n_vocab);
-    c->logits = logits;
-}
-
 struct stats_job {
     const struct cpu *c;
+    const float *logits; /* [R, n_vocab] */
     struct dllm_row_stats *out;
 };
 
@@ -714,7 +720,7 @@ static void stats_row(void *ctx, int64_t r, int thread)
 {
     const struct stats_job *job = ctx;
     const int64_t V = job->c->model->hp.n_vocab;
-    const float *l = job->c->logits + r * V;
+    const float *l = job->logits + r * V;
     int64_t best = 0;
     float second = -INFINITY;
     for (int64_t v = 1; v < V; v++) {
@@ -740,10 +746,37 @@ static void stats_row(void *ctx, int64_t r, int thread)
                                           .entropy = lse - T / S};
 }
 
+/*
+ * The logits of the R rows of OUT into the caller's memory, or with logits NULL into the
+ * backend's chunk buffer, OUTPUT_CHUNK rows at a time, each chunk's statistics kept in
+ * c->stats for row_stats (each row's product and statistics are those of the whole call).
+ */
+static void cpu_output(struct dllm_backend *be, int64_t R, float *logits)
+{
+    struct cpu *c = (struct cpu *)be;
+    const int64_t V = c->model->hp.n_vocab, E = c->model->hp.n_embd;
+    const int64_t w = c->model->hp.n_layer * M_PER_LAYER;
+    c->logits = logits;
+    if (logits) {
+        product(c, w, c->buf[DLLM_BUF_OUT], R, false, logits, V);
+        return;
+    }
+    for (int64_t r0 = 0; r0 < R; r0 += OUTPUT_CHUNK) {
+        const int64_t n = R - r0 < OUTPUT_CHUNK ? R - r0 : OUTPUT_CHUNK;
+        product(c, w, c->buf[DLLM_BUF_OUT] + r0 * E, n, false, c->chunk, V);
+        struct stats_job job = {c, c->chunk, c->stats + r0};
+        dllm_threadpool_run(c->pool, n, stats_row, &job);
+    }
+}
+
 static void cpu_row_stats(struct dllm_backend *be, int64_t R, struct dllm_row_stats *out)
 {
     struct cpu *c = (struct cpu *)be;
-    struct stats_job job = {c, out};
+    if (!c->logits) {
+        memcpy(out, c->stats, (size_t)R * sizeof *out);
+        return;
+    }
+    struct stats_job job = {c, c->logits, out};
     dllm_threadpool_run(c->pool, R, stats_row, &job);
 }
 

@@ -2,9 +2,9 @@
  * The seam between the forward pass's graph (forward.c) and the hardware that runs it. A
  * backend prepares a model's weights its own way (the CPU backends repack K-quant matrices
  * for their kernels) and allocates the activation buffers of a pass; the graph names them
- * only by enum dllm_buf and never touches their memory. Only the logits rows a pass asks for
- * leave a backend, into the caller's memory. A new backend adds a struct dllm_backend_ops and
- * an entry in backend.c's table; forward.c does not change.
+ * only by enum dllm_buf and never touches their memory. Only the logits rows a pass asks for,
+ * or only their statistics, leave a backend, into the caller's memory. A new backend adds a
+ * struct dllm_backend_ops and an entry in backend.c's table; forward.c does not change.
  */
 #ifndef DLLM_BACKEND_H
 #define DLLM_BACKEND_H
@@ -127,9 +127,12 @@ struct dllm_backend_ops {
                 float *margins);
     /* X += src over rows [r0, r1). */
     void (*add)(struct dllm_backend *be, enum dllm_buf src, int64_t r0, int64_t r1);
-    /* logits[R, n_vocab] (the caller's memory) = OUT[R, n_embd] times the output matrix. */
+    /*
+     * logits[R, n_vocab] (the caller's memory) = OUT[R, n_embd] times the output matrix. With
+     * logits NULL the rows stay in the backend (a row_stats call follows) and none is copied.
+     */
     void (*output)(struct dllm_backend *be, int64_t R, float *logits);
-    /* out[0 .. R-1] = the statistics of the R rows the last output wrote. */
+    /* out[0 .. R-1] = the statistics of the R rows the last output computed. */
     void (*row_stats)(struct dllm_backend *be, int64_t R, struct dllm_row_stats *out);
 };
 

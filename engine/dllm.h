@@ -718,7 +718,8 @@ struct dllm_pass {
     int64_t n_tokens;    /* 1 .. max_tokens */
     const int32_t *rows; /* [n_rows] positions whose logits are wanted, in [begin, end) */
     int64_t n_rows;      /* 0 .. max_rows */
-    float *logits;       /* [n_rows, n_vocab] row-major, in rows' order */
+    /* [n_rows, n_vocab] row-major, in rows' order; NULL with stats: no row is copied out */
+    float *logits;
     /* checked between layers: DLLM_ERR_CANCELLED, logits unset, the context usable */
     const atomic_bool *cancel;
     /*
@@ -730,7 +731,10 @@ struct dllm_pass {
      */
     struct dllm_kv_cache *cache;
     int64_t begin, end;
-    /* NULL, or [n_rows]: each returned row's statistics, computed where the logits are */
+    /*
+     * NULL, or [n_rows]: each row's statistics, computed where the logits are (the same with
+     * logits NULL, when they are all that leaves the backend)
+     */
     struct dllm_row_stats *stats;
     /*
      * A mixture-of-experts model's routing (ignored for a dense one), each NULL or filled for
@@ -966,6 +970,9 @@ struct dllm_event {
     bool checked;
     double check_cos_min, check_rel_max, check_ms;
     int64_t check_argmax_same, check_rows;
+    /* STEP: logits rows the step's passes copied out, summed (0 when the rows' statistics
+     * sufficed; docs/api.md says when) */
+    int64_t rows_out;
 };
 
 /* Receives a session's events on its worker thread; it must not call back into the session

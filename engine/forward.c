@@ -223,6 +223,11 @@ static enum dllm_status check_run(const struct dllm_forward *f, const struct dll
                               "%" PRId64 " logits rows: this forward context takes 0 to "
                               "%" PRId64,
                               p->n_rows, f->max_rows);
+    if (p->n_rows > 0 && !p->logits && !p->stats)
+        return dllm_error_set(err, DLLM_ERR_ARG,
+                              "%" PRId64 " logits rows asked for with neither logits nor stats to "
+                              "receive them",
+                              p->n_rows);
     for (int64_t i = 0; i < p->n_tokens; i++) {
         if (p->ids[i] < 0 || p->ids[i] >= f->model->hp.n_vocab)
             return dllm_error_set(err, DLLM_ERR_ARG,

@@ -729,6 +729,32 @@ static enum dllm_status propose_llada(const struct dllm_sampler *s, struct row_s
     return DLLM_OK;
 }
 
+/*
+ * LLaDA's proposal at temperature 0 from a row's statistics: its argmax, with the softmax
+ * probability e^(max - lse) (low_confidence) or one uniform draw (random) as confidence. A row
+ * whose argmax is the mask id is refused (its proposal is the runner-up, whose id the
+ * statistics do not carry).
+ */
+static enum dllm_status propose_llada_stats(const struct dllm_sampler *s,
+                                            const struct dllm_row_stats *st, struct dllm_rng *rng,
+                                            int32_t *token, double *conf, struct dllm_error *err)
+{
+    if (!isfinite(st->max))
+        return dllm_error_set(err, DLLM_ERR_ARG, "logits row has no finite maximum (%g)",
+                              (double)st->max);
+    if (!isfinite(st->lse))
+        return dllm_error_set(err, DLLM_ERR_ARG, "logits row holds a NaN");
+    if (st->argmax == s->mask_id)
+        return dllm_error_set(err, DLLM_ERR_ARG,
+                              "the row's largest logit is the mask token's: the step needs the "
+                              "logits row itself");
+    *token = st->argmax;
+    *conf = s->params.remasking == DLLM_REMASKING_RANDOM
+                ? dllm_sampler_rng_uniform(rng)
+                : dllm_rowmath_exp((double)st->max - st->lse);
+    return DLLM_OK;
+}
+
 enum dllm_status dllm_sampler_propose_llada(struct dllm_sampler *s, const float *logits,
                                             struct dllm_rng *rng, int32_t *token, double *conf,
                                             struct dllm_error *err)
@@ -1162,10 +1188,11 @@ static int64_t select_commits(struct dllm_sampler *s, int64_t n)
     return k;
 }
 
-/* One step's proposals: the sampler and the logits rows. */
+/* One step's proposals: the sampler and the logits rows, or their statistics. */
 struct step_job {
     struct dllm_sampler *s;
-    const float *logits;
+    const float *logits;                /* [n_rows, n_vocab], or NULL */
+    const struct dllm_row_stats *stats; /* [n_rows] when logits is NULL */
 };
 
 /*
@@ -1178,14 +1205,17 @@ static void propose_row(void *ctx, int64_t r, int thread)
     struct dllm_sampler *s = job->s;
     struct row_scratch *w = &s->scratch[thread];
     struct candidate *c = &s->cands[r];
-    const float *row = job->logits + r * s->n_vocab;
     c->pos = s->positions[r];
     struct dllm_rng rng;
     dllm_sampler_rng_seed_at(&rng, s->params.seed, s->step, c->pos, DLLM_DRAW_ROW);
     struct dllm_error row_err;
-    enum dllm_status st = s->params.kind == DLLM_SAMPLER_LLADA
-                              ? propose_llada(s, w, row, &rng, &c->token, &c->conf, &row_err)
-                              : propose_dream(s, w, row, &rng, &c->token, &c->conf, &row_err);
+    enum dllm_status st;
+    if (!job->logits)
+        st = propose_llada_stats(s, &job->stats[r], &rng, &c->token, &c->conf, &row_err);
+    else if (s->params.kind == DLLM_SAMPLER_LLADA)
+        st = propose_llada(s, w, job->logits + r * s->n_vocab, &rng, &c->token, &c->conf, &row_err);
+    else
+        st = propose_dream(s, w, job->logits + r * s->n_vocab, &rng, &c->token, &c->conf, &row_err);
     c->key = c->conf;
     if (st != DLLM_OK && (w->failed_row < 0 || r < w->failed_row)) {
         w->failed_row = r;
@@ -1193,16 +1223,39 @@ static void propose_row(void *ctx, int64_t r, int thread)
     }
 }
 
-enum dllm_status dllm_sampler_step(struct dllm_sampler *s, struct dllm_threadpool *pool,
-                                   int32_t *canvas, const float *logits,
-                                   struct dllm_sampler_result *res, struct dllm_error *err)
+bool dllm_sampler_takes_stats(const struct dllm_sampler_params *p)
+{
+    return p->kind == DLLM_SAMPLER_LLADA && p->temperature == 0.0;
+}
+
+bool dllm_sampler_stats_suffice(const struct dllm_sampler *s, const struct dllm_row_stats *stats)
+{
+    if (!s->prepared || !dllm_sampler_takes_stats(&s->params))
+        return false;
+    for (int64_t r = 0; r < s->n_rows; r++)
+        if (stats[r].argmax == s->mask_id)
+            return false;
+    return true;
+}
+
+/*
+ * dllm_sampler_step on the rows (logits) or on their statistics (stats, with logits NULL):
+ * the proposals on the pool, then the commits.
+ */
+static enum dllm_status run_step(struct dllm_sampler *s, struct dllm_threadpool *pool,
+                                 int32_t *canvas, const float *logits,
+                                 const struct dllm_row_stats *stats,
+                                 struct dllm_sampler_result *res, struct dllm_error *err)
 {
     enum dllm_status st = DLLM_OK;
     if (!s->running || !s->prepared)
         return dllm_error_set(err, DLLM_ERR_ARG, "no step is prepared: call dllm_sampler_next");
     int64_t n = s->n_rows;
-    if (n > 0 && !logits)
+    if (n > 0 && !logits && !stats)
         return dllm_error_set(err, DLLM_ERR_ARG, "the step needs %" PRId64 " logits rows", n);
+    if (n > 0 && !logits && !dllm_sampler_takes_stats(&s->params))
+        return dllm_error_set(err, DLLM_ERR_ARG,
+                              "the run's settings need the logits rows, not their statistics");
     int n_threads = pool ? dllm_threadpool_size(pool) : 1;
     if (n_threads > s->max_threads)
         return dllm_error_set(
@@ -1210,7 +1263,7 @@ enum dllm_status dllm_sampler_step(struct dllm_sampler *s, struct dllm_threadpoo
             "a pool of %d threads is more than the %d the sampler has scratch for", n_threads,
             s->max_threads);
     s->prepared = false;
-    struct step_job job = {s, logits};
+    struct step_job job = {s, logits, stats};
     for (int t = 0; t < n_threads; t++)
         s->scratch[t].failed_row = -1;
     if (pool)
@@ -1270,4 +1323,18 @@ enum dllm_status dllm_sampler_step(struct dllm_sampler *s, struct dllm_threadpoo
 fail:
     s->running = false;
     return st;
+}
+
+enum dllm_status dllm_sampler_step(struct dllm_sampler *s, struct dllm_threadpool *pool,
+                                   int32_t *canvas, const float *logits,
+                                   struct dllm_sampler_result *res, struct dllm_error *err)
+{
+    return run_step(s, pool, canvas, logits, NULL, res, err);
+}
+
+enum dllm_status dllm_sampler_step_stats(struct dllm_sampler *s, struct dllm_threadpool *pool,
+                                         int32_t *canvas, const struct dllm_row_stats *stats,
+                                         struct dllm_sampler_result *res, struct dllm_error *err)
+{
+    return run_step(s, pool, canvas, NULL, stats, res, err);
 }

@@ -214,6 +214,34 @@ enum dllm_status dllm_sampler_step(struct dllm_sampler *s, struct dllm_threadpoo
                                    struct dllm_sampler_result *res, struct dllm_error *err);
 
 /*
+ * Whether a run with settings p can take each row's statistics (struct dllm_row_stats) in
+ * place of the row: the LLaDA sampler at temperature 0 (the argmax, and as confidence its
+ * softmax probability, low_confidence, or a uniform draw, random; with or without a
+ * threshold). Sampling at temperature > 0 (Gumbel noise on every logit) and the Dream sampler
+ * (its probabilities leave out the mask id and pass top-p and top-k, which the statistics
+ * cannot say) read the rows.
+ */
+bool dllm_sampler_takes_stats(const struct dllm_sampler_params *p);
+
+/*
+ * Whether the prepared step can run on stats ([n_rows], row r for slot positions[r]): the run
+ * takes statistics and no row's argmax is the mask id (LLaDA then proposes the runner-up,
+ * whose id the statistics do not carry; that step needs its rows).
+ */
+bool dllm_sampler_stats_suffice(const struct dllm_sampler *s, const struct dllm_row_stats *stats);
+
+/*
+ * dllm_sampler_step on the rows' statistics instead of the rows, for a run that takes them:
+ * the same tokens and commits as the rows give (tests/test_sampler.c runs both), each
+ * confidence computed from the statistics (e^(max - lse)) rather than from the row, so that it
+ * may differ from the rows' in the last bits. A row whose argmax is the mask id fails (check
+ * with dllm_sampler_stats_suffice first).
+ */
+enum dllm_status dllm_sampler_step_stats(struct dllm_sampler *s, struct dllm_threadpool *pool,
+                                         int32_t *canvas, const struct dllm_row_stats *stats,
+                                         struct dllm_sampler_result *res, struct dllm_error *err);
+
+/*
  * LLaDA's proposal for one row: the argmax (temperature 0; first of equal maxima) or the
  * Gumbel-max sample argmax_v (logits[v] - T ln(-ln u_v)) with one float64 u_v per id, drawn in
  * id order (the logs as kernels/rowmath.h computes them); and its confidence: the

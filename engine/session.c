@@ -55,6 +55,8 @@ struct dllm_session {
                          the answer's ids */
     float *logits;    /* [cap_rows, n_vocab] */
     float *logits_un; /* [cap_rows, n_vocab] unconditional logits, for CFG */
+    /* [max_canvas] the rows' statistics, for the steps they suffice for (stats_only) */
+    struct dllm_row_stats *stats;
     int64_t cap_rows;
     /* The running request's K/V caches (conditional, unconditional with CFG) or NULL, and the
      * block they were last refreshed for (-1: none yet). */
@@ -328,15 +330,31 @@ static void plan_pass(struct dllm_session *s, int64_t canvas_len, int64_t *begin
 }
 
 /*
- * The logits rows for canvas slots pos[0 .. n-1]: one forward pass over the canvas (and a
- * second over the canvas with the prompt masked, mixed in by classifier-free guidance), each
- * computing the positions plan_pass says with its own cache. Models that shift their logits
- * predict slot p from output row p - 1. *refreshes and *computed count the passes that
- * refreshed a cache and the positions computed.
+ * Whether the running request's steps take only the rows' statistics from the forward pass
+ * (no logits row copied out): the sampler's settings allow it (dllm_sampler_takes_stats: LLaDA
+ * at temperature 0), there is no classifier-free guidance (which mixes two passes' rows) and
+ * no check_cache (which compares rows). Every other request reads the rows.
+ */
+static bool stats_only(const struct dllm_session *s)
+{
+    return dllm_sampler_takes_stats(&s->req.sampler) && s->req.sampler.cfg_scale == 0 &&
+           !s->req.check_cache;
+}
+
+/*
+ * The logits rows for canvas slots pos[0 .. n-1] (or with stats_only their statistics alone in
+ * s->stats, *on_rows false): one forward pass over the canvas (and a second over the canvas with
+ * the prompt masked, mixed in by classifier-free guidance), each computing the positions
+ * plan_pass says with its own cache. When the statistics do not suffice (a row's argmax is the
+ * mask id), the pass runs again for the rows: it recomputes the same positions from the same
+ * ids, so the cache ends as it was. Models that shift their logits predict slot p from output
+ * row p - 1. *refreshes, *computed and *rows_out count the passes that refreshed a cache, the
+ * positions computed and the logits rows copied out (the check pass's not among them).
  */
 static enum dllm_status step_logits(struct dllm_session *s, int64_t canvas_len, int64_t n_prompt,
-                                    const int32_t *pos, int64_t n, int64_t *refreshes,
-                                    int64_t *computed, struct dllm_error *err)
+                                    const int32_t *pos, int64_t n, bool *on_rows,
+                                    int64_t *refreshes, int64_t *computed, int64_t *rows_out,
+                                    struct dllm_error *err)
 {
     bool shift = dllm_model_shift_logits(s->model), refresh;
     for (int64_t i = 0; i < n; i++)
@@ -350,7 +368,20 @@ static enum dllm_status step_logits(struct dllm_session *s, int64_t canvas_len, 
                              .cache = s->kv[0]};
     plan_pass(s, canvas_len, &pass.begin, &pass.end, &refresh);
     const bool cfg = s->req.sampler.cfg_scale > 0;
+    int passes = cfg ? 2 : 1;
+    *on_rows = !stats_only(s);
+    if (!*on_rows) {
+        pass.logits = NULL;
+        pass.stats = s->stats;
+    }
     enum dllm_status st = dllm_forward_run(s->fwd, &pass, err);
+    if (!st && !*on_rows && !dllm_sampler_stats_suffice(s->sampler, s->stats)) {
+        *on_rows = true;
+        pass.logits = s->logits;
+        pass.stats = NULL;
+        passes++;
+        st = dllm_forward_run(s->fwd, &pass, err);
+    }
     if (!st && s->req.check_cache && pass.cache && !refresh) {
         const double t = now_ms();
         struct dllm_pass exact = pass;
@@ -371,9 +402,9 @@ static enum dllm_status step_logits(struct dllm_session *s, int64_t canvas_len, 
     }
     if (st)
         return st;
-    const int passes = cfg ? 2 : 1;
-    *refreshes = refresh ? passes : 0;
+    *refreshes = refresh ? (cfg ? 2 : 1) : 0;
     *computed = passes * (pass.end - pass.begin);
+    *rows_out = *on_rows ? (cfg ? 2 : 1) * n : 0;
     if (refresh)
         s->kv_block = dllm_sampler_block(s->sampler);
     if (!cfg)
@@ -540,11 +571,13 @@ static void run_request(struct dllm_session *s)
         const int32_t *pos;
         int64_t n_rows;
         double t_fwd = now_ms();
-        int64_t refreshes = 0, computed = 0;
+        int64_t refreshes = 0, computed = 0, rows_out = 0;
+        bool on_rows = true;
         s->check = (struct dllm_event){0};
         enum dllm_status st = dllm_sampler_next(s->sampler, s->canvas, &pos, &n_rows, &err);
         if (!st && n_rows > 0)
-            st = step_logits(s, canvas_len, n_prompt, pos, n_rows, &refreshes, &computed, &err);
+            st = step_logits(s, canvas_len, n_prompt, pos, n_rows, &on_rows, &refreshes, &computed,
+                             &rows_out, &err);
         if (st == DLLM_ERR_CANCELLED)
             break; /* the canvas is the last finished step's */
         if (st) {
@@ -552,8 +585,11 @@ static void run_request(struct dllm_session *s)
             return;
         }
         double t_sample = now_ms();
-        if (dllm_sampler_step(s->sampler, s->pool, s->canvas, n_rows ? s->logits : NULL, &res,
-                              &err)) {
+        st = on_rows
+                 ? dllm_sampler_step(s->sampler, s->pool, s->canvas, n_rows ? s->logits : NULL,
+                                     &res, &err)
+                 : dllm_sampler_step_stats(s->sampler, s->pool, s->canvas, s->stats, &res, &err);
+        if (st) {
             emit_error(s, err.text);
             return;
         }
@@ -576,6 +612,7 @@ static void run_request(struct dllm_session *s)
                                 .sample_ms = now_ms() - t_sample,
                                 .refreshes = refreshes,
                                 .computed = computed,
+                                .rows_out = rows_out,
                                 .checked = s->check.checked,
                                 .check_cos_min = s->check.check_cos_min,
                                 .check_rel_max = s->check.check_rel_max,
@@ -622,6 +659,7 @@ static void free_buffers(struct dllm_session *s)
     free(s->uncond);
     free(s->rows);
     free(s->logits);
+    free(s->stats);
     free(s->logits_un);
     free(s->logits_check);
     free(s);
@@ -682,7 +720,8 @@ enum dllm_status dllm_session_new(const struct dllm_model *model,
     s->canvas = malloc((size_t)max_canvas * sizeof *s->canvas);
     s->uncond = malloc((size_t)max_canvas * sizeof *s->uncond);
     s->rows = malloc((size_t)max_canvas * sizeof *s->rows);
-    if (!s->canvas || !s->uncond || !s->rows) {
+    s->stats = malloc((size_t)max_canvas * sizeof *s->stats);
+    if (!s->canvas || !s->uncond || !s->rows || !s->stats) {
         st = dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
         goto fail;
     }

@@ -2,7 +2,8 @@
  * A forward pass allocates nothing: the buffers, the routing scratch of a MoE layer and the
  * K/V cache are all made before the first step. This program replaces the C allocator's entry
  * points with counting ones (glibc's __libc_* underneath) and runs passes of the dense and MoE
- * fixture models on every kernel variant, with and without a cache, counting the allocations
+ * fixture models on every kernel variant, with and without a cache, returning the rows or only
+ * their statistics (and a sampler step on those statistics), counting the allocations
  * made between the start and the end of each pass (by any thread). A build with
  * AddressSanitizer, which owns the allocator, cannot count: it says so and skips (exit 77).
  */
@@ -12,6 +13,7 @@
 #include "fixtures.h"
 #include "forward_util.h"
 #include "kernels/cpu.h"
+#include "sampler.h"
 
 #include <check.h>
 #include <malloc.h>
@@ -100,10 +102,13 @@ static const char *const models[] = {"llada-tiny-q4km", "dream-tiny-q4km", "llad
 
 enum { N = 40, ROWS = 8 };
 
-/* Runs one pass (over [begin, end) when cache is set) and returns the allocations it made. */
+/*
+ * Runs one pass (over [begin, end) when cache is set; with logits NULL, the rows' statistics
+ * alone into stats) and returns the allocations it made.
+ */
 static long counted_pass(struct dllm_forward *fwd, const int32_t *ids, const int32_t *rows,
                          float *logits, int32_t *experts, float *margins,
-                         struct dllm_kv_cache *cache, int64_t begin)
+                         struct dllm_kv_cache *cache, int64_t begin, struct dllm_row_stats *stats)
 {
     const struct dllm_pass pass = {.ids = ids,
                                    .n_tokens = N,
@@ -113,6 +118,7 @@ static long counted_pass(struct dllm_forward *fwd, const int32_t *ids, const int
                                    .cache = cache,
                                    .begin = begin,
                                    .end = N,
+                                   .stats = stats,
                                    .experts = experts,
                                    .expert_margins = margins};
     struct dllm_error err;
@@ -121,6 +127,44 @@ static long counted_pass(struct dllm_forward *fwd, const int32_t *ids, const int
     const enum dllm_status st = dllm_forward_run(fwd, &pass, &err);
     atomic_store(&counting, false);
     ck_assert_msg(st == DLLM_OK, "%s", err.text);
+    return atomic_load(&n_allocs);
+}
+
+/*
+ * A LLaDA step on the statistics of the ROWS masked slots at the end of ids (argmax at the
+ * mask id replaced, as the session takes the rows for such a step); returns the allocations
+ * the step made.
+ */
+static long counted_stats_step(const struct dllm_model *model, struct dllm_threadpool *pool,
+                               const char *kernels, struct dllm_row_stats *stats)
+{
+    struct dllm_sampler *s;
+    struct dllm_error err;
+    const int32_t mask = dllm_model_mask_id(model);
+    ck_assert(dllm_sampler_new(N, dllm_model_n_vocab(model), dllm_threadpool_size(pool), kernels,
+                               &s, &err) == DLLM_OK);
+    struct dllm_sampler_params p;
+    dllm_sampler_params_init(&p, DLLM_SAMPLER_LLADA);
+    p.gen_length = ROWS;
+    p.steps = ROWS;
+    p.block_length = 0;
+    int32_t canvas[N];
+    for (int i = 0; i < N; i++)
+        canvas[i] = i < N - ROWS ? 'a' : mask;
+    ck_assert(dllm_sampler_start(s, &p, N - ROWS, mask, NULL, 0, canvas, &err) == DLLM_OK);
+    const int32_t *pos;
+    int64_t n;
+    ck_assert(dllm_sampler_next(s, canvas, &pos, &n, &err) == DLLM_OK && n == ROWS);
+    for (int r = 0; r < ROWS; r++)
+        stats[r].argmax = stats[r].argmax == mask ? 0 : stats[r].argmax;
+    struct dllm_sampler_result res;
+    atomic_store(&n_allocs, 0);
+    atomic_store(&counting, true);
+    const enum dllm_status st = dllm_sampler_step_stats(s, pool, canvas, stats, &res, &err);
+    atomic_store(&counting, false);
+    ck_assert_msg(st == DLLM_OK, "%s", err.text);
+    ck_assert_int_eq(res.n_committed, 1);
+    dllm_sampler_free(s);
     return atomic_load(&n_allocs);
 }
 
@@ -152,15 +196,22 @@ START_TEST(pass_allocates_nothing)
         struct test_forward t = test_forward_new(model, N, ROWS, 2, variants[v].name);
         struct dllm_kv_cache *cache;
         ck_assert_msg(dllm_kv_cache_new(t.fwd, N, true, &cache, &err) == DLLM_OK, "%s", err.text);
-        const long plain = counted_pass(t.fwd, ids, rows, logits, experts, margins, NULL, 0);
-        const long refresh = counted_pass(t.fwd, ids, rows, logits, experts, margins, cache, 0);
-        const long window = counted_pass(t.fwd, ids, rows, logits, experts, margins, cache, 24);
-        printf("%s, kernels %s: %ld, %ld and %ld allocations in a pass, a refresh and a cached "
-               "window\n",
-               models[_i], variants[v].name, plain, refresh, window);
+        const long plain = counted_pass(t.fwd, ids, rows, logits, experts, margins, NULL, 0, NULL);
+        const long refresh =
+            counted_pass(t.fwd, ids, rows, logits, experts, margins, cache, 0, NULL);
+        const long window =
+            counted_pass(t.fwd, ids, rows, logits, experts, margins, cache, 24, NULL);
+        struct dllm_row_stats stats[ROWS];
+        const long alone = counted_pass(t.fwd, ids, rows, NULL, experts, margins, cache, 24, stats);
+        const long step = counted_stats_step(model, t.pool, variants[v].name, stats);
+        printf("%s, kernels %s: %ld, %ld, %ld, %ld and %ld allocations in a pass, a refresh, a "
+               "cached window, a window's statistics alone and a sampler step on them\n",
+               models[_i], variants[v].name, plain, refresh, window, alone, step);
         ck_assert_int_eq(plain, 0);
         ck_assert_int_eq(refresh, 0);
         ck_assert_int_eq(window, 0);
+        ck_assert_int_eq(alone, 0);
+        ck_assert_int_eq(step, 0);
         dllm_kv_cache_free(cache);
         test_forward_free(&t);
     }

@@ -591,6 +591,71 @@ START_TEST(test_row_stats)
 }
 END_TEST
 
+/* Whether two numbers have the same bits (a float widened to double keeps them apart). */
+static bool same_bits(double a, double b)
+{
+    return memcmp(&a, &b, sizeof a) == 0;
+}
+
+/*
+ * A pass that asks for statistics alone (logits NULL: no row leaves the backend) gives each
+ * row the bits a pass that also returns the rows gives, on every kernel variant and on each
+ * architecture, with more rows than the CPU backend computes at once (it works through such a
+ * pass in chunks of rows). A pass with rows but neither logits nor stats is refused.
+ */
+START_TEST(test_stats_only)
+{
+    static const char *const files[] = {"llada-tiny-q4km.gguf", "dream-tiny-q4km.gguf",
+                                        "llada-moe-tiny-q4km.gguf", "rnd1-tiny-q4km.gguf"};
+    struct dllm_model *model = open_model(files[_i]);
+    enum { N = 80, R = 75 };
+    const int64_t V = dllm_model_n_vocab(model);
+    int32_t ids[N], rows[R];
+    for (int i = 0; i < N; i++)
+        ids[i] = i % 4 ? (int32_t)((i * 131 + 5) % V) : dllm_model_mask_id(model);
+    for (int r = 0; r < R; r++)
+        rows[r] = (int32_t)((r * 37 + 3) % N);
+    float *logits = malloc((size_t)(R * V) * sizeof *logits);
+    static struct dllm_row_stats with_rows[R], alone[R];
+    size_t n_variants;
+    const struct dllm_kernels *variants = dllm_kernels_all(&n_variants);
+    for (size_t v = 0; v < n_variants; v++) {
+        if (!dllm_kernels_usable(&variants[v])) {
+            printf("SKIP: kernel variant %s: this CPU lacks its instructions\n", variants[v].name);
+            continue;
+        }
+        struct test_forward t = test_forward_new(model, N, R, 2, variants[v].name);
+        struct dllm_pass pass = {.ids = ids,
+                                 .n_tokens = N,
+                                 .rows = rows,
+                                 .n_rows = R,
+                                 .logits = logits,
+                                 .stats = with_rows};
+        struct dllm_error err = {0};
+        ck_assert_msg(dllm_forward_run(t.fwd, &pass, &err) == DLLM_OK, "%s", err.text);
+        pass.logits = NULL;
+        pass.stats = alone;
+        memset(alone, 0x5a, sizeof alone);
+        ck_assert_msg(dllm_forward_run(t.fwd, &pass, &err) == DLLM_OK, "%s", err.text);
+        for (int r = 0; r < R; r++) {
+            const struct dllm_row_stats *x = &alone[r], *y = &with_rows[r];
+            ck_assert_msg(x->argmax == y->argmax && same_bits(x->max, y->max) &&
+                              same_bits(x->second, y->second) && same_bits(x->lse, y->lse) &&
+                              same_bits(x->entropy, y->entropy),
+                          "%s, %s: row %d's statistics differ without the logits", files[_i],
+                          variants[v].name, r);
+        }
+        pass.stats = NULL;
+        ck_assert_int_eq(dllm_forward_run(t.fwd, &pass, &err), DLLM_ERR_ARG);
+        ck_assert_str_eq(err.text, "75 logits rows asked for with neither logits nor stats to "
+                                   "receive them");
+        test_forward_free(&t);
+    }
+    free(logits);
+    dllm_model_close(model);
+}
+END_TEST
+
 START_TEST(test_run_errors)
 {
     struct dllm_model *model;
@@ -943,6 +1008,7 @@ static Suite *forward_suite(void)
     tcase_add_loop_test(tc, test_rows_subset, 0, 2);
     tcase_add_test(tc, test_run_errors);
     tcase_add_loop_test(tc, test_row_stats, 0, 2);
+    tcase_add_loop_test(tc, test_stats_only, 0, 4);
     tcase_add_loop_test(tc, test_repack_progress, 0, 2);
     suite_add_tcase(s, tc);
     tc = tcase_create("cancel");

@@ -1568,6 +1568,91 @@ START_TEST(test_errors)
 }
 END_TEST
 
+/*
+ * Which settings take the rows' statistics; a LLaDA step on statistics proposes each row's
+ * argmax with confidence e^(max - lse) (golden values: python3 math.exp) and commits the most
+ * confident; a row whose argmax is the mask id, or whose figures are not finite, is refused,
+ * and so is a run whose settings need the rows.
+ */
+START_TEST(test_stats_step)
+{
+    struct dllm_sampler_params p = llada(4, 4, 0);
+    ck_assert(dllm_sampler_takes_stats(&p));
+    p.remasking = DLLM_REMASKING_RANDOM;
+    ck_assert(dllm_sampler_takes_stats(&p));
+    p.temperature = 0.5;
+    ck_assert(!dllm_sampler_takes_stats(&p));
+    p = dream(4, 4, DLLM_ALG_MASKGIT_PLUS);
+    p.temperature = 0;
+    p.top_p = 1;
+    ck_assert(!dllm_sampler_takes_stats(&p));
+
+    struct dllm_sampler *s = new_sampler(6, V8);
+    struct dllm_error err = {0};
+    struct dllm_sampler_result res;
+    const int32_t *pos;
+    int32_t canvas[6];
+    fill_canvas(canvas, 2, 4, MASK8);
+    p = llada(4, 4, 0);
+    start(s, &p, 2, MASK8, NULL, 0, canvas);
+    ck_assert_int_eq(next(s, canvas, &pos), 4);
+    struct dllm_row_stats st[4] = {
+        {.argmax = 3, .max = -0.5f, .second = -1.0f, .lse = 0.25, .entropy = 1.0},
+        {.argmax = 5, .max = -1.0f, .second = -2.0f, .lse = 0.5, .entropy = 1.0},
+        {.argmax = 0, .max = -2.0f, .second = -2.5f, .lse = 0.0, .entropy = 1.0},
+        {.argmax = 6, .max = 1.0f, .second = -2.0f, .lse = 3.0, .entropy = 1.0},
+    };
+    ck_assert(dllm_sampler_stats_suffice(s, st));
+    ck_assert_msg(dllm_sampler_step_stats(s, NULL, canvas, st, &res, &err) == DLLM_OK, "%s",
+                  err.text);
+    ck_assert_int_eq(res.n_committed, 1);
+    ck_assert_int_eq(res.committed[0].pos, 2);
+    ck_assert_int_eq(res.committed[0].token, 3);
+    ck_assert_double_eq_tol(res.committed[0].conf, 0.4723665527410147, 1e-15);
+    ck_assert(res.has_best_left);
+    ck_assert_double_eq_tol(res.best_left_conf, 0.22313016014842982, 1e-15);
+    ck_assert_int_eq(canvas[2], 3);
+
+    /* The mask id as a row's argmax: the statistics do not suffice, and the step refuses. */
+    ck_assert_int_eq(next(s, canvas, &pos), 3);
+    st[1].argmax = MASK8;
+    ck_assert(!dllm_sampler_stats_suffice(s, st));
+    ck_assert_int_eq(dllm_sampler_step_stats(s, NULL, canvas, st, &res, &err), DLLM_ERR_ARG);
+    ck_assert_str_eq(err.text, "step 1, canvas slot 4: the row's largest logit is the mask "
+                               "token's: the step needs the logits row itself");
+    fill_canvas(canvas, 2, 4, MASK8);
+    start(s, &p, 2, MASK8, NULL, 0, canvas);
+    ck_assert_int_eq(next(s, canvas, &pos), 4);
+    st[1].argmax = 5;
+    st[2].lse = NAN;
+    ck_assert_int_eq(dllm_sampler_step_stats(s, NULL, canvas, st, &res, &err), DLLM_ERR_ARG);
+    ck_assert_str_eq(err.text, "step 0, canvas slot 4: logits row holds a NaN");
+    fill_canvas(canvas, 2, 4, MASK8);
+    start(s, &p, 2, MASK8, NULL, 0, canvas);
+    ck_assert_int_eq(next(s, canvas, &pos), 4);
+    st[2].lse = 0.0;
+    st[0].max = INFINITY;
+    ck_assert_int_eq(dllm_sampler_step_stats(s, NULL, canvas, st, &res, &err), DLLM_ERR_ARG);
+    ck_assert_str_eq(err.text, "step 0, canvas slot 2: logits row has no finite maximum (inf)");
+
+    /* Settings that need the rows refuse statistics and leave the step prepared. */
+    p.temperature = 1.0;
+    fill_canvas(canvas, 2, 4, MASK8);
+    start(s, &p, 2, MASK8, NULL, 0, canvas);
+    ck_assert_int_eq(next(s, canvas, &pos), 4);
+    st[0].max = -0.5f;
+    ck_assert(!dllm_sampler_stats_suffice(s, st));
+    ck_assert_int_eq(dllm_sampler_step_stats(s, NULL, canvas, st, &res, &err), DLLM_ERR_ARG);
+    ck_assert_str_eq(err.text, "the run's settings need the logits rows, not their statistics");
+    float logits[4 * V8];
+    for (int r = 0; r < 4; r++)
+        row_conf(logits + r * V8, 1, 0.5);
+    step(s, canvas, logits, &res);
+    ck_assert_int_eq(res.n_committed, 1);
+    dllm_sampler_free(s);
+}
+END_TEST
+
 static Suite *sampler_suite(void)
 {
     Suite *s = suite_create("sampler");
@@ -1628,6 +1713,7 @@ static Suite *sampler_suite(void)
 
     tc = tcase_create("errors");
     tcase_add_test(tc, test_errors);
+    tcase_add_test(tc, test_stats_step);
     suite_add_tcase(s, tc);
     return s;
 }

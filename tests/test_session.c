@@ -1,11 +1,20 @@
-/* Generation sessions: whole generations on the fixture models, events, cancel, multi-turn. */
+/*
+ * Generation sessions: whole generations on the fixture models, events, cancel, multi-turn;
+ * and whole runs of the sampler on the rows' statistics against runs on the rows.
+ */
+#include "config.h"
+
 #include "dllm.h"
 #include "fixtures.h"
+#include "gguf_edit.h"
+#include "kernels/cpu.h"
+#include "sampler.h"
 
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Everything a test wants to know of a request's events. */
 struct record {
@@ -17,7 +26,8 @@ struct record {
     struct dllm_session *session;
     int32_t step_canvas[4096]; /* the canvas of the last STEP event */
     int64_t refreshes, refresh_steps, cache_bytes;
-    int64_t computed[256]; /* per step */
+    int64_t rows_out, rows_out_steps; /* logits rows copied out, and the steps that copied any */
+    int64_t computed[256];            /* per step */
     int64_t step_block[256];
     int32_t tokens[4096];
     int64_t n_tokens;
@@ -55,6 +65,8 @@ static void on_event(const struct dllm_event *ev, void *user)
         memcpy(r->step_canvas, ev->canvas, (size_t)ev->canvas_len * sizeof *r->step_canvas);
         r->refreshes += ev->refreshes;
         r->refresh_steps += ev->refreshes > 0;
+        r->rows_out += ev->rows_out;
+        r->rows_out_steps += ev->rows_out > 0;
         if (ev->step < 256) {
             r->computed[ev->step] = ev->computed;
             r->step_block[ev->step] = ev->block;
@@ -425,6 +437,266 @@ START_TEST(generate_refused)
 }
 END_TEST
 
+/* ---- runs on the rows' statistics --------------------------------------------------------- */
+
+/* Every fixture model: the dense LLaDA quantizations, Dream (shifted rows), the MoE ones. */
+static const char *const all_models[] = {
+    "models/llada-tiny-q4km.gguf",     "models/llada-tiny-q80.gguf",
+    "models/llada-tiny-q5km.gguf",     "models/llada-tiny-q6k.gguf",
+    "models/llada-tiny-f16.gguf",      "models/llada-tiny-bf16.gguf",
+    "models/dream-tiny-q4km.gguf",     "models/dream-tiny-realvocab-q4km.gguf",
+    "models/llada-moe-tiny-q4km.gguf", "models/llada-moe-tiny-q80.gguf",
+    "models/rnd1-tiny-q4km.gguf",      "models/rnd1-tiny-q80.gguf"};
+
+/* Settings whose steps take the rows' statistics: LLaDA at temperature 0. */
+static const struct stats_case {
+    enum dllm_remasking remasking;
+    double threshold;
+    int64_t block;
+} stats_cases[] = {
+    {DLLM_REMASKING_LOW_CONFIDENCE, 0.0, 8},
+    {DLLM_REMASKING_RANDOM, 0.0, 0},
+    {DLLM_REMASKING_LOW_CONFIDENCE, 0.02, 8}, /* random weights: confidences are small */
+};
+
+/*
+ * An ordinary token of llada-tiny-q4km that generate_stats_fallback makes the mask id: after
+ * FALLBACK_PROMPT, every masked row of the first pass ranks it first (found by a probe over
+ * the vocabulary, not asserted).
+ */
+#define FALLBACK_MASK   1465
+#define FALLBACK_PROMPT "abcdefghijklmnopqrstuvwxyz0123456789"
+
+#define SPROMPT 7
+#define SGEN    32
+
+/* A whole run's canvas and commits. */
+struct stats_run {
+    int32_t canvas[SPROMPT + SGEN];
+    struct dllm_commit commits[SGEN];
+    int64_t n_commits, steps, row_steps; /* row_steps: stats runs' steps that needed the rows */
+};
+
+/*
+ * Runs the sampler of case c to the end on model with the kernel variant `kernels`, driving
+ * the forward pass as the session does (Dream-style models read row p - 1 for slot p): each
+ * step on the logits rows (stats false), or on their statistics alone from a pass that copies
+ * no row out (stats true; logits NULL), taking the rows only for a step whose statistics do
+ * not suffice (a row whose argmax is the mask id).
+ */
+static void stats_run(const struct dllm_model *model, const char *kernels,
+                      const struct stats_case *c, bool stats, struct stats_run *out)
+{
+    const int64_t V = dllm_model_n_vocab(model), n = SPROMPT + SGEN;
+    const int32_t mask = dllm_model_mask_id(model);
+    const bool shift = dllm_model_shift_logits(model);
+    struct dllm_error err = {0};
+    struct dllm_threadpool *pool;
+    struct dllm_forward *fwd;
+    struct dllm_sampler *s;
+    ck_assert(dllm_threadpool_new(2, &pool, &err) == DLLM_OK);
+    struct dllm_forward_params fp;
+    dllm_forward_params_init(&fp);
+    fp.max_tokens = n;
+    fp.max_rows = n;
+    fp.pool = pool;
+    fp.kernels = kernels;
+    ck_assert_msg(dllm_forward_new(model, &fp, &fwd, &err) == DLLM_OK, "%s", err.text);
+    ck_assert_msg(dllm_sampler_new(n, V, 2, kernels, &s, &err) == DLLM_OK, "%s", err.text);
+    struct dllm_sampler_params p;
+    dllm_sampler_params_init(&p, DLLM_SAMPLER_LLADA);
+    p.gen_length = SGEN;
+    p.steps = c->threshold ? 0 : 16;
+    p.block_length = c->block;
+    p.remasking = c->remasking;
+    p.threshold = c->threshold;
+    p.seed = 77;
+    p.early_stop = false;
+    ck_assert(dllm_sampler_takes_stats(&p));
+    memset(out, 0, sizeof *out);
+    for (int64_t i = 0; i < n; i++)
+        out->canvas[i] = i < SPROMPT ? (int32_t)((i * 389 + 17) % V) : mask;
+    ck_assert_msg(dllm_sampler_start(s, &p, SPROMPT, mask, NULL, 0, out->canvas, &err) == DLLM_OK,
+                  "%s", err.text);
+    float *logits = malloc((size_t)(SGEN * V) * sizeof *logits);
+    static struct dllm_row_stats st[SGEN];
+    int32_t rows[SGEN];
+    struct dllm_sampler_result res;
+    do {
+        const int32_t *pos;
+        int64_t n_rows;
+        ck_assert(dllm_sampler_next(s, out->canvas, &pos, &n_rows, &err) == DLLM_OK);
+        for (int64_t r = 0; r < n_rows; r++)
+            rows[r] = shift && pos[r] > 0 ? pos[r] - 1 : pos[r];
+        struct dllm_pass pass = {
+            .ids = out->canvas, .n_tokens = n, .rows = rows, .n_rows = n_rows, .logits = logits};
+        if (stats) {
+            pass.logits = NULL;
+            pass.stats = st;
+        }
+        ck_assert_msg(dllm_forward_run(fwd, &pass, &err) == DLLM_OK, "%s", err.text);
+        bool on_stats = stats && dllm_sampler_stats_suffice(s, st);
+        if (stats && !on_stats) {
+            out->row_steps++;
+            pass.logits = logits;
+            pass.stats = NULL;
+            ck_assert_msg(dllm_forward_run(fwd, &pass, &err) == DLLM_OK, "%s", err.text);
+        }
+        enum dllm_status ok = on_stats
+                                  ? dllm_sampler_step_stats(s, pool, out->canvas, st, &res, &err)
+                                  : dllm_sampler_step(s, pool, out->canvas, logits, &res, &err);
+        ck_assert_msg(ok == DLLM_OK, "%s", err.text);
+        for (int64_t k = 0; k < res.n_committed; k++)
+            out->commits[out->n_commits++] = res.committed[k];
+        ck_assert_int_lt(++out->steps, 100);
+    } while (!res.done);
+    free(logits);
+    dllm_sampler_free(s);
+    dllm_forward_free(fwd);
+    dllm_threadpool_free(pool);
+}
+
+/*
+ * Whole LLaDA runs at temperature 0 on the rows' statistics commit the tokens that runs on the
+ * rows commit (the rows' confidences by the sampler's row arithmetic, the statistics' by
+ * e^(max - lse)), step for step and in the same order, on every fixture model and every
+ * kernel variant this CPU runs; the confidences agree to rounding.
+ */
+START_TEST(stats_same_tokens)
+{
+    char *path = fixture_path(all_models[_i]);
+    struct dllm_model *model;
+    struct dllm_error err;
+    ck_assert_msg(dllm_model_open(path, NULL, &model, &err) == DLLM_OK, "%s", err.text);
+    free(path);
+    size_t n_variants;
+    const struct dllm_kernels *variants = dllm_kernels_all(&n_variants);
+    static struct stats_run on_rows, on_stats;
+    int64_t row_steps = 0, runs = 0;
+    for (size_t v = 0; v < n_variants; v++) {
+        if (!dllm_kernels_usable(&variants[v])) {
+            printf("SKIP: kernel variant %s: this CPU lacks its instructions\n", variants[v].name);
+            continue;
+        }
+        for (size_t c = 0; c < sizeof stats_cases / sizeof stats_cases[0]; c++) {
+            stats_run(model, variants[v].name, &stats_cases[c], false, &on_rows);
+            stats_run(model, variants[v].name, &stats_cases[c], true, &on_stats);
+            ck_assert_msg(on_rows.n_commits == SGEN && on_stats.n_commits == SGEN &&
+                              on_rows.steps == on_stats.steps,
+                          "%s, %s, case %zu: %lld/%lld steps", all_models[_i], variants[v].name, c,
+                          (long long)on_rows.steps, (long long)on_stats.steps);
+            ck_assert_msg(memcmp(on_rows.canvas, on_stats.canvas, sizeof on_rows.canvas) == 0,
+                          "%s, %s, case %zu: the canvases differ", all_models[_i], variants[v].name,
+                          c);
+            for (int64_t k = 0; k < SGEN; k++) {
+                const struct dllm_commit *a = &on_rows.commits[k], *b = &on_stats.commits[k];
+                ck_assert_msg(a->pos == b->pos && a->token == b->token,
+                              "%s, %s, case %zu: commit %lld differs", all_models[_i],
+                              variants[v].name, c, (long long)k);
+                ck_assert_double_eq_tol(a->conf, b->conf, 1e-12);
+            }
+            row_steps += on_stats.row_steps;
+            runs++;
+        }
+    }
+    printf("%s: %lld runs on the statistics the same as on the rows (%lld steps needed the "
+           "rows: an argmax at the mask id)\n",
+           all_models[_i], (long long)runs, (long long)row_steps);
+    dllm_model_close(model);
+}
+END_TEST
+
+/*
+ * The session takes the statistics alone at LLaDA temperature 0 (no STEP copies a logits row
+ * out, unless an argmax falls on the mask id) and gives the answer it gives on the rows (which
+ * check_cache makes it read), without a cache and with each cache mode; a Dream request and a
+ * sampled LLaDA one read the rows at every step.
+ */
+START_TEST(generate_stats)
+{
+    struct fixture f = open_session(models[_i], 256);
+    struct dllm_chat_message msg;
+    struct dllm_request req = user_request(DLLM_SAMPLER_LLADA, "Count to ten.", &msg);
+    req.sampler.early_stop = false;
+    static struct record a, b;
+    for (int mode = DLLM_CACHE_NONE; mode <= DLLM_CACHE_DUAL; mode++) {
+        req.sampler.cache = (enum dllm_cache_mode)mode;
+        req.check_cache = false;
+        generate(&f, &req, &a);
+        ck_assert_msg(a.n_error == 0, "%s", a.message);
+        ck_assert_int_eq(a.masks_left_done, 0);
+        ck_assert_int_le(a.rows_out_steps, 1); /* a random model's mask id may win a row */
+        req.check_cache = true;
+        generate(&f, &req, &b);
+        ck_assert_int_eq(b.rows_out_steps, b.n_step);
+        ck_assert_int_gt(b.rows_out, 0);
+        ck_assert_mem_eq(a.canvas, b.canvas, (size_t)a.canvas_len * sizeof *a.canvas);
+    }
+    req.sampler.cache = DLLM_CACHE_NONE;
+    req.check_cache = false;
+    req.sampler.temperature = 0.5;
+    generate(&f, &req, &a);
+    ck_assert_int_eq(a.rows_out_steps, a.n_step);
+    dllm_sampler_params_init(&req.sampler, DLLM_SAMPLER_DREAM);
+    req.sampler.gen_length = 32;
+    req.sampler.steps = 16;
+    req.sampler.temperature = 0;
+    req.sampler.top_p = 1;
+    generate(&f, &req, &a);
+    ck_assert_int_eq(a.rows_out_steps, a.n_step);
+    close_session(&f);
+}
+END_TEST
+
+/*
+ * A step whose statistics show the mask id as a row's argmax reads the rows (the session runs
+ * the pass again for them): a copy of llada-tiny-q4km whose mask id is an ordinary token its
+ * masked rows rank first falls back, without a cache and with the dual one, and answers as on
+ * the rows.
+ */
+START_TEST(generate_stats_fallback)
+{
+    char *src = fixture_path("models/llada-tiny-q4km.gguf"), *dir = test_tmpdir();
+    struct gguf_edit *e = gguf_edit_load(src);
+    gguf_edit_set_u32(e, "tokenizer.ggml.mask_token_id", FALLBACK_MASK);
+    char *path = gguf_edit_save(e, dir, "mask.gguf");
+    gguf_edit_free(e);
+    struct fixture f;
+    struct dllm_error err;
+    ck_assert_msg(dllm_model_open(path, NULL, &f.model, &err) == DLLM_OK, "%s", err.text);
+    ck_assert_int_eq(dllm_model_mask_id(f.model), FALLBACK_MASK);
+    struct dllm_session_params sp;
+    dllm_session_params_init(&sp);
+    sp.max_canvas = 256;
+    ck_assert_msg(dllm_session_new(f.model, &sp, &f.session, &err) == DLLM_OK, "%s", err.text);
+    struct dllm_chat_message msg;
+    struct dllm_request req = user_request(DLLM_SAMPLER_LLADA, "unused", &msg);
+    req.raw_prompt = FALLBACK_PROMPT;
+    req.sampler.early_stop = false;
+    static struct record a, b;
+    for (int mode = DLLM_CACHE_NONE; mode <= DLLM_CACHE_DUAL; mode += 2) {
+        req.sampler.cache = (enum dllm_cache_mode)mode;
+        req.check_cache = false;
+        generate(&f, &req, &a);
+        ck_assert_msg(a.n_error == 0, "%s", a.message);
+        printf("mask id %d, cache %s: %lld of %lld steps read the rows\n", FALLBACK_MASK,
+               dllm_cache_mode_name(req.sampler.cache), (long long)a.rows_out_steps,
+               (long long)a.n_step);
+        ck_assert_int_gt(a.rows_out_steps, 0);
+        req.check_cache = true;
+        generate(&f, &req, &b);
+        ck_assert_int_eq(b.rows_out_steps, b.n_step);
+        ck_assert_mem_eq(a.canvas, b.canvas, (size_t)a.canvas_len * sizeof *a.canvas);
+    }
+    close_session(&f);
+    unlink(path);
+    rmdir(dir);
+    free(path);
+    free(dir);
+    free(src);
+}
+END_TEST
+
 /* A raw prompt skips the chat template. */
 START_TEST(generate_raw)
 {
@@ -455,6 +727,12 @@ static Suite *session_suite(void)
     tcase_add_test(tc, generate_multi_turn);
     tcase_add_test(tc, generate_refused);
     tcase_add_test(tc, generate_raw);
+    tcase_add_loop_test(tc, generate_stats, 0, 4);
+    tcase_add_test(tc, generate_stats_fallback);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("stats");
+    tcase_set_timeout(tc, 600);
+    tcase_add_loop_test(tc, stats_same_tokens, 0, 12);
     suite_add_tcase(s, tc);
     return s;
 }
