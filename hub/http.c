@@ -49,8 +49,12 @@ size_t dllm_hubresp_header(char *data, size_t size, size_t nmemb, void *user)
     size_t n = size * nmemb;
     if (n >= 5 && strncmp(data, "HTTP/", 5) == 0) {
         resp_clear_headers(r);
+        /* The line is not NUL-terminated: the status is the 3 digits after the first space. */
         const char *sp = memchr(data, ' ', n);
-        r->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+        r->status = 0;
+        for (size_t i = sp ? (size_t)(sp - data) + 1 : n, k = 0;
+             i < n && k < 3 && isdigit((unsigned char)data[i]); i++, k++)
+            r->status = r->status * 10 + (data[i] - '0');
         return n;
     }
     const char *colon = memchr(data, ':', n);
