@@ -43,14 +43,18 @@ void dllm_hubresp_fini(struct dllm_hubresp *r)
 }
 
 /* Keeps the headers dllm reads; a status line starts a new response (a redirect's). */
-static size_t on_header(char *data, size_t size, size_t nmemb, void *user)
+size_t dllm_hubresp_header(char *data, size_t size, size_t nmemb, void *user)
 {
     struct dllm_hubresp *r = user;
     size_t n = size * nmemb;
     if (n >= 5 && strncmp(data, "HTTP/", 5) == 0) {
         resp_clear_headers(r);
+        /* The line is not NUL-terminated: the status is the 3 digits after the first space. */
         const char *sp = memchr(data, ' ', n);
-        r->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+        r->status = 0;
+        for (size_t i = sp ? (size_t)(sp - data) + 1 : n, k = 0;
+             i < n && k < 3 && isdigit((unsigned char)data[i]); i++, k++)
+            r->status = r->status * 10 + (data[i] - '0');
         return n;
     }
     const char *colon = memchr(data, ':', n);
@@ -178,7 +182,7 @@ CURLcode dllm_hubhttp_perform(struct dllm_hubhttp *http, enum req_kind kind, con
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, (long)http->p->connect_timeout_s);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (long)http->p->stall_seconds);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, dllm_hubresp_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
     curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
     if (http->token && dllm_hubhttp_same_origin(http, url)) {
@@ -330,6 +334,34 @@ enum dllm_status dllm_hubhttp_error(const struct dllm_hubhttp *http, const struc
     }
 }
 
+/* The URL of a Link header's rel="next" entry, resolved against url, or NULL when none. */
+enum dllm_status dllm_hubhttp_link_next(const char *link, const char *url, char **next,
+                                        struct dllm_error *err)
+{
+    *next = NULL;
+    /* Link: <url>; rel="next", possibly among other links. */
+    for (const char *p = link; p && (p = strchr(p, '<'));) {
+        const char *end = strchr(p, '>');
+        if (!end)
+            break;
+        const char *stop = strchr(end, ',');
+        size_t rest = stop ? (size_t)(stop - end) : strlen(end);
+        char *params = strndup(end, rest);
+        if (params && (strstr(params, "rel=\"next\"") || strstr(params, "rel=next"))) {
+            char *rel = strndup(p + 1, (size_t)(end - p - 1));
+            *next = rel ? dllm_hubhttp_resolve_url(url, rel) : NULL;
+            free(rel);
+            free(params);
+            if (!*next)
+                return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
+            return DLLM_OK;
+        }
+        free(params);
+        p = end;
+    }
+    return DLLM_OK;
+}
+
 /*
  * GETs an API URL and parses the JSON answer, retrying network failures, 408, 429 and 5xx.
  * next receives the Link rel="next" URL when there is one. Sets http->unreachable when the
@@ -387,29 +419,7 @@ enum dllm_status dllm_hubhttp_api_get(struct dllm_hubhttp *http, const char *url
                             http->endpoint, what, jerr.text);
         goto fail;
     }
-    *next = NULL;
-    /* Link: <url>; rel="next", possibly among other links. */
-    for (const char *p = r.h[H_LINK]; p && (p = strchr(p, '<'));) {
-        const char *end = strchr(p, '>');
-        if (!end)
-            break;
-        const char *stop = strchr(end, ',');
-        size_t rest = stop ? (size_t)(stop - end) : strlen(end);
-        char *params = strndup(end, rest);
-        if (params && (strstr(params, "rel=\"next\"") || strstr(params, "rel=next"))) {
-            char *rel = strndup(p + 1, (size_t)(end - p - 1));
-            *next = rel ? dllm_hubhttp_resolve_url(url, rel) : NULL;
-            free(rel);
-            free(params);
-            if (!*next) {
-                st = dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
-                goto fail;
-            }
-            break;
-        }
-        free(params);
-        p = end;
-    }
+    st = dllm_hubhttp_link_next(r.h[H_LINK], url, next, err);
 fail:
     if (st != DLLM_OK) {
         json_decref(*out);

@@ -83,6 +83,12 @@ bool dllm_hubhttp_cancelled(const struct dllm_hubhttp *h);
 
 void dllm_hubresp_fini(struct dllm_hubresp *r);
 
+/*
+ * libcurl's header callback: keeps the headers of enum hdr in r (user), and a status line
+ * starts a new response (a redirect's).
+ */
+size_t dllm_hubresp_header(char *data, size_t size, size_t nmemb, void *user);
+
 /* Sends one request with the session's settings (sink for REQ_FILE only); the curl result. */
 CURLcode dllm_hubhttp_perform(struct dllm_hubhttp *h, enum req_kind kind, const char *url,
                               struct dllm_hubresp *r, const struct dllm_hubsink *sink);
@@ -113,6 +119,13 @@ enum dllm_status dllm_hubhttp_error(const struct dllm_hubhttp *h, const struct d
  */
 enum dllm_status dllm_hubhttp_api_get(struct dllm_hubhttp *h, const char *url, const char *what,
                                       json_t **out, char **next, struct dllm_error *err);
+
+/*
+ * The URL of a Link header's rel="next" entry, resolved against url, into *next (malloc'd;
+ * NULL when link is NULL or has none).
+ */
+enum dllm_status dllm_hubhttp_link_next(const char *link, const char *url, char **next,
+                                        struct dllm_error *err);
 
 /* Whether url is on the hub's own origin, where the token may go. */
 bool dllm_hubhttp_same_origin(const struct dllm_hubhttp *h, const char *url);

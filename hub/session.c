@@ -143,6 +143,18 @@ static void on_retry(void *user, double delay, const char *why)
     report(hub, DLLM_HUB_PHASE_RETRY, hub->cur ? hub->cur->have : 0, delay, why);
 }
 
+/* The commit in the hub's answer about a revision (its "sha"); what names the request. */
+enum dllm_status dllm_hubfetch_revision_commit(const json_t *doc, const char *what,
+                                               char commit[DLLM_HUB_COMMIT_LEN + 1],
+                                               struct dllm_error *err)
+{
+    const char *sha = json_string_value(json_object_get(doc, "sha"));
+    if (!sha || !dllm_hub_is_hex(sha, DLLM_HUB_COMMIT_LEN))
+        return dllm_error_set(err, DLLM_ERR_FORMAT, "the hub's answer for %s has no commit", what);
+    memcpy(commit, sha, DLLM_HUB_COMMIT_LEN + 1);
+    return DLLM_OK;
+}
+
 /* The commit a revision names on the hub. */
 static enum dllm_status fetch_commit(struct dllm_hubfetch *hub, const char *rev,
                                      char commit[DLLM_HUB_COMMIT_LEN + 1], struct dllm_error *err)
@@ -159,14 +171,8 @@ static enum dllm_status fetch_commit(struct dllm_hubfetch *hub, const char *rev,
         st = dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
         goto fail;
     }
-    if ((st = dllm_hubhttp_api_get(&hub->http, url, what, &doc, &next, err)) != DLLM_OK)
-        goto fail;
-    const char *sha = json_string_value(json_object_get(doc, "sha"));
-    if (!sha || !dllm_hub_is_hex(sha, DLLM_HUB_COMMIT_LEN)) {
-        st = dllm_error_set(err, DLLM_ERR_FORMAT, "the hub's answer for %s has no commit", what);
-        goto fail;
-    }
-    memcpy(commit, sha, DLLM_HUB_COMMIT_LEN + 1);
+    if ((st = dllm_hubhttp_api_get(&hub->http, url, what, &doc, &next, err)) == DLLM_OK)
+        st = dllm_hubfetch_revision_commit(doc, what, commit, err);
 fail:
     free(next);
     json_decref(doc);
@@ -176,13 +182,13 @@ fail:
     return st;
 }
 
-/* Adds the files of one page of a tree listing; entries with unsafe paths are skipped. */
-static enum dllm_status add_tree_page(struct dllm_hubfetch *hub, json_t *page,
-                                      struct dllm_hub_listing *l, struct dllm_error *err)
+/* Adds the files of one page of repo's tree listing; entries with unsafe paths are skipped. */
+enum dllm_status dllm_hubfetch_tree_page(const char *repo, const json_t *page,
+                                         struct dllm_hub_listing *l, struct dllm_error *err)
 {
     if (!json_is_array(page))
         return dllm_error_set(err, DLLM_ERR_FORMAT, "the hub's file listing of %s is not a list",
-                              hub->cache.repo);
+                              repo);
     size_t i;
     json_t *e;
     json_array_foreach(page, i, e)
@@ -196,8 +202,8 @@ static enum dllm_status add_tree_page(struct dllm_hubfetch *hub, json_t *page,
         if (json_is_object(lfs) && json_is_integer(json_object_get(lfs, "size")))
             size = json_object_get(lfs, "size");
         if (!json_is_integer(size) || json_integer_value(size) < 0)
-            return dllm_error_set(err, DLLM_ERR_FORMAT, "%s: no size for %s in the listing",
-                                  hub->cache.repo, path);
+            return dllm_error_set(err, DLLM_ERR_FORMAT, "%s: no size for %s in the listing", repo,
+                                  path);
         struct dllm_hub_file f = {.path = (char *)path, .size = json_integer_value(size)};
         const char *oid = json_string_value(json_object_get(e, "oid"));
         const char *sha = json_string_value(json_object_get(lfs, "oid"));
@@ -206,8 +212,8 @@ static enum dllm_status add_tree_page(struct dllm_hubfetch *hub, json_t *page,
         if (sha && dllm_hub_is_hex(sha, 64))
             memcpy(f.sha256, sha, 65);
         if (l->n >= TREE_FILES_MAX)
-            return dllm_error_set(err, DLLM_ERR_FORMAT, "%s lists more than %d files",
-                                  hub->cache.repo, TREE_FILES_MAX);
+            return dllm_error_set(err, DLLM_ERR_FORMAT, "%s lists more than %d files", repo,
+                                  TREE_FILES_MAX);
         enum dllm_status st = dllm_hub_listing_add(l, &f, err);
         if (st != DLLM_OK)
             return st;
@@ -234,7 +240,7 @@ static enum dllm_status fetch_tree(struct dllm_hubfetch *hub, const char *commit
             st = dllm_error_set(err, DLLM_ERR_FORMAT, "%s: more than %d listing pages",
                                 hub->cache.repo, TREE_PAGES_MAX);
         else if ((st = dllm_hubhttp_api_get(&hub->http, url, what, &doc, &next, err)) == DLLM_OK)
-            st = add_tree_page(hub, doc, l, err);
+            st = dllm_hubfetch_tree_page(hub->cache.repo, doc, l, err);
         /* The token goes along: pages must stay on the hub. */
         if (st == DLLM_OK && next && !dllm_hubhttp_same_origin(&hub->http, next))
             st = dllm_error_set(err, DLLM_ERR_FORMAT,
@@ -260,7 +266,7 @@ static enum dllm_status fetch_tree(struct dllm_hubfetch *hub, const char *commit
 enum outcome { OUT_OK, OUT_RETRY, OUT_FAIL };
 
 /* An ETag value without W/ and quotes. */
-static void etag_value(const char *v, char *out, size_t n)
+void dllm_hubfetch_etag_value(const char *v, char *out, size_t n)
 {
     if (strncmp(v, "W/", 2) == 0)
         v += 2;
@@ -352,7 +358,7 @@ static enum outcome probe(struct dllm_hubfetch *hub, struct fetch *fx, const cha
         size = r.h[H_CONTENT_LENGTH];
     char tag[128];
     if (etag) {
-        etag_value(etag, tag, sizeof tag);
+        dllm_hubfetch_etag_value(etag, tag, sizeof tag);
         if (strcmp(tag, fx->etag) != 0) {
             dllm_error_set(err, DLLM_ERR_FORMAT,
                            "%s: the hub's metadata for %s names content %s, its listing %s",
@@ -389,7 +395,7 @@ static bool restart_partial(struct fetch *fx)
 }
 
 /* Whether a Content-Range "bytes S-E/T" starts at start and totals total. */
-static bool range_ok(const char *cr, int64_t start, int64_t total)
+bool dllm_hubfetch_range_ok(const char *cr, int64_t start, int64_t total)
 {
     long long s, e, t;
     return cr && sscanf(cr, "bytes %lld-%lld/%lld", &s, &e, &t) == 3 && s == start && t == total &&
@@ -409,7 +415,8 @@ static size_t on_file(char *data, size_t size, size_t nmemb, void *user)
     if (!fx->started) {
         fx->started = true;
         fx->discard = r->status != 200 && r->status != 206;
-        if (r->status == 206 && !range_ok(r->h[H_CONTENT_RANGE], fx->have, fx->f->size)) {
+        if (r->status == 206 &&
+            !dllm_hubfetch_range_ok(r->h[H_CONTENT_RANGE], fx->have, fx->f->size)) {
             fx->bad_range = true;
             return 0;
         }

@@ -8,6 +8,9 @@
 #include "dllm-hub.h"
 #include "listing.h"
 
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* A session with the hub (or only the cache, offline) for one repo. */
@@ -43,5 +46,20 @@ enum dllm_status dllm_hubfetch_finish(struct dllm_hubfetch *hub, const char *com
 /* Bytes received so far, and the warning line (malloc'd, NULL if none) for the caller. */
 int64_t dllm_hubfetch_downloaded(const struct dllm_hubfetch *hub);
 char *dllm_hubfetch_take_warning(struct dllm_hubfetch *hub);
+
+/*
+ * The parsers of the hub's answers that a session uses, exposed for the fuzz targets.
+ * The commit in the answer about a revision ("sha"); what names the request in the error.
+ */
+enum dllm_status dllm_hubfetch_revision_commit(const json_t *doc, const char *what,
+                                               char commit[DLLM_HUB_COMMIT_LEN + 1],
+                                               struct dllm_error *err);
+/* The files of one page of repo's tree listing, added to l (unsafe paths are skipped). */
+enum dllm_status dllm_hubfetch_tree_page(const char *repo, const json_t *page,
+                                         struct dllm_hub_listing *l, struct dllm_error *err);
+/* An ETag header's value without W/ and quotes, into out (n bytes). */
+void dllm_hubfetch_etag_value(const char *v, char *out, size_t n);
+/* Whether a Content-Range "bytes S-E/T" starts at start and totals total. */
+bool dllm_hubfetch_range_ok(const char *cr, int64_t start, int64_t total);
 
 #endif

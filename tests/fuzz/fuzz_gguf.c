@@ -1,5 +1,6 @@
 /* libFuzzer target: the GGUF reader on arbitrary bytes, then every look-up it offers. */
 #include "dllm.h"
+#include "fuzz.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct dllm_error err;
     if (dllm_gguf_open_memory(data, size, &g, &err) != DLLM_OK)
         return 0;
+    fuzz_accepted++;
     for (int64_t i = 0; i < dllm_gguf_n_kv(g); i++) {
         const struct dllm_gguf_value *v = dllm_gguf_kv_value(g, i);
         if (v->type == DLLM_GGUF_ARRAY && v->arr.n) {

@@ -4,6 +4,7 @@
  * give the input back, in one call and through the incremental decoder.
  */
 #include "dllm.h"
+#include "fuzz.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,19 +22,16 @@ static struct dllm_vocab *vocabs[N_VOCABS];
 /* Loads the vocabularies once, from $DLLM_FIXTURES or the fixtures beside the checkout. */
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    const char *dir = getenv("DLLM_FIXTURES");
-    if (!dir || !*dir)
-        dir = FIXTURES_DEFAULT;
     for (size_t i = 0; i < N_VOCABS; i++) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", dir, vocab_files[i]);
+        char *path = fuzz_fixture(vocab_files[i]);
         struct dllm_gguf *g;
         struct dllm_error err;
         if (dllm_gguf_open(path, &g, &err) || dllm_vocab_load(g, &vocabs[i], &err)) {
-            fprintf(stderr, "fuzz_tokenizer: %s: %s (set DLLM_FIXTURES)\n", path, err.text);
+            fprintf(stderr, "fuzz_tokenizer: %s: %s\n", path, err.text);
             exit(1);
         }
         dllm_gguf_close(g);
+        free(path);
     }
     return 0;
 }
@@ -76,5 +74,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     dllm_decoder_free(d);
     free(ids);
+    fuzz_accepted++;
     return 0;
 }
