@@ -694,9 +694,16 @@ enum dllm_status dllm_session_new(const struct dllm_model *model,
     enum dllm_status st;
     if ((st = dllm_vocab_load(dllm_model_gguf(model), &s->vocab, err)))
         goto fail;
+    /* A file without a usable template still serves raw prompts; memory running out fails. */
     struct dllm_error terr;
-    if (dllm_chat_template_load(dllm_model_gguf(model), s->vocab, &s->tmpl, &terr))
+    if ((st = dllm_chat_template_load(dllm_model_gguf(model), s->vocab, &s->tmpl, &terr))) {
+        if (st == DLLM_ERR_NOMEM) {
+            *err = terr;
+            goto fail;
+        }
         snprintf(s->tmpl_error, sizeof s->tmpl_error, "%s", terr.text);
+        st = DLLM_OK;
+    }
     for (int32_t id = 0; id < dllm_vocab_size(s->vocab) && s->n_eog < DLLM_SAMPLER_MAX_EOG; id++)
         if (dllm_vocab_is_eog(s->vocab, id))
             s->eog[s->n_eog++] = id;

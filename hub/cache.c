@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,15 +126,19 @@ static bool write_all(int fd, const void *data, size_t n)
 
 void dllm_hubcache_sync_parent(const char *path)
 {
-    char *dir = dllm_hub_parent(path);
-    if (!dir)
+    /* On the stack: this runs after a rename, where nothing may fail any more. */
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    size_t n = !slash ? 0 : slash == path ? 1 : (size_t)(slash - path);
+    if (n >= sizeof dir)
         return;
+    memcpy(dir, slash ? path : ".", slash ? n : 1);
+    dir[slash ? n : 1] = 0;
     int fd = open(dir, O_RDONLY | O_DIRECTORY);
     if (fd >= 0) {
         fsync(fd);
         close(fd);
     }
-    free(dir);
 }
 
 enum dllm_status dllm_hubcache_write_atomic(const char *path, const void *data, size_t size,
@@ -296,18 +301,20 @@ enum dllm_status dllm_hubcache_write_tree(const struct dllm_hubcache *c, const c
     for (size_t i = 0; i < l->n; i++) {
         const struct dllm_hub_file *f = &l->files[i];
         json_t *info = json_pack("{s:I}", "size", (json_int_t)f->size);
-        if (info && f->blob_id[0])
-            json_object_set_new(info, "blob_id", json_string(f->blob_id));
-        if (info && f->sha256[0]) {
-            json_object_set_new(info, "lfs_sha256", json_string(f->sha256));
-            json_object_set_new(info, "lfs_size", json_integer((json_int_t)f->size));
-        }
-        if (!info || json_object_set_new(files, f->path, info) != 0) {
+        bool ok = info != NULL;
+        if (ok && f->blob_id[0])
+            ok = json_object_set_new(info, "blob_id", json_string(f->blob_id)) == 0;
+        if (ok && f->sha256[0])
+            ok = json_object_set_new(info, "lfs_sha256", json_string(f->sha256)) == 0 &&
+                 json_object_set_new(info, "lfs_size", json_integer((json_int_t)f->size)) == 0;
+        if (!ok)
+            json_decref(info);
+        if (!ok || json_object_set_new(files, f->path, info) != 0) {
             st = dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
             goto fail;
         }
     }
-    text = json_dumps(root, JSON_SORT_KEYS | JSON_COMPACT);
+    text = dllm_hub_json_text(root, JSON_SORT_KEYS | JSON_COMPACT);
     if (!text) {
         st = dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
         goto fail;

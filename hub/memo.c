@@ -99,7 +99,7 @@ enum dllm_status dllm_hubmemo_save(struct dllm_hubmemo *m, struct dllm_error *er
         return DLLM_OK;
     enum dllm_status st = DLLM_OK;
     json_t *root = json_pack("{s:i, s:O}", "version", 1, "files", m->files);
-    char *text = root ? json_dumps(root, JSON_SORT_KEYS | JSON_INDENT(1)) : NULL;
+    char *text = root ? dllm_hub_json_text(root, JSON_SORT_KEYS | JSON_INDENT(1)) : NULL;
     char *dir = dllm_hub_parent(m->path);
     if (!text || !dir) {
         st = dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");

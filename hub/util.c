@@ -87,3 +87,43 @@ bool dllm_hub_ends_with_ci(const char *s, const char *suffix)
     size_t n = strlen(s), m = strlen(suffix);
     return n >= m && strcasecmp(s + n - m, suffix) == 0;
 }
+
+/* The text json_dump_callback writes, and whether any piece of it could not be stored. */
+struct json_text {
+    char *buf;
+    size_t len, cap;
+    bool failed;
+};
+
+static int json_text_add(const char *piece, size_t n, void *user)
+{
+    struct json_text *t = user;
+    if (!t->failed && t->len + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 256;
+        while (cap < t->len + n + 1)
+            cap *= 2;
+        char *b = realloc(t->buf, cap);
+        if (b) {
+            t->buf = b;
+            t->cap = cap;
+        } else {
+            t->failed = true;
+        }
+    }
+    if (t->failed)
+        return -1;
+    memcpy(t->buf + t->len, piece, n);
+    t->len += n;
+    t->buf[t->len] = 0;
+    return 0;
+}
+
+char *dllm_hub_json_text(const json_t *json, size_t flags)
+{
+    struct json_text t = {0};
+    if (json_dump_callback(json, json_text_add, &t, flags) != 0 || t.failed || !t.buf) {
+        free(t.buf);
+        return NULL;
+    }
+    return t.buf;
+}

@@ -2,6 +2,7 @@
 #ifndef DLLM_HUB_UTIL_H
 #define DLLM_HUB_UTIL_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,5 +35,11 @@ const char *dllm_hub_home(const char *home);
 
 /* Seconds on the monotonic clock. */
 double dllm_hub_now(void);
+
+/*
+ * json_dumps, but NULL whenever memory ran out: jansson 2.14's json_dumps ignores a failure
+ * while it writes an object's key and returns the text without it.
+ */
+char *dllm_hub_json_text(const json_t *json, size_t flags);
 
 #endif

@@ -1,7 +1,8 @@
 #!/bin/sh
 # libdllm as an embedder links it: a program linked against it alone runs a forward pass whose
 # argmax rows match those of the float64 reference logits; the shared library needs none of
-# the hub's libraries (libcurl, libssl, libcrypto, jansson) and exports only dllm_* symbols.
+# the hub's libraries (libcurl, libssl, libcrypto, jansson) and exports only dllm_* symbols,
+# none of them the tests' allocation-failure hook.
 . "${DLLM_TESTS_SRC:-$(dirname "$0")}/lib.sh"
 need_fixtures
 BUILD=$(cd "$(dirname "$DLLM")/.." && pwd)
@@ -45,5 +46,12 @@ if command -v nm >/dev/null; then
     nm -D --defined-only "$LIB" | awk '{print $3}' | grep -v '^dllm_' >"$TMP/foreign"
     if [ -s "$TMP/foreign" ]; then not_ok "libdllm.so exports $(head -5 "$TMP/foreign" | tr '\n' ' ')"
     else ok "libdllm.so exports only dllm_* symbols ($(nm -D --defined-only "$LIB" | wc -l))"; fi
+    # The allocation-failure hook (tests/torture.h) lives in the tests' copy of the engine only.
+    TORTURE=$BUILD/tests/test_torture
+    if { nm "$LIB" 2>/dev/null; nm -D "$LIB"; } | grep -q dllm_torture; then
+        not_ok "libdllm.so holds the torture hook"
+    elif [ -f "$TORTURE" ] && ! nm "$TORTURE" | grep -q ' [Tt] dllm_torture_malloc$'; then
+        not_ok "tests/test_torture lacks the hook: the check looks for the wrong name"
+    else ok "libdllm.so has no torture hook"; fi
 else not_ok "nm is missing (binutils)"; fi
 finish

@@ -1,6 +1,7 @@
 #!/bin/sh
 # dllm pull, ls and rm against the fake hub (tests/fake_hub.py) on 127.0.0.1: output on a
-# pipe, exit codes, offline use, tokens, Ctrl+C then resume, and usage errors.
+# pipe, exit codes, offline use, tokens, Ctrl+C then resume, a full disk (the ENOSPC shim),
+# SIGKILL then resume, four pulls of one file at once, and usage errors.
 . "${DLLM_TESTS_SRC:-$(dirname "$0")}/lib.sh"
 start_fake_hub
 
@@ -83,6 +84,94 @@ if ls "$CACHE"/models--test--tiny-GGUF/blobs/*.incomplete >/dev/null 2>&1; then 
 run "resume after Ctrl+C" 0 "$DLLM" pull test/tiny-GGUF:F16
 expect_err "checks the partial first" 'tiny-F16.gguf: checking the SHA-256'
 if ctl /_log | grep -q '"range": "bytes=[1-9]'; then ok "resumed with Range"; else not_ok "no Range request"; fi
+
+# cache_valid DIR: every snapshot entry is a link to a blob whose content hashes to its name
+# (SHA-256, or the git blob SHA-1), and no partial download is linked.
+cache_valid() {
+    python3 - "$1" <<'PY'
+import hashlib, os, sys
+bad = []
+for top, dirs, files in os.walk(sys.argv[1]):
+    if "/snapshots" not in top:
+        continue
+    for name in files:
+        path = os.path.join(top, name)
+        blob = os.path.realpath(path)
+        etag = os.path.basename(blob)
+        data = open(blob, "rb").read()
+        sha1 = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+        if not os.path.islink(path) or "/blobs/" not in blob or etag not in (hashlib.sha256(data).hexdigest(), sha1):
+            bad.append(path)
+sys.exit("unverified: " + " ".join(bad) if bad else 0)
+PY
+}
+
+# A full disk, without privileges: tests/enospc.c preloaded makes writes to files fail with
+# ENOSPC after DLLM_ENOSPC_AFTER bytes and statvfs report that much space (never skipped).
+SHIM=$(cd "$(dirname "$DLLM")/.." && pwd)/tests/.libs/libenospc.so
+if [ ! -f "$SHIM" ]; then not_ok "the ENOSPC shim $SHIM is not built"; fi
+FULL=$TMP/full
+# enospc AFTER REPORT COMMAND...: runs COMMAND on the cache $FULL under the shim.
+enospc() {
+    local after=$1 report=$2
+    shift 2
+    env DLLM_ENOSPC_AFTER="$after" DLLM_ENOSPC_REPORT="$report" HF_HUB_CACHE="$FULL" \
+        LD_PRELOAD="$SHIM" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" "$@"
+}
+run "a disk with 100 kB free" 1 enospc 100000 100000 "$DLLM" pull test/tiny-GGUF:Q8_0
+expect_err "says what is short" '^dllm: error: test/tiny-GGUF:Q8_0: not enough free space for tiny.Q8_0.gguf: it needs 0.1 MB more, .* has 0.1 MB free; free some space or point HF_HUB_CACHE at another disk$'
+if cache_valid "$FULL"; then ok "cache valid after the space check"; else not_ok "cache invalid after the space check"; fi
+ctl "/_reset" >/dev/null
+run "the disk fills mid-file" 1 enospc 100000 100000000 "$DLLM" pull test/tiny-GGUF:Q8_0
+expect_err "names the full disk" "^dllm: error: test/tiny-GGUF:Q8_0: the disk holding $FULL is full \\(No space left on device\\): free some space; the partial download is kept and the next attempt resumes it\$"
+if cache_valid "$FULL" && ! ls "$FULL"/models--test--tiny-GGUF/snapshots/*/tiny.Q8_0.gguf >/dev/null 2>&1; then
+    ok "nothing unverified linked"; else not_ok "a link after ENOSPC"; fi
+PART=$(ls "$FULL"/models--test--tiny-GGUF/blobs/*.incomplete 2>/dev/null)
+if [ -n "$PART" ] && [ "$(wc -c <"$PART")" -gt 0 ] && [ "$(wc -c <"$PART")" -le 100000 ]; then
+    ok "the partial download is kept ($(wc -c <"$PART") bytes)"; else not_ok "partial: '$PART'"; fi
+run "resumed with space" 0 env HF_HUB_CACHE="$FULL" "$DLLM" pull test/tiny-GGUF:Q8_0
+if ctl /_log | grep -q '"range": "bytes=[1-9]'; then ok "resumed with Range"; else not_ok "no Range request after ENOSPC"; fi
+if [ "$(sha256sum "$(cat "$TMP/out")" | cut -d' ' -f1)" = "$(sha tiny.Q8_0.gguf)" ] && cache_valid "$FULL"; then
+    ok "resumed file verified, cache valid"; else not_ok "resumed file or cache after ENOSPC"; fi
+
+# SIGKILL mid-file (no chance to clean up): the partial stays, unlinked; the next pull checks
+# it and resumes.
+KILLED=$TMP/killed
+ctl "/_reset" >/dev/null
+ctl "/_fault?where=cdn&kind=trickle&times=1" >/dev/null
+HF_HUB_CACHE=$KILLED "$DLLM" pull test/tiny-GGUF:F16 >"$TMP/out" 2>"$TMP/err" &
+PULL=$!
+i=0
+while ! ls "$KILLED"/models--test--tiny-GGUF/blobs/*.incomplete >/dev/null 2>&1 && [ $i -lt 250 ]; do
+    sleep 0.02; i=$((i + 1))
+done
+sleep 0.1
+kill -KILL $PULL
+wait $PULL
+if [ $? -eq 137 ] && cache_valid "$KILLED" && ls "$KILLED"/models--test--tiny-GGUF/blobs/*.incomplete >/dev/null 2>&1 &&
+    ! ls "$KILLED"/models--test--tiny-GGUF/snapshots/*/tiny-F16.gguf >/dev/null 2>&1; then
+    ok "SIGKILL mid-file: partial kept, nothing linked"; else not_ok "after SIGKILL"; fi
+run "resume after SIGKILL" 0 env HF_HUB_CACHE="$KILLED" "$DLLM" pull test/tiny-GGUF:F16
+expect_err "checks the killed partial" 'tiny-F16.gguf: checking the SHA-256'
+if ctl /_log | grep -q '"range": "bytes=[1-9]' && cache_valid "$KILLED" &&
+    [ "$(sha256sum "$(cat "$TMP/out")" | cut -d' ' -f1)" = "$(sha tiny-F16.gguf)" ]; then
+    ok "resumed with Range, verified"; else not_ok "resume after SIGKILL"; fi
+
+# Four processes pulling one file at once: one downloads, the others wait for its lock and use
+# its blob; one GET of the content in all.
+FOUR=$TMP/four
+ctl "/_reset" >/dev/null
+ctl "/_fault?where=cdn&kind=trickle&times=1" >/dev/null
+for k in 1 2 3 4; do
+    HF_HUB_CACHE=$FOUR "$DLLM" pull test/tiny-GGUF:F16 >"$TMP/out$k" 2>"$TMP/err$k" &
+    eval "P$k=\$!"
+done
+st=0
+for k in 1 2 3 4; do eval "wait \$P$k" || st=1; done
+if [ $st -eq 0 ] && [ "$(sort -u "$TMP/out1" "$TMP/out2" "$TMP/out3" "$TMP/out4" | wc -l)" -eq 1 ]; then
+    ok "four pulls at once all succeed with one path"; else not_ok "four pulls: $(cat "$TMP/err1" "$TMP/err2" "$TMP/err3" "$TMP/err4" | grep error)"; fi
+if [ "$(ctl /_log | grep -o '"path": "/cdn/' | wc -l)" -eq 1 ] && cache_valid "$FOUR"; then
+    ok "one download for four pulls, cache valid"; else not_ok "four pulls: $(ctl /_log | grep -o '"path": "/cdn/' | wc -l) downloads"; fi
 
 run "rm a quant" 0 "$DLLM" rm test/tiny-GGUF:Q8_0
 expect_out "rm summary" '^removed test/tiny-GGUF:Q8_0: 1 file, 0.1 MB freed$'

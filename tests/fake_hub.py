@@ -19,7 +19,9 @@ Faults are set per place ("api", "tree", "head", "cdn") and file-name substring 
   GET /_fault?where=cdn&kind=drop&times=1[&file=Q8_0]
 with kind one of: drop (close mid-body), badsha (a flipped byte), badsize (100 more bytes),
 ignore_range (200 to a ranged request), r416, trickle (slow but complete), stall (half the
-body, then silence for 3 s), or an HTTP status: 401, 403, 404 (with X-Error-Code from
+body, then silence for 3 s), hang (the headers, then silence for 3 s), longlen (a
+Content-Length 1000 bytes above the body sent), loop (a redirect to the same URL; at "head"
+a relative one), or an HTTP status: 401, 403, 404 (with X-Error-Code from
 &code=), 429 (Retry-After: 1), 500. times=-1 keeps the fault. GET /_log returns the requests
 seen (method, path, host, authorization, range) as JSON; GET /_reset clears faults and log;
 GET /_files?repo=R&rev=V gives the commit and each file's path, size, SHA-256 and etag.
@@ -290,6 +292,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         fault = STATE.take_fault("head" if head else "get", path)
         if self.status_fault(fault, head):
             return
+        if fault and fault["kind"] == "loop":
+            return self.send(302, b"", {"Location": self.path.split("?")[0]}, head)
         if repo == "test/renamed":
             loc = "/test/tiny-GGUF/resolve/%s/%s" % (rev, urllib.parse.quote(path))
             return self.send(307, b"", {"Location": loc}, head)
@@ -316,6 +320,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.status_fault(fault, head):
             return
         kind = fault["kind"] if fault else ""
+        if kind == "loop":
+            port = self.server.server_address[1]
+            return self.send(302, b"", {"Location": "http://localhost:%d%s" % (port, self.path)}, head)
         data = f.data
         if kind == "badsha":
             data = data[:100] + bytes([data[100] ^ 1]) + data[101:]
@@ -337,10 +344,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_response(status)
         for k, v in headers.items():
             self.send_header(k, v)
-        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Length", str(len(body) + (1000 if kind == "longlen" else 0)))
         self.send_header("Accept-Ranges", "bytes")
         self.end_headers()
         if head:
+            return
+        if kind == "hang":
+            self.wfile.flush()
+            time.sleep(3)
+            self.close_connection = True
+            return
+        if kind == "longlen":
+            self.wfile.write(body)
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
             return
         if kind in ("drop", "stall"):
             self.wfile.write(body[: len(body) // 2])

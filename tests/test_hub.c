@@ -966,6 +966,11 @@ static const struct fault_case fault_cases[] = {
     {"api", "429", NULL, 1, DLLM_OK, NULL},
     {"api", "500", NULL, -1, DLLM_ERR_IO, "HTTP 500"},
     {"tree", "500", NULL, 1, DLLM_OK, NULL},
+    {"cdn", "hang", NULL, 1, DLLM_OK, NULL},
+    {"cdn", "hang", NULL, -1, DLLM_ERR_IO, "stalled: no data for 1 s"},
+    {"cdn", "longlen", NULL, 1, DLLM_ERR_FORMAT, "a different size than the 262144 bytes"},
+    {"cdn", "loop", NULL, -1, DLLM_ERR_IO, "Maximum (10) redirects followed"},
+    {"head", "loop", NULL, -1, DLLM_ERR_IO, "too many redirects for tiny.Q4_K_M.gguf"},
 };
 
 /*

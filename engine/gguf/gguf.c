@@ -290,11 +290,9 @@ void dllm_gguf_array_get(const struct dllm_gguf_value *array, uint64_t i,
         decode_scalar(array->arr.type, impl->raw + i * dllm_gguf_value_size(array->arr.type), out);
 }
 
-/* A NUL-terminated copy of a GGUF string that must hold no NUL byte. */
+/* A NUL-terminated copy of a GGUF string (NULL when memory ran out). */
 static char *copy_name(const char *ptr, uint64_t len)
 {
-    if (memchr(ptr, 0, len))
-        return NULL;
     char *s = malloc(len + 1);
     if (s) {
         memcpy(s, ptr, len);
@@ -355,10 +353,12 @@ static enum dllm_status read_metadata(struct dllm_gguf *g, struct cursor *c)
         uint32_t type;
         if ((st = read_str(c, &kp, &klen, "metadata key")))
             return st;
-        if (klen == 0 || !(g->kvs[i].key = copy_name(kp, klen)))
+        if (klen == 0 || memchr(kp, 0, klen))
             return dllm_error_set(c->err, DLLM_ERR_FORMAT,
                                   "metadata key %lld at byte %zu is empty or holds a NUL byte",
                                   (long long)i, at);
+        if (!(g->kvs[i].key = copy_name(kp, klen)))
+            return dllm_error_set(c->err, DLLM_ERR_NOMEM, "out of memory");
         if ((st = read_u32(c, &type, "metadata value type")))
             return st;
         if (type >= DLLM_GGUF_N_TYPES)
@@ -397,11 +397,13 @@ static enum dllm_status read_tensor_info(struct dllm_gguf *g, struct cursor *c, 
     enum dllm_status st;
     if ((st = read_str(c, &np, &nlen, "tensor name")))
         return st;
-    if (nlen == 0 || nlen >= GGUF_MAX_NAME || !(t->name = copy_name(np, nlen)))
+    if (nlen == 0 || nlen >= GGUF_MAX_NAME || memchr(np, 0, nlen))
         return dllm_error_set(c->err, DLLM_ERR_FORMAT,
                               "tensor %lld at byte %zu: name is empty, longer than %d bytes or "
                               "holds a NUL byte",
                               (long long)i, at, GGUF_MAX_NAME - 1);
+    if (!(t->name = copy_name(np, nlen)))
+        return dllm_error_set(c->err, DLLM_ERR_NOMEM, "out of memory");
     at = c->off;
     if ((st = read_u32(c, &n_dims, "tensor n_dims")))
         return st;

@@ -80,6 +80,7 @@ struct merge {
 struct dllm_vocab {
     int32_t n_tokens;
     const struct pre_tokenizer *pre;
+    pcre2_general_context *regex_mem; /* PCRE2's allocator: regex_malloc and regex_free */
     pcre2_code *regex;
     bool add_bos, add_eos;
     int32_t special[N_SPECIAL]; /* -1 when absent */
@@ -564,6 +565,20 @@ static enum dllm_status load_pieces(struct dllm_vocab *v, struct dllm_error *err
     return DLLM_OK;
 }
 
+/* PCRE2 allocates through these: the C allocator as this file names it (a test build counts
+ * and fails its calls). */
+static void *regex_malloc(PCRE2_SIZE n, void *user)
+{
+    (void)user;
+    return malloc(n);
+}
+
+static void regex_free(void *p, void *user)
+{
+    (void)user;
+    free(p);
+}
+
 /* Chooses the pre-tokenizer named by tokenizer.ggml.pre and compiles its expression. */
 static enum dllm_status load_pre(struct dllm_vocab *v, const struct dllm_gguf *gguf,
                                  struct dllm_error *err)
@@ -597,8 +612,16 @@ static enum dllm_status load_pre(struct dllm_vocab *v, const struct dllm_gguf *g
     }
     int code;
     PCRE2_SIZE at;
-    v->regex = pcre2_compile((PCRE2_SPTR)v->pre->regex, PCRE2_ZERO_TERMINATED,
-                             PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &code, &at, NULL);
+    v->regex_mem = pcre2_general_context_create(regex_malloc, regex_free, NULL);
+    pcre2_compile_context *cc = v->regex_mem ? pcre2_compile_context_create(v->regex_mem) : NULL;
+    if (cc)
+        v->regex = pcre2_compile((PCRE2_SPTR)v->pre->regex, PCRE2_ZERO_TERMINATED,
+                                 PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &code, &at, cc);
+    pcre2_compile_context_free(cc);
+    if (!cc || (!v->regex && code == PCRE2_ERROR_HEAP_FAILED)) {
+        st = dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
     if (!v->regex) {
         PCRE2_UCHAR msg[128];
         pcre2_get_error_message(code, msg, sizeof msg);
@@ -607,8 +630,10 @@ static enum dllm_status load_pre(struct dllm_vocab *v, const struct dllm_gguf *g
                             v->pre->name, (const char *)msg, (size_t)at);
         goto fail;
     }
-    /* Without JIT support PCRE2 interprets the pattern: slower, same result. */
-    pcre2_jit_compile(v->regex, PCRE2_JIT_COMPLETE);
+    /* Without JIT support PCRE2 interprets the pattern: slower, same result. Memory running
+     * out is a failure all the same. */
+    if (pcre2_jit_compile(v->regex, PCRE2_JIT_COMPLETE) == PCRE2_ERROR_NOMEMORY)
+        st = dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
 fail:
     free(model);
     free(pre);
@@ -639,6 +664,7 @@ void dllm_vocab_free(struct dllm_vocab *v)
     if (!v)
         return;
     pcre2_code_free(v->regex);
+    pcre2_general_context_free(v->regex_mem);
     free(v->attr);
     free(v->text);
     free(v->text_off);
@@ -959,7 +985,7 @@ enum dllm_status dllm_vocab_encode(const struct dllm_vocab *v, const char *text,
     struct ids out = {0};
     struct fragments frags = {0};
     struct bpe w = {0};
-    pcre2_match_data *md = pcre2_match_data_create_from_pattern(v->regex, NULL);
+    pcre2_match_data *md = pcre2_match_data_create_from_pattern(v->regex, v->regex_mem);
     enum dllm_status st = DLLM_OK;
     bool add = flags & DLLM_ENCODE_ADD_SPECIAL;
     if (!md || !split_specials(v, text, len, flags & DLLM_ENCODE_PARSE_SPECIAL, &frags) ||
