@@ -61,6 +61,8 @@ struct dllm_backend_config {
     dllm_progress_fn progress;    /* DLLM_PROGRESS_REPACK while preparing the weights */
     void *progress_user;
     const atomic_bool *cancel; /* checked while preparing the weights */
+    int device;                /* the CUDA backend's GPU */
+    bool gpu_resident;         /* the CUDA backend keeps FP16 copies of the matrices */
 };
 
 struct dllm_backend;
