@@ -1,0 +1,260 @@
+/*
+ * The GGUF block decoders of the CUDA backend, written once as DLLM_HD functions so that the
+ * device kernels (cuda/kernels-dequant.cu) and the host test (tests/test_cuda_host.c) run the
+ * same code. Each gives the same bits as engine/gguf/quant.c's decoders: the same float
+ * operations in the same order, each rounded on its own (cuda/hd.h), so no fused
+ * multiply-add. Block layouts: engine/gguf/blocks.h (ggml's ggml-common.h). Bytes are read one
+ * at a time, little-endian, so blocks need no alignment.
+ */
+#ifndef DLLM_CUDA_DEQUANT_H
+#define DLLM_CUDA_DEQUANT_H
+
+#include "hd.h"
+
+#include "dllm.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#ifndef __CUDA_ARCH__
+#include <string.h>
+#endif
+
+DLLM_HD float dllm_hd_float_of(uint32_t u)
+{
+#ifdef __CUDA_ARCH__
+    return __uint_as_float(u);
+#else
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+#endif
+}
+
+DLLM_HD uint32_t dllm_hd_bits_of(float f)
+{
+#ifdef __CUDA_ARCH__
+    return __float_as_uint(f);
+#else
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+#endif
+}
+
+DLLM_HD uint32_t dllm_hd_u16(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8;
+}
+
+DLLM_HD uint32_t dllm_hd_u32(const uint8_t *p)
+{
+    return dllm_hd_u16(p) | dllm_hd_u16(p + 2) << 16;
+}
+
+/* binary16 to binary32, exactly (normals rebiased, subnormals m * 2^-24, Inf/NaN kept). */
+DLLM_HD float dllm_hd_fp16_to_f32(uint32_t h)
+{
+    uint32_t sign = (h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+    if (exp == 0x1f)
+        return dllm_hd_float_of(sign | 0x7f800000 | mant << 13);
+    if (exp == 0) {
+        float v = (float)mant * 0x1p-24f;
+        return sign ? -v : v;
+    }
+    return dllm_hd_float_of(sign | (exp + 112) << 23 | mant << 13);
+}
+
+/* m / 2^shift rounded to nearest, ties to even (1 <= shift <= 31). */
+DLLM_HD uint32_t dllm_hd_round_shift(uint32_t m, unsigned shift)
+{
+    uint32_t q = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+    return q + (rem > half || (rem == half && (q & 1)));
+}
+
+/*
+ * binary32 to binary16, to nearest even: 65520 and above become Inf, below 2^-25 zero,
+ * subnormal halves from the 24-bit significand; NaNs stay NaN, quiet, with the payload's top.
+ */
+DLLM_HD uint16_t dllm_hd_f32_to_fp16(float f)
+{
+    uint32_t u = dllm_hd_bits_of(f);
+    uint32_t sign = (u >> 16) & 0x8000, a = u & 0x7fffffff, exp = a >> 23;
+    if (a > 0x7f800000)
+        return (uint16_t)(sign | 0x7e00 | ((a >> 13) & 0x3ff));
+    if (a >= 0x477ff000)
+        return (uint16_t)(sign | 0x7c00);
+    if (exp >= 113)
+        return (uint16_t)(sign | dllm_hd_round_shift(a - (112u << 23), 13));
+    if (exp < 102)
+        return (uint16_t)sign;
+    return (uint16_t)(sign | dllm_hd_round_shift((a & 0x7fffff) | 0x800000, 126 - exp));
+}
+
+/* Q4_0 / Q4_1 / Q5_x nibble of element j < 32: byte j's low half, or byte j-16's high half. */
+DLLM_HD int dllm_hd_nibble32(const uint8_t *qs, int j)
+{
+    return j < 16 ? qs[j] & 15 : qs[j - 16] >> 4;
+}
+
+/* Q8_0 (34 bytes: fp16 d, int8 q[32]): y = d * q. */
+DLLM_HD float dllm_hd_q8_0(const uint8_t *b, int j)
+{
+    return DLLM_FMUL(dllm_hd_fp16_to_f32(dllm_hd_u16(b)), (float)(int8_t)b[2 + j]);
+}
+
+/* Q4_0 (18 bytes: fp16 d, qs[16]): y = d * (q - 8). */
+DLLM_HD float dllm_hd_q4_0(const uint8_t *b, int j)
+{
+    return DLLM_FMUL(dllm_hd_fp16_to_f32(dllm_hd_u16(b)), (float)(dllm_hd_nibble32(b + 2, j) - 8));
+}
+
+/* Q4_1 (20 bytes: fp16 d, m, qs[16]): y = d * q + m. */
+DLLM_HD float dllm_hd_q4_1(const uint8_t *b, int j)
+{
+    float d = dllm_hd_fp16_to_f32(dllm_hd_u16(b)), m = dllm_hd_fp16_to_f32(dllm_hd_u16(b + 2));
+    return DLLM_FADD(DLLM_FMUL(d, (float)dllm_hd_nibble32(b + 4, j)), m);
+}
+
+/* The 5-bit quant of element j: the nibble, and bit j of the little-endian 32-bit qh as 16. */
+DLLM_HD int dllm_hd_q5(const uint8_t *qh, const uint8_t *qs, int j)
+{
+    return dllm_hd_nibble32(qs, j) | (int)((dllm_hd_u32(qh) >> j) & 1) << 4;
+}
+
+/* Q5_0 (22 bytes: fp16 d, qh[4], qs[16]): y = d * (q - 16). */
+DLLM_HD float dllm_hd_q5_0(const uint8_t *b, int j)
+{
+    return DLLM_FMUL(dllm_hd_fp16_to_f32(dllm_hd_u16(b)),
+                     (float)(dllm_hd_q5(b + 2, b + 6, j) - 16));
+}
+
+/* Q5_1 (24 bytes: fp16 d, m, qh[4], qs[16]): y = d * q + m. */
+DLLM_HD float dllm_hd_q5_1(const uint8_t *b, int j)
+{
+    float d = dllm_hd_fp16_to_f32(dllm_hd_u16(b)), m = dllm_hd_fp16_to_f32(dllm_hd_u16(b + 2));
+    return DLLM_FADD(DLLM_FMUL(d, (float)dllm_hd_q5(b + 4, b + 8, j)), m);
+}
+
+/*
+ * The 6-bit scale (min false) or min (min true) of sub-block k < 8 of a Q4_K / Q5_K block's
+ * 12 packed bytes: k < 4 in the low 6 bits of byte k (mins: k + 4); k >= 4 takes 4 bits from
+ * byte k + 4 (mins: the high nibble) and its top 2 bits from byte k - 4 (mins: k).
+ */
+DLLM_HD int dllm_hd_k4_scale(const uint8_t *s, int k, bool min)
+{
+    if (k < 4)
+        return s[k + (min ? 4 : 0)] & 63;
+    int low = min ? s[k + 4] >> 4 : s[k + 4] & 15;
+    return low | (s[k - (min ? 0 : 4)] >> 6) << 4;
+}
+
+/*
+ * Q4_K (144 bytes: fp16 d, dmin, scales[12], qs[128]) and Q5_K (176: ... qh[32] before qs):
+ * element j = 64c + 32h + l takes the low (h = 0) or high (h = 1) nibble of qs[32c + l] and,
+ * for Q5_K, bit 2c + h of qh[l] as 16; sub-block k = 2c + h;
+ * y = (d * sc_k) * q - dmin * mn_k.
+ */
+DLLM_HD float dllm_hd_k4(const uint8_t *b, const uint8_t *qh, const uint8_t *qs, int j)
+{
+    int c = j / 64, h = (j / 32) & 1, l = j & 31, k = 2 * c + h;
+    int q = h ? qs[32 * c + l] >> 4 : qs[32 * c + l] & 15;
+    if (qh)
+        q |= ((qh[l] >> k) & 1) << 4;
+    float d = dllm_hd_fp16_to_f32(dllm_hd_u16(b)), dmin = dllm_hd_fp16_to_f32(dllm_hd_u16(b + 2));
+    float dk = DLLM_FMUL(d, (float)dllm_hd_k4_scale(b + 4, k, false));
+    float mk = DLLM_FMUL(dmin, (float)dllm_hd_k4_scale(b + 4, k, true));
+    return DLLM_FSUB(DLLM_FMUL(dk, (float)q), mk);
+}
+
+DLLM_HD float dllm_hd_q4_K(const uint8_t *b, int j)
+{
+    return dllm_hd_k4(b, 0, b + 16, j);
+}
+
+DLLM_HD float dllm_hd_q5_K(const uint8_t *b, int j)
+{
+    return dllm_hd_k4(b, b + 16, b + 48, j);
+}
+
+/*
+ * Q6_K (210 bytes: ql[128], qh[64], int8 scales[16], fp16 d): element j = 128 half + 32 k + l
+ * takes ql[64 half + 32 (k & 1) + l] (low nibble for k < 2, high for k >= 2) and bits 2k,
+ * 2k+1 of qh[32 half + l] as 16 and 32; scale scales[8 half + 2k + l / 16];
+ * y = (d * sc) * (q - 32).
+ */
+DLLM_HD float dllm_hd_q6_K(const uint8_t *b, int j)
+{
+    int half = j / 128, k = (j / 32) & 3, l = j & 31;
+    int lo = b[64 * half + 32 * (k & 1) + l];
+    lo = k < 2 ? lo & 15 : lo >> 4;
+    int q = (lo | ((b[128 + 32 * half + l] >> (2 * k)) & 3) << 4) - 32;
+    float d = dllm_hd_fp16_to_f32(dllm_hd_u16(b + 208));
+    float sc = (float)(int8_t)b[192 + 8 * half + 2 * k + l / 16];
+    return DLLM_FMUL(DLLM_FMUL(d, sc), (float)q);
+}
+
+/* Elements per block of the types below; 0 for a type they do not decode. */
+DLLM_HD int dllm_hd_block_elems(uint32_t type)
+{
+    switch (type) {
+    case DLLM_TYPE_F32:
+    case DLLM_TYPE_F16:
+    case DLLM_TYPE_BF16: return 1;
+    case DLLM_TYPE_Q4_0:
+    case DLLM_TYPE_Q4_1:
+    case DLLM_TYPE_Q5_0:
+    case DLLM_TYPE_Q5_1:
+    case DLLM_TYPE_Q8_0: return 32;
+    case DLLM_TYPE_Q4_K:
+    case DLLM_TYPE_Q5_K:
+    case DLLM_TYPE_Q6_K: return 256;
+    default: return 0;
+    }
+}
+
+/* Bytes per block of the types below; 0 for a type they do not decode. */
+DLLM_HD int dllm_hd_block_bytes(uint32_t type)
+{
+    switch (type) {
+    case DLLM_TYPE_F32: return 4;
+    case DLLM_TYPE_F16:
+    case DLLM_TYPE_BF16: return 2;
+    case DLLM_TYPE_Q4_0: return 18;
+    case DLLM_TYPE_Q4_1: return 20;
+    case DLLM_TYPE_Q5_0: return 22;
+    case DLLM_TYPE_Q5_1: return 24;
+    case DLLM_TYPE_Q8_0: return 34;
+    case DLLM_TYPE_Q4_K: return 144;
+    case DLLM_TYPE_Q5_K: return 176;
+    case DLLM_TYPE_Q6_K: return 210;
+    default: return 0;
+    }
+}
+
+/* Element j of the block of type at b (a type dllm_hd_block_elems knows; else 0). */
+DLLM_HD float dllm_hd_decode(uint32_t type, const uint8_t *b, int j)
+{
+    switch (type) {
+    case DLLM_TYPE_F32: return dllm_hd_float_of(dllm_hd_u32(b));
+    case DLLM_TYPE_F16: return dllm_hd_fp16_to_f32(dllm_hd_u16(b));
+    case DLLM_TYPE_BF16: return dllm_hd_float_of(dllm_hd_u16(b) << 16);
+    case DLLM_TYPE_Q4_0: return dllm_hd_q4_0(b, j);
+    case DLLM_TYPE_Q4_1: return dllm_hd_q4_1(b, j);
+    case DLLM_TYPE_Q5_0: return dllm_hd_q5_0(b, j);
+    case DLLM_TYPE_Q5_1: return dllm_hd_q5_1(b, j);
+    case DLLM_TYPE_Q8_0: return dllm_hd_q8_0(b, j);
+    case DLLM_TYPE_Q4_K: return dllm_hd_q4_K(b, j);
+    case DLLM_TYPE_Q5_K: return dllm_hd_q5_K(b, j);
+    case DLLM_TYPE_Q6_K: return dllm_hd_q6_K(b, j);
+    default: return 0.0f;
+    }
+}
+
+/* Element i of a row of type's blocks that starts at row. */
+DLLM_HD float dllm_hd_row_elem(uint32_t type, const uint8_t *row, int64_t i)
+{
+    int64_t be = dllm_hd_block_elems(type);
+    return dllm_hd_decode(type, row + i / be * dllm_hd_block_bytes(type), (int)(i % be));
+}
+
+#endif

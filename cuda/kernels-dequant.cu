@@ -1,0 +1,86 @@
+/*
+ * Dequantization kernels (cuda/kernels.h): GGUF blocks to binary16 matrices for cuBLAS and to
+ * float embedding rows, one thread per element through the shared decoders of cuda/dequant.h,
+ * and float to binary16.
+ */
+#include "dequant.h"
+#include "kernels.h"
+#include "launch.cuh"
+
+extern "C" bool dllm_cuda_type_supported(uint32_t type)
+{
+    return dllm_hd_block_elems(type) > 0;
+}
+
+/* Bytes of a row of n_cols elements of type, or -1 when n_cols is no whole number of blocks. */
+static int64_t row_bytes(uint32_t type, int64_t n_cols)
+{
+    int64_t be = dllm_hd_block_elems(type);
+    if (be == 0 || n_cols <= 0 || n_cols % be != 0)
+        return -1;
+    return n_cols / be * dllm_hd_block_bytes(type);
+}
+
+/* dst[i] = element i of the row-major matrix of rows of n_cols, rows rb bytes apart. */
+static __global__ void dequant_f16_kernel(uint32_t type, const uint8_t *blocks, int64_t n,
+                                          int64_t n_cols, int64_t rb, uint16_t *dst)
+{
+    for (int64_t i = dllm_cuda_first(); i < n; i += dllm_cuda_stride()) {
+        const uint8_t *row = blocks + i / n_cols * rb;
+        dst[i] = dllm_hd_f32_to_fp16(dllm_hd_row_elem(type, row, i % n_cols));
+    }
+}
+
+extern "C" cudaError_t dllm_cuda_dequant_f16(uint32_t type, const void *blocks, int64_t n_rows,
+                                             int64_t n_cols, uint16_t *dst, cudaStream_t s)
+{
+    int64_t rb = row_bytes(type, n_cols);
+    if (rb < 0 || n_rows < 0 || n_rows > INT64_MAX / n_cols || !blocks || !dst)
+        return cudaErrorInvalidValue;
+    int64_t n = n_rows * n_cols;
+    if (n == 0)
+        return cudaSuccess;
+    dequant_f16_kernel<<<dllm_cuda_blocks(n), DLLM_CUDA_THREADS, 0, s>>>(
+        type, (const uint8_t *)blocks, n, n_cols, rb, dst);
+    return cudaGetLastError();
+}
+
+/* dst[i, j] = element j of row ids[i]. */
+static __global__ void get_rows_kernel(uint32_t type, const uint8_t *blocks, int64_t n_cols,
+                                       int64_t rb, const int32_t *ids, int64_t n, float *dst)
+{
+    for (int64_t i = dllm_cuda_first(); i < n * n_cols; i += dllm_cuda_stride()) {
+        const uint8_t *row = blocks + (int64_t)ids[i / n_cols] * rb;
+        dst[i] = dllm_hd_row_elem(type, row, i % n_cols);
+    }
+}
+
+extern "C" cudaError_t dllm_cuda_get_rows(uint32_t type, const void *blocks, int64_t n_cols,
+                                          const int32_t *ids, int64_t n, float *dst, cudaStream_t s)
+{
+    int64_t rb = row_bytes(type, n_cols);
+    if (rb < 0 || n < 0 || n > INT64_MAX / n_cols || !blocks || !ids || !dst)
+        return cudaErrorInvalidValue;
+    if (n == 0)
+        return cudaSuccess;
+    get_rows_kernel<<<dllm_cuda_blocks(n * n_cols), DLLM_CUDA_THREADS, 0, s>>>(
+        type, (const uint8_t *)blocks, n_cols, rb, ids, n, dst);
+    return cudaGetLastError();
+}
+
+static __global__ void f32_to_f16_kernel(const float *src, int64_t n, uint16_t *dst)
+{
+    for (int64_t i = dllm_cuda_first(); i < n; i += dllm_cuda_stride())
+        dst[i] = dllm_hd_f32_to_fp16(src[i]);
+}
+
+extern "C" cudaError_t dllm_cuda_f32_to_f16(const float *src, int64_t n, uint16_t *dst,
+                                            cudaStream_t s)
+{
+    if (n < 0 || !src || !dst)
+        return cudaErrorInvalidValue;
+    if (n == 0)
+        return cudaSuccess;
+    f32_to_f16_kernel<<<dllm_cuda_blocks(n), DLLM_CUDA_THREADS, 0, s>>>(src, n, dst);
+    return cudaGetLastError();
+}

@@ -1,0 +1,534 @@
+/*
+ * kernel_check: every launcher of cuda/kernels.h against the CPU reference on random data of
+ * the real model shapes (LLaDA-8B: d_model 4096, 32 heads of 128, ffn 12288, vocab 126464;
+ * Dream-7B: 3584, 28 / 4 heads of 128, ffn 18944, vocab 152064; canvases of 160 and 512
+ * tokens), each within a named tolerance printed beside the measured error. Results go as JSON
+ * to the path given; exit 1 on any failure, or when there is no GPU. tests/gpu/run.sh runs it
+ * on a GPU.
+ *
+ *   usage: kernel_check RESULTS.json
+ *
+ * Built when configure finds CUDA; by hand, from a configured build folder `build`:
+ *   for f in cuda/kernels-*.cu; do nvcc -std=c++17 -O2 -arch=sm_90 -Icuda -Iengine \
+ *       -c $f -o build/$(basename $f .cu).o; done
+ *   cc -std=c11 -O2 -ffp-contract=off -Ibuild -Iengine -Itests -I/usr/local/cuda/include \
+ *       tests/gpu/kernel_check.c tests/random_data.c build/kernels-*.o \
+ *       build/engine/.libs/libdllm-engine.a -L/usr/local/cuda/lib64 -lcudart -lcheck \
+ *       -lpcre2-8 -lstdc++ -lm -lpthread -o build/kernel_check
+ */
+#include "config.h"
+
+#include "../../cuda/kernels.h"
+#include "../../cuda/rowstats.h"
+#include "gguf/quant.h"
+#include "kernels/ops.h"
+#include "random_data.h"
+
+#include <float.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One model shape. */
+struct shape {
+    const char *name;
+    int64_t d_model, n_head, n_head_kv, head_dim, ffn, vocab;
+    float rope_base;
+    bool neox;
+};
+
+static const struct shape shapes[] = {
+    {"llada-8b", 4096, 32, 32, 128, 12288, 126464, 500000.0f, false},
+    {"dream-7b", 3584, 28, 4, 128, 18944, 152064, 1000000.0f, true},
+};
+static const int64_t canvases[] = {160, 512};
+
+/* The run's results: the JSON file and whether every check passed. */
+struct run {
+    FILE *json;
+    int n_checks;
+    bool failed;
+};
+
+/* Exits 1 with one line naming the CUDA call that failed. */
+static void cuda_or_die(cudaError_t e, const char *what)
+{
+    if (e != cudaSuccess) {
+        fprintf(stderr, "kernel_check: error: %s: %s\n", what, cudaGetErrorString(e));
+        exit(1);
+    }
+}
+
+static void *dev_alloc(size_t bytes)
+{
+    void *p = NULL;
+    cuda_or_die(cudaMalloc(&p, bytes ? bytes : 1), "cudaMalloc");
+    return p;
+}
+
+static void *dev_copy(const void *host, size_t bytes)
+{
+    void *p = dev_alloc(bytes);
+    cuda_or_die(cudaMemcpy(p, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy to the device");
+    return p;
+}
+
+static void *host_alloc(size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) {
+        fprintf(stderr, "kernel_check: error: out of host memory (%zu bytes)\n", bytes);
+        exit(1);
+    }
+    return p;
+}
+
+/* Copies n bytes back after the launch's status and the stream's completion are checked. */
+static void fetch(void *host, const void *dev, size_t bytes, cudaError_t launch, const char *what)
+{
+    cuda_or_die(launch, what);
+    cuda_or_die(cudaDeviceSynchronize(), what);
+    cuda_or_die(cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy to the host");
+}
+
+/* Records one check: its measured error against its tolerance (pass when err <= tol). */
+static void report(struct run *run, const char *name, const char *shape, const char *tol_name,
+                   double err, double tol)
+{
+    bool pass = err <= tol; /* a NaN error fails */
+    printf("%-4s %-22s %-44s error %.3g <= %.3g (%s)\n", pass ? "ok" : "FAIL", name, shape, err,
+           tol, tol_name);
+    fprintf(run->json,
+            "%s\n  {\"kernel\": \"%s\", \"shape\": \"%s\", \"tolerance\": \"%s\", "
+            "\"tolerance_value\": %.6g, \"error\": %.6g, \"pass\": %s}",
+            run->n_checks++ ? "," : "", name, shape, tol_name, tol, err, pass ? "true" : "false");
+    run->failed |= !pass;
+}
+
+static float *random_floats(int64_t n, double sigma, uint64_t *seed)
+{
+    float *x = host_alloc((size_t)n * sizeof *x);
+    for (int64_t i = 0; i < n; i++)
+        x[i] = (float)(sigma * rng_gauss(seed));
+    return x;
+}
+
+/* The number of elements whose bits differ. */
+static double bits_differ(const void *a, const void *b, int64_t n, size_t elem)
+{
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; i++)
+        k += memcmp((const char *)a + i * elem, (const char *)b + i * elem, elem) != 0;
+    return (double)k;
+}
+
+/* ---- dequantization ------------------------------------------------------------------- */
+
+static const uint32_t types[] = {
+    DLLM_TYPE_F32,  DLLM_TYPE_F16,  DLLM_TYPE_BF16, DLLM_TYPE_Q4_0, DLLM_TYPE_Q4_1, DLLM_TYPE_Q5_0,
+    DLLM_TYPE_Q5_1, DLLM_TYPE_Q8_0, DLLM_TYPE_Q4_K, DLLM_TYPE_Q5_K, DLLM_TYPE_Q6_K,
+};
+
+/* The CPU decoder over a whole buffer of rows. */
+static void cpu_decode(uint32_t type, const void *w, int64_t first, int64_t n, float *out)
+{
+    struct dllm_gguf_tensor t = {.name = "random", .type = type, .n_dims = 1};
+    t.ne[0] = first + n;
+    t.ne[1] = t.ne[2] = t.ne[3] = 1;
+    t.data = w;
+    t.size = (size_t)((first + n) / dllm_type_block_elems(type)) * dllm_type_block_bytes(type);
+    struct dllm_error err = {0};
+    if (dllm_gguf_tensor_decode(&t, first, n, out, &err) != DLLM_OK) {
+        fprintf(stderr, "kernel_check: error: CPU decoder: %s\n", err.text);
+        exit(1);
+    }
+}
+
+/*
+ * dequant_f16 of an [N, K] matrix: the same binary16 bits as the CPU decoder's floats rounded
+ * by dllm_f32_to_fp16 (tolerance: 0 elements differ); get_rows of 160 rows of a [vocab, d]
+ * embedding: the CPU decoder's float bits.
+ */
+static void check_dequant(struct run *run, uint64_t *seed)
+{
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const struct shape *sh = &shapes[s];
+        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+            const uint32_t type = types[ti];
+            const bool big = type == DLLM_TYPE_Q4_K || type == DLLM_TYPE_Q6_K;
+            const int64_t N = big ? sh->ffn : sh->d_model, K = sh->d_model;
+            char label[96];
+            snprintf(label, sizeof label, "%s %s [%" PRId64 ", %" PRId64 "]", sh->name,
+                     dllm_type_name(type), N, K);
+            void *w = random_weights(type, N, K, RANDOM_SCALES_SIGNED, seed);
+            size_t bytes =
+                (size_t)(N * K / dllm_type_block_elems(type)) * dllm_type_block_bytes(type);
+            void *dw = dev_copy(w, bytes);
+            uint16_t *dh = dev_alloc((size_t)(N * K) * 2);
+            float *ref = host_alloc((size_t)(N * K) * sizeof *ref);
+            uint16_t *want = host_alloc((size_t)(N * K) * 2),
+                     *got = host_alloc((size_t)(N * K) * 2);
+            cpu_decode(type, w, 0, N * K, ref);
+            for (int64_t i = 0; i < N * K; i++)
+                want[i] = dllm_f32_to_fp16(ref[i]);
+            fetch(got, dh, (size_t)(N * K) * 2, dllm_cuda_dequant_f16(type, dw, N, K, dh, 0),
+                  "dllm_cuda_dequant_f16");
+            report(run, "dequant_f16", label, "elements whose bits differ",
+                   bits_differ(got, want, N * K, 2), 0);
+            cudaFree(dh);
+            free(got);
+            free(want);
+
+            /* get_rows over the first N rows as a table, 160 ids */
+            const int64_t n_ids = 160;
+            int32_t ids[160];
+            for (int64_t i = 0; i < n_ids; i++)
+                ids[i] = (int32_t)(rng_next(seed) % (uint64_t)N);
+            int32_t *dids = dev_copy(ids, sizeof ids);
+            float *dout = dev_alloc((size_t)(n_ids * K) * sizeof(float));
+            float *rows = host_alloc((size_t)(n_ids * K) * sizeof *rows);
+            fetch(rows, dout, (size_t)(n_ids * K) * sizeof(float),
+                  dllm_cuda_get_rows(type, dw, K, dids, n_ids, dout, 0), "dllm_cuda_get_rows");
+            double differ = 0;
+            for (int64_t i = 0; i < n_ids; i++)
+                differ += bits_differ(rows + i * K, ref + (int64_t)ids[i] * K, K, sizeof(float));
+            snprintf(label, sizeof label, "%s %s 160 rows of %" PRId64, sh->name,
+                     dllm_type_name(type), K);
+            report(run, "get_rows", label, "elements whose bits differ", differ, 0);
+            cudaFree(dids);
+            cudaFree(dout);
+            cudaFree(dw);
+            free(rows);
+            free(ref);
+            free(w);
+        }
+    }
+}
+
+/* f32_to_f16 of a [512, ffn] activation: dllm_f32_to_fp16's bits (0 elements differ). */
+static void check_f32_to_f16(struct run *run, uint64_t *seed)
+{
+    const int64_t n = 512 * shapes[1].ffn;
+    float *x = random_floats(n, 4.0, seed);
+    for (int64_t i = 0; i < n; i += 97) /* overflow, subnormal halves, zero */
+        x[i] = i % 3 == 0 ? 70000.0f : i % 3 == 1 ? 3e-6f : -0.0f;
+    uint16_t *want = host_alloc((size_t)n * 2), *got = host_alloc((size_t)n * 2);
+    for (int64_t i = 0; i < n; i++)
+        want[i] = dllm_f32_to_fp16(x[i]);
+    float *dx = dev_copy(x, (size_t)n * sizeof *x);
+    uint16_t *dy = dev_alloc((size_t)n * 2);
+    fetch(got, dy, (size_t)n * 2, dllm_cuda_f32_to_f16(dx, n, dy, 0), "dllm_cuda_f32_to_f16");
+    report(run, "f32_to_f16", "[512, 18944]", "elements whose bits differ",
+           bits_differ(got, want, n, 2), 0);
+    cudaFree(dx);
+    cudaFree(dy);
+    free(x);
+    free(want);
+    free(got);
+}
+
+/* ---- element-wise ops ----------------------------------------------------------------- */
+
+/* max_i |a_i - b_i| / max(|b_i|, FLT_MIN): the largest relative difference. */
+static double max_rel(const float *a, const float *b, int64_t n)
+{
+    double m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]) / fmax(fabs(b[i]), FLT_MIN);
+        m = d > m || isnan(d) ? d : m;
+    }
+    return m;
+}
+
+/* max_i |a_i - b_i| / max_i |b_i|: the largest difference relative to the largest value. */
+static double max_abs_rel(const float *a, const float *b, int64_t n)
+{
+    double m = 0, scale = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]);
+        m = d > m || isnan(d) ? d : m;
+        scale = fmax(scale, fabs(b[i]));
+    }
+    return m / fmax(scale, FLT_MIN);
+}
+
+/*
+ * RMSNorm of [L, d_model] rows and of QK-norm heads ([L * n_head, head_dim]): the mean of
+ * squares may differ in its last bit (another order of the double sum), which moves s by an
+ * ulp, so each y within 4 FLT_EPSILON relative of dllm_rms_norm_ref's.
+ */
+static void check_rms_norm(struct run *run, const struct shape *sh, int64_t L, uint64_t *seed)
+{
+    for (int qk = 0; qk < 2; qk++) {
+        const int64_t n = qk ? sh->head_dim : sh->d_model, rows = qk ? L * sh->n_head : L;
+        float *x = random_floats(rows * n, 2.0, seed), *g = random_floats(n, 1.0, seed);
+        float *want = host_alloc((size_t)(rows * n) * sizeof *want);
+        float *got = host_alloc((size_t)(rows * n) * sizeof *got);
+        for (int64_t r = 0; r < rows; r++)
+            dllm_rms_norm_ref(x + r * n, g, 1e-5f, n, want + r * n);
+        float *dx = dev_copy(x, (size_t)(rows * n) * sizeof *x), *dg = dev_copy(g, (size_t)n * 4);
+        fetch(got, dx, (size_t)(rows * n) * sizeof *got,
+              dllm_cuda_rms_norm(dx, dg, rows, n, 1e-5f, dx, 0), "dllm_cuda_rms_norm");
+        char label[96];
+        snprintf(label, sizeof label, "%s [%" PRId64 ", %" PRId64 "]%s", sh->name, rows, n,
+                 qk ? " qk-norm" : "");
+        report(run, "rms_norm", label, "4 FLT_EPSILON relative", max_rel(got, want, rows * n),
+               4 * FLT_EPSILON);
+        cudaFree(dx);
+        cudaFree(dg);
+        free(x);
+        free(g);
+        free(want);
+        free(got);
+    }
+}
+
+/*
+ * RoPE of Q [L, n_head * head_dim] at shuffled positions 0..L-1: theta has the reference's
+ * bits, cos and sin may differ from libm's cosf and sinf in the last bit, so each element
+ * within 4 FLT_EPSILON of the largest |x| of the data.
+ */
+static void check_rope(struct run *run, const struct shape *sh, int64_t L, uint64_t *seed)
+{
+    const int64_t w = sh->n_head * sh->head_dim, half = sh->head_dim / 2;
+    float *x = random_floats(L * w, 1.0, seed);
+    float *want = host_alloc((size_t)(L * w) * sizeof *want);
+    float *got = host_alloc((size_t)(L * w) * sizeof *got);
+    float *cs = host_alloc((size_t)(L * half) * sizeof *cs);
+    float *sn = host_alloc((size_t)(L * half) * sizeof *sn);
+    int32_t *pos = host_alloc((size_t)L * sizeof *pos);
+    for (int64_t i = 0; i < L; i++)
+        pos[i] = (int32_t)i;
+    for (int64_t i = L - 1; i > 0; i--) {
+        int64_t j = (int64_t)(rng_next(seed) % (uint64_t)(i + 1));
+        int32_t t = pos[i];
+        pos[i] = pos[j];
+        pos[j] = t;
+    }
+    dllm_rope_table(sh->rope_base, sh->head_dim, L, cs, sn);
+    memcpy(want, x, (size_t)(L * w) * sizeof *want);
+    for (int64_t r = 0; r < L; r++)
+        dllm_rope_ref(want + r * w, sh->n_head, sh->head_dim, sh->head_dim,
+                      sh->neox ? DLLM_ROPE_NEOX : DLLM_ROPE_NORMAL, cs + pos[r] * half,
+                      sn + pos[r] * half);
+    float *dx = dev_copy(x, (size_t)(L * w) * sizeof *x);
+    int32_t *dpos = dev_copy(pos, (size_t)L * sizeof *pos);
+    fetch(got, dx, (size_t)(L * w) * sizeof *got,
+          dllm_cuda_rope(dx, L, sh->n_head, sh->head_dim, sh->head_dim, dpos, sh->rope_base,
+                         sh->neox, 0),
+          "dllm_cuda_rope");
+    char label[96];
+    snprintf(label, sizeof label, "%s [%" PRId64 ", %" PRId64 "] %s", sh->name, L, w,
+             sh->neox ? "neox" : "normal");
+    report(run, "rope", label, "4 FLT_EPSILON of max |x|", max_abs_rel(got, want, L * w),
+           4 * FLT_EPSILON);
+    cudaFree(dx);
+    cudaFree(dpos);
+    free(x);
+    free(want);
+    free(got);
+    free(cs);
+    free(sn);
+    free(pos);
+}
+
+/*
+ * Attention over the whole canvas: scores and weighted sums in another order and by FMA, e^x
+ * by the device's expf (2 ulp); each output within 1e-5 of the largest |v| (a weighted mean
+ * of v rows, weights summing to 1, each weight off by a few ulp).
+ */
+static void check_attention(struct run *run, const struct shape *sh, int64_t L, uint64_t *seed)
+{
+    const int64_t wq = sh->n_head * sh->head_dim, wkv = sh->n_head_kv * sh->head_dim;
+    float *q = random_floats(L * wq, 1.0, seed), *k = random_floats(L * wkv, 1.0, seed);
+    float *v = random_floats(L * wkv, 1.0, seed);
+    float *want = host_alloc((size_t)(L * wq) * sizeof *want);
+    float *got = host_alloc((size_t)(L * wq) * sizeof *got);
+    float *scores = host_alloc((size_t)L * sizeof *scores);
+    const float scale = 1.0f / sqrtf((float)sh->head_dim);
+    dllm_attention_ref(q, k, v, L, sh->n_head, sh->n_head_kv, sh->head_dim, scale, 0, L, scores,
+                       want);
+    float *dq = dev_copy(q, (size_t)(L * wq) * 4), *dk = dev_copy(k, (size_t)(L * wkv) * 4);
+    float *dv = dev_copy(v, (size_t)(L * wkv) * 4), *dout = dev_alloc((size_t)(L * wq) * 4);
+    fetch(got, dout, (size_t)(L * wq) * 4,
+          dllm_cuda_attention(dq, dk, dv, dout, L, L, sh->n_head, sh->n_head_kv, sh->head_dim,
+                              scale, 0),
+          "dllm_cuda_attention");
+    double err = 0, vmax = 0;
+    for (int64_t i = 0; i < L * wq; i++)
+        err = fmax(err, fabs((double)got[i] - want[i])) + (isnan(got[i]) ? INFINITY : 0);
+    for (int64_t i = 0; i < L * wkv; i++)
+        vmax = fmax(vmax, fabs(v[i]));
+    char label[96];
+    snprintf(label, sizeof label, "%s L=%" PRId64 " %" PRId64 "/%" PRId64 "x%" PRId64, sh->name, L,
+             sh->n_head, sh->n_head_kv, sh->head_dim);
+    report(run, "attention", label, "1e-5 of max |v|", err / vmax, 1e-5);
+    cudaFree(dq);
+    cudaFree(dk);
+    cudaFree(dv);
+    cudaFree(dout);
+    free(q);
+    free(k);
+    free(v);
+    free(want);
+    free(got);
+    free(scores);
+}
+
+/*
+ * SwiGLU of [L, ffn]: e^-x by the device's expf (2 ulp), so each within 4 FLT_EPSILON
+ * relative; add and add_bias of [L, d_model]: the same float sums (0 elements differ).
+ */
+static void check_pointwise(struct run *run, const struct shape *sh, int64_t L, uint64_t *seed)
+{
+    const int64_t n = L * sh->ffn, m = L * sh->d_model;
+    float *gate = random_floats(n, 3.0, seed), *up = random_floats(n, 1.0, seed);
+    float *want = host_alloc((size_t)n * 4), *got = host_alloc((size_t)n * 4);
+    memcpy(want, gate, (size_t)n * 4);
+    dllm_swiglu_ref(want, up, n);
+    float *dg = dev_copy(gate, (size_t)n * 4), *du = dev_copy(up, (size_t)n * 4);
+    fetch(got, dg, (size_t)n * 4, dllm_cuda_swiglu(dg, du, n, 0), "dllm_cuda_swiglu");
+    char label[96];
+    snprintf(label, sizeof label, "%s [%" PRId64 ", %" PRId64 "]", sh->name, L, sh->ffn);
+    report(run, "swiglu", label, "4 FLT_EPSILON relative", max_rel(got, want, n), 4 * FLT_EPSILON);
+
+    /* add and add_bias reuse the first m floats of the buffers */
+    memcpy(want, gate, (size_t)m * 4);
+    dllm_add_ref(want, up, m);
+    cuda_or_die(cudaMemcpy(dg, gate, (size_t)m * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
+    fetch(got, dg, (size_t)m * 4, dllm_cuda_add(dg, du, m, 0), "dllm_cuda_add");
+    snprintf(label, sizeof label, "%s [%" PRId64 ", %" PRId64 "]", sh->name, L, sh->d_model);
+    report(run, "add", label, "elements whose bits differ", bits_differ(got, want, m, 4), 0);
+
+    memcpy(want, gate, (size_t)m * 4);
+    for (int64_t r = 0; r < L; r++)
+        dllm_add_ref(want + r * sh->d_model, up, sh->d_model);
+    cuda_or_die(cudaMemcpy(dg, gate, (size_t)m * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
+    fetch(got, dg, (size_t)m * 4, dllm_cuda_add_bias(dg, du, L, sh->d_model, 0),
+          "dllm_cuda_add_bias");
+    report(run, "add_bias", label, "elements whose bits differ", bits_differ(got, want, m, 4), 0);
+    cudaFree(dg);
+    cudaFree(du);
+    free(gate);
+    free(up);
+    free(want);
+    free(got);
+}
+
+/*
+ * Row statistics of 32 rows of [vocab] logits: argmax, max and second exactly the CPU's (the
+ * index-order statistics of cuda/rowstats.h, which tests/test_cuda_host.c proves equal to the
+ * CPU backend's); lse and entropy within dllm_hd_stats_*_tol of them (the largest change a
+ * different order of the sums can make); and all five bit for bit the host's run of the
+ * kernel's order.
+ */
+static void check_row_stats(struct run *run, const struct shape *sh, uint64_t *seed)
+{
+    const int64_t R = 32, V = sh->vocab;
+    float *l = random_floats(R * V, 4.0, seed);
+    l[5 * V + 17] = l[5 * V + 9000] = 60.0f; /* a tie: index 17 wins */
+    struct dllm_row_stats got[32];
+    float *dl = dev_copy(l, (size_t)(R * V) * 4);
+    struct dllm_row_stats *dout = dev_alloc(sizeof got);
+    fetch(got, dout, sizeof got, dllm_cuda_row_stats(dl, R, V, dout, 0), "dllm_cuda_row_stats");
+    double top_differ = 0, sums_excess = 0, order_differ = 0;
+    for (int64_t r = 0; r < R; r++) {
+        const float *lr = l + r * V;
+        struct dllm_row_stats cpu = dllm_hd_stats_serial(lr, V);
+        struct dllm_row_stats ko = dllm_hd_stats_kernel_order(lr, V);
+        double max_abs = 0;
+        for (int64_t v = 0; v < V; v++)
+            max_abs = fmax(max_abs, fabs(lr[v]));
+        top_differ +=
+            got[r].argmax != cpu.argmax || got[r].max != cpu.max || got[r].second != cpu.second;
+        double e1 = fabs(got[r].lse - cpu.lse) / dllm_hd_stats_lse_tol(V, cpu.lse);
+        double e2 =
+            fabs(got[r].entropy - cpu.entropy) / dllm_hd_stats_entropy_tol(V, cpu.lse, max_abs);
+        sums_excess = fmax(sums_excess, fmax(e1, e2)) + (isnan(e1 + e2) ? INFINITY : 0);
+        order_differ += memcmp(&got[r].lse, &ko.lse, sizeof ko.lse) != 0 ||
+                        memcmp(&got[r].entropy, &ko.entropy, sizeof ko.entropy) != 0 ||
+                        got[r].argmax != ko.argmax;
+    }
+    char label[96];
+    snprintf(label, sizeof label, "%s [32, %" PRId64 "]", sh->name, V);
+    report(run, "row_stats top", label, "rows whose argmax/max/second differ", top_differ, 0);
+    report(run, "row_stats sums", label, "lse/entropy error / order bound", sums_excess, 1);
+    report(run, "row_stats order", label, "rows differing from the kernel order", order_differ, 0);
+    cudaFree(dl);
+    cudaFree(dout);
+    free(l);
+}
+
+/*
+ * Unsupported arguments are refused with cudaErrorInvalidValue before anything is launched
+ * (the buffer passed is a valid 4 KiB device buffer, so a launch that slipped through would
+ * not fault).
+ */
+static void check_refusals(struct run *run)
+{
+    void *buf = dev_alloc(4096);
+    float *f = buf;
+    int bad = 0;
+    bad += dllm_cuda_type_supported(DLLM_TYPE_Q2_K);
+    bad += dllm_cuda_dequant_f16(DLLM_TYPE_Q2_K, buf, 1, 256, buf, 0) != cudaErrorInvalidValue;
+    bad += dllm_cuda_dequant_f16(DLLM_TYPE_Q4_K, buf, 1, 100, buf, 0) != cudaErrorInvalidValue;
+    bad += dllm_cuda_get_rows(DLLM_TYPE_Q8_0, buf, 33, buf, 1, f, 0) != cudaErrorInvalidValue;
+    bad += dllm_cuda_attention(f, f, f, f, 1, 1, 3, 2, 128, 1.0f, 0) != cudaErrorInvalidValue;
+    bad += dllm_cuda_attention(f, f, f, f, 1, 1, 1, 1, 512, 1.0f, 0) != cudaErrorInvalidValue;
+    bad += dllm_cuda_rope(f, 1, 1, 128, 127, buf, 1e4f, false, 0) != cudaErrorInvalidValue;
+    bad += dllm_cuda_rms_norm(f, f, 1, 0, 1e-5f, f, 0) != cudaErrorInvalidValue;
+    bad += dllm_cuda_swiglu(f, NULL, 4, 0) != cudaErrorInvalidValue;
+    bad += dllm_cuda_add(f, f, -1, 0) != cudaErrorInvalidValue;
+    bad += dllm_cuda_add_bias(f, f, 2, 0, 0) != cudaErrorInvalidValue;
+    bad += dllm_cuda_f32_to_f16(f, 4, NULL, 0) != cudaErrorInvalidValue;
+    bad += dllm_cuda_row_stats(NULL, 1, 10, buf, 0) != cudaErrorInvalidValue;
+    cuda_or_die(cudaDeviceSynchronize(), "the refused calls");
+    cudaFree(buf);
+    report(run, "argument checks", "bad type, shape, pointer", "calls not refused", bad, 0);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: kernel_check RESULTS.json\n");
+        return 2;
+    }
+    int n_dev = 0;
+    cudaError_t e = cudaGetDeviceCount(&n_dev);
+    if (e != cudaSuccess || n_dev == 0) {
+        fprintf(stderr,
+                "kernel_check: error: no CUDA GPU (%s); run it on a machine with an NVIDIA GPU "
+                "and its driver (tests/gpu/run.sh)\n",
+                e != cudaSuccess ? cudaGetErrorString(e) : "no device found");
+        return 1;
+    }
+    struct cudaDeviceProp prop;
+    cuda_or_die(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+    struct run run = {fopen(argv[1], "w"), 0, false};
+    if (!run.json) {
+        fprintf(stderr, "kernel_check: error: cannot write %s\n", argv[1]);
+        return 1;
+    }
+    printf("kernel_check on %s (sm_%d%d)\n", prop.name, prop.major, prop.minor);
+    fprintf(run.json, "{\"device\": \"%s\", \"capability\": \"%d.%d\", \"checks\": [", prop.name,
+            prop.major, prop.minor);
+    uint64_t seed = 0x6b65726e;
+    check_refusals(&run);
+    check_dequant(&run, &seed);
+    check_f32_to_f16(&run, &seed);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        for (size_t c = 0; c < sizeof canvases / sizeof canvases[0]; c++) {
+            check_rms_norm(&run, &shapes[s], canvases[c], &seed);
+            check_rope(&run, &shapes[s], canvases[c], &seed);
+            check_attention(&run, &shapes[s], canvases[c], &seed);
+            check_pointwise(&run, &shapes[s], canvases[c], &seed);
+        }
+        check_row_stats(&run, &shapes[s], &seed);
+    }
+    fprintf(run.json, "\n], \"pass\": %s}\n", run.failed ? "false" : "true");
+    fclose(run.json);
+    printf("%d checks, %s\n", run.n_checks, run.failed ? "FAILED" : "all passed");
+    return run.failed ? 1 : 0;
+}

@@ -1,0 +1,435 @@
+/*
+ * Host tests of the CUDA backend's device maths (cuda/dequant.h, cuda/rowstats.h): the
+ * DLLM_HD functions compiled by the C compiler give the same bits as the CPU decoders
+ * (engine/gguf/quant.c) and the CPU backend's row statistics, and the fixture models'
+ * tensors decode to the values the `gguf` Python package dequantized. No GPU or nvcc needed.
+ */
+#include "config.h"
+
+#include "../cuda/dequant.h"
+#include "../cuda/rowstats.h"
+#include "fixtures.h"
+#include "forward_util.h"
+#include "gguf/quant.h"
+#include "kernels/rowmath.h"
+#include "random_data.h"
+
+#include <check.h>
+#include <float.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+static json_t *manifest; /* fixtures/dequant/manifest.json: an array of tensors */
+
+static uint32_t bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* Decodes n elements of a row of blocks with dllm_hd_row_elem. */
+static void hd_decode(uint32_t type, const void *blocks, int64_t n, float *dst)
+{
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = dllm_hd_row_elem(type, blocks, i);
+}
+
+/* Fails unless got and want hold the same bits everywhere. */
+static void expect_bits(const float *got, const float *want, int64_t n, const char *what)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (bits(got[i]) != bits(want[i]))
+            ck_abort_msg("%s: element %" PRId64
+                         " is %a (0x%08x), the CPU decoder gives %a (0x%08x)",
+                         what, i, got[i], bits(got[i]), want[i], bits(want[i]));
+}
+
+/* ---- decoders against the CPU decoders, random blocks ---------------------------------- */
+
+static const uint32_t hd_types[] = {
+    DLLM_TYPE_F32,  DLLM_TYPE_F16,  DLLM_TYPE_BF16, DLLM_TYPE_Q4_0, DLLM_TYPE_Q4_1, DLLM_TYPE_Q5_0,
+    DLLM_TYPE_Q5_1, DLLM_TYPE_Q8_0, DLLM_TYPE_Q4_K, DLLM_TYPE_Q5_K, DLLM_TYPE_Q6_K,
+};
+
+/* Decodes a tensor's blocks both ways through the CPU's tensor decoder and compares. */
+static void expect_as_cpu(uint32_t type, const void *blocks, int64_t n, const char *what)
+{
+    struct dllm_gguf_tensor t = {.name = what, .type = type, .n_dims = 1};
+    t.ne[0] = n;
+    t.ne[1] = t.ne[2] = t.ne[3] = 1;
+    t.data = blocks;
+    t.size = (size_t)(n / dllm_type_block_elems(type)) * dllm_type_block_bytes(type);
+    float *want = malloc((size_t)n * sizeof *want), *got = malloc((size_t)n * sizeof *got);
+    ck_assert_ptr_nonnull(want);
+    ck_assert_ptr_nonnull(got);
+    struct dllm_error err = {0};
+    ck_assert_msg(dllm_gguf_tensor_decode(&t, 0, n, want, &err) == DLLM_OK, "%s", err.text);
+    hd_decode(type, blocks, n, got);
+    expect_bits(got, want, n, what);
+    free(want);
+    free(got);
+}
+
+/* The geometry the HD decoders use is the type table's, for every type they decode. */
+START_TEST(test_geometry)
+{
+    uint32_t type = hd_types[_i];
+    ck_assert_int_eq(dllm_hd_block_elems(type), dllm_type_block_elems(type));
+    ck_assert_int_eq(dllm_hd_block_bytes(type), (int)dllm_type_block_bytes(type));
+    ck_assert(dllm_type_decodable(type));
+}
+END_TEST
+
+/* Every type the CPU decodes and the HD decoders do not: they say so by a block size of 0. */
+START_TEST(test_geometry_unsupported)
+{
+    for (uint32_t type = 0; type < 64; type++) {
+        bool listed = false;
+        for (size_t i = 0; i < N_OF(hd_types); i++)
+            listed |= hd_types[i] == type;
+        ck_assert_msg((dllm_hd_block_elems(type) != 0) == listed, "type %u", type);
+        ck_assert_msg((dllm_hd_block_bytes(type) != 0) == listed, "type %u", type);
+    }
+}
+END_TEST
+
+/* Random blocks with sane scales (both sign conventions): 64 rows of 512 elements. */
+START_TEST(test_random_blocks)
+{
+    uint32_t type = hd_types[_i];
+    uint64_t seed = 0xc0da0000u + type;
+    for (int signs = 0; signs < 2; signs++) {
+        void *w = random_weights(type, 64, 512,
+                                 signs ? RANDOM_SCALES_SIGNED : RANDOM_SCALES_POSITIVE, &seed);
+        expect_as_cpu(type, w, 64 * 512, dllm_type_name(type));
+        free(w);
+    }
+}
+END_TEST
+
+/*
+ * Blocks of random bytes, scales included: Inf, NaN, subnormal and zero scales decode to the
+ * same bits too (the host's NaN propagation is the same for both decoders).
+ */
+START_TEST(test_random_bytes)
+{
+    uint32_t type = hd_types[_i];
+    uint64_t seed = 0xb17e0000u + type;
+    const int64_t n = 4096 * 256;
+    size_t size = (size_t)(n / dllm_type_block_elems(type)) * dllm_type_block_bytes(type);
+    uint8_t *w = malloc(size);
+    ck_assert_ptr_nonnull(w);
+    for (size_t i = 0; i < size; i++)
+        w[i] = (uint8_t)rng_next(&seed);
+    expect_as_cpu(type, w, n, dllm_type_name(type));
+    free(w);
+}
+END_TEST
+
+/* Every binary16 pattern widens as dllm_fp16_to_f32 does. */
+START_TEST(test_fp16_widen)
+{
+    for (uint32_t h = 0; h < 65536; h++) {
+        float got = dllm_hd_fp16_to_f32(h), want = dllm_fp16_to_f32((dllm_fp16)h);
+        if (bits(got) != bits(want))
+            ck_abort_msg("0x%04x widens to 0x%08x, expected 0x%08x", h, bits(got), bits(want));
+    }
+}
+END_TEST
+
+/* Narrowing gives dllm_f32_to_fp16's bits for every float whose low 7 bits are 0 or 0x7f. */
+START_TEST(test_fp16_narrow)
+{
+    for (uint64_t hi = 0; hi < (1u << 25); hi++) {
+        for (uint32_t lo = 0; lo < 2; lo++) {
+            uint32_t u = (uint32_t)hi << 7 | (lo ? 0x7f : 0);
+            float f;
+            memcpy(&f, &u, sizeof f);
+            uint16_t got = dllm_hd_f32_to_fp16(f), want = dllm_f32_to_fp16(f);
+            if (got != want)
+                ck_abort_msg("0x%08x narrows to 0x%04x, expected 0x%04x", u, got, want);
+        }
+    }
+}
+END_TEST
+
+/* ---- decoders against the fixtures ------------------------------------------------------ */
+
+static const char *entry_str(const json_t *entry, const char *key)
+{
+    const char *s = json_string_value(json_object_get(entry, key));
+    ck_assert_msg(s != NULL, "manifest entry lacks string \"%s\"", key);
+    return s;
+}
+
+/*
+ * One manifest tensor decoded whole by the HD decoders: within 1e-6 relative of the values
+ * the `gguf` package dequantized (the bar test_quant sets for the CPU decoders), and bit for
+ * bit the CPU decoder's.
+ */
+START_TEST(test_fixture)
+{
+    const json_t *entry = json_array_get(manifest, (size_t)_i);
+    char rel[512], what[512];
+    snprintf(rel, sizeof rel, "models/%s", entry_str(entry, "model"));
+    snprintf(what, sizeof what, "%s %s", entry_str(entry, "model"), entry_str(entry, "tensor"));
+    char *path = fixture_path(rel);
+    struct dllm_gguf *gguf = NULL;
+    struct dllm_error err = {0};
+    ck_assert_msg(dllm_gguf_open(path, &gguf, &err) == DLLM_OK, "%s: %s", path, err.text);
+    free(path);
+    const struct dllm_gguf_tensor *t = dllm_gguf_find_tensor(gguf, entry_str(entry, "tensor"));
+    ck_assert_msg(t != NULL, "%s: no such tensor", what);
+    int64_t n = json_integer_value(json_object_get(entry, "n"));
+    ck_assert_int_eq(n, t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
+    ck_assert_msg(dllm_hd_block_elems(t->type) > 0, "%s: type %u not decoded", what, t->type);
+
+    snprintf(rel, sizeof rel, "dequant/%s", entry_str(entry, "values"));
+    size_t size;
+    float *want = fixture_read(rel, &size);
+    ck_assert_uint_eq(size, (size_t)n * sizeof(float));
+    float *got = malloc((size_t)n * sizeof(float));
+    ck_assert_ptr_nonnull(got);
+    hd_decode(t->type, t->data, n, got);
+    for (int64_t i = 0; i < n; i++) {
+        double tol = 1e-6 * fmax(fabs(want[i]), FLT_MIN);
+        if (!(fabs((double)got[i] - want[i]) <= tol))
+            ck_abort_msg("%s: element %" PRId64 " decodes to %.9g, expected %.9g", what, i, got[i],
+                         want[i]);
+    }
+    free(want);
+    expect_as_cpu(t->type, t->data, n, what);
+    free(got);
+    dllm_gguf_close(gguf);
+}
+END_TEST
+
+/* Fixture models whose every tensor the HD decoders must decode as the CPU does. */
+static const char *const models[] = {
+    "llada-tiny-q4km.gguf", "llada-tiny-q80.gguf",      "llada-tiny-q5km.gguf",
+    "llada-tiny-q6k.gguf",  "llada-tiny-f16.gguf",      "llada-tiny-bf16.gguf",
+    "dream-tiny-q4km.gguf", "llada-moe-tiny-q4km.gguf", "rnd1-tiny-q4km.gguf",
+};
+
+/* Every tensor of a fixture model, HD decoders against the CPU decoder, bit for bit. */
+START_TEST(test_fixture_model)
+{
+    char rel[512];
+    snprintf(rel, sizeof rel, "models/%s", models[_i]);
+    char *path = fixture_path(rel);
+    struct dllm_gguf *gguf = NULL;
+    struct dllm_error err = {0};
+    ck_assert_msg(dllm_gguf_open(path, &gguf, &err) == DLLM_OK, "%s: %s", path, err.text);
+    free(path);
+    int64_t n_tensors = dllm_gguf_n_tensors(gguf);
+    ck_assert_int_gt(n_tensors, 0);
+    for (int64_t i = 0; i < n_tensors; i++) {
+        const struct dllm_gguf_tensor *t = dllm_gguf_tensor(gguf, i);
+        ck_assert_msg(dllm_hd_block_elems(t->type) > 0, "%s %s: type %s not decoded", models[_i],
+                      t->name, dllm_type_name(t->type));
+        char what[512];
+        snprintf(what, sizeof what, "%s %s", models[_i], t->name);
+        expect_as_cpu(t->type, t->data, t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3], what);
+    }
+    dllm_gguf_close(gguf);
+}
+END_TEST
+
+/* ---- row statistics ------------------------------------------------------------------ */
+
+static uint64_t dbits(double x)
+{
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+/* e^x and ln x give dllm_rowmath_exp's and dllm_rowmath_log's bits. */
+START_TEST(test_exp_log)
+{
+    uint64_t seed = 0xe4b0;
+    static const double special[] = {0.0,    -0.0,      -1e-300, -745.0,     -745.2, -746.0,
+                                     -800.0, -INFINITY, NAN,     -0x1p-1074, -708.5, -1.0};
+    for (size_t i = 0; i < N_OF(special) + 2000000; i++) {
+        double x = i < N_OF(special) ? special[i]
+                   : i & 1           ? -800.0 * rng_uniform(&seed)
+                                     : -ldexp(rng_uniform(&seed), -(int)(rng_next(&seed) % 60));
+        double got = dllm_hd_exp(x), want = dllm_rowmath_exp(x);
+        if (dbits(got) != dbits(want))
+            ck_abort_msg("e^%a is %a, dllm_rowmath_exp gives %a", x, got, want);
+    }
+    static const double pos[] = {
+        0.0, 1.0, 2.0, 0.5, 0x1p-1022, DBL_MAX, 1.4142135623730951, 1.4142135623730950, 152064.0};
+    for (size_t i = 0; i < N_OF(pos) + 2000000; i++) {
+        uint64_t b = (rng_next(&seed) % (2046 * (UINT64_C(1) << 52))) + (UINT64_C(1) << 52);
+        double x = i < N_OF(pos) ? pos[i] : i & 1 ? 1.0 + 1e6 * rng_uniform(&seed) : 0.0;
+        if (i >= N_OF(pos) && !(i & 1))
+            memcpy(&x, &b, sizeof x);
+        double got = dllm_hd_log(x), want = dllm_rowmath_log(x);
+        if (dbits(got) != dbits(want))
+            ck_abort_msg("ln %a is %a, dllm_rowmath_log gives %a", x, got, want);
+    }
+}
+END_TEST
+
+/* Fails unless the kernel-order statistics match want: the top exactly, the sums within tol. */
+static void expect_kernel_order(const float *l, int64_t n, struct dllm_row_stats want,
+                                const char *what)
+{
+    struct dllm_row_stats got = dllm_hd_stats_kernel_order(l, n);
+    ck_assert_msg(got.argmax == want.argmax, "%s: argmax %d, expected %d", what, got.argmax,
+                  want.argmax);
+    ck_assert_msg(bits(got.max) == bits(want.max) && bits(got.second) == bits(want.second),
+                  "%s: max %a second %a, expected %a %a", what, got.max, got.second, want.max,
+                  want.second);
+    double max_abs = 0;
+    for (int64_t v = 0; v < n; v++)
+        max_abs = fmax(max_abs, fabs(l[v]));
+    ck_assert_msg(fabs(got.lse - want.lse) <= dllm_hd_stats_lse_tol(n, want.lse),
+                  "%s: lse %.17g, expected %.17g", what, got.lse, want.lse);
+    /* a -inf logit makes the CPU's T a NaN (0 * -inf): the kernel order must agree */
+    ck_assert_msg(isnan(want.entropy) ? isnan(got.entropy)
+                                      : fabs(got.entropy - want.entropy) <=
+                                            dllm_hd_stats_entropy_tol(n, want.lse, max_abs),
+                  "%s: entropy %.17g, expected %.17g", what, got.entropy, want.entropy);
+}
+
+/*
+ * Rows of the fixture models' logits: the statistics the CPU backend computes with the pass
+ * equal the HD pieces' in index order bit for bit, and the kernel's order within the named
+ * tolerances.
+ */
+START_TEST(test_stats_cpu)
+{
+    static const char *const files[] = {"llada-tiny-q4km.gguf", "dream-tiny-q4km.gguf",
+                                        "dream-tiny-realvocab-q4km.gguf"};
+    char rel[256];
+    snprintf(rel, sizeof rel, "models/%s", files[_i]);
+    char *path = fixture_path(rel);
+    struct dllm_model_params mp;
+    dllm_model_params_init(&mp);
+    struct dllm_model *model = NULL;
+    struct dllm_error err = {0};
+    ck_assert_msg(dllm_model_open(path, &mp, &model, &err) == DLLM_OK, "%s: %s", path, err.text);
+    free(path);
+    struct test_forward t = test_forward_new(model, 16, 16, 2, NULL);
+    const int64_t V = dllm_model_n_vocab(model), n = 16;
+    int32_t ids[16], rows[16];
+    for (int i = 0; i < n; i++) {
+        ids[i] = i % 3 ? (int32_t)((i * 131 + 5) % V) : dllm_model_mask_id(model);
+        rows[i] = i;
+    }
+    float *logits = malloc((size_t)(n * V) * sizeof *logits);
+    ck_assert_ptr_nonnull(logits);
+    struct dllm_row_stats stats[16];
+    const struct dllm_pass pass = {
+        .ids = ids, .n_tokens = n, .rows = rows, .n_rows = n, .logits = logits, .stats = stats};
+    ck_assert_msg(dllm_forward_run(t.fwd, &pass, &err) == DLLM_OK, "%s", err.text);
+    for (int r = 0; r < n; r++) {
+        char what[300];
+        snprintf(what, sizeof what, "%s row %d", files[_i], r);
+        struct dllm_row_stats got = dllm_hd_stats_serial(logits + r * V, V);
+        ck_assert_msg(got.argmax == stats[r].argmax && bits(got.max) == bits(stats[r].max) &&
+                          bits(got.second) == bits(stats[r].second) &&
+                          dbits(got.lse) == dbits(stats[r].lse) &&
+                          dbits(got.entropy) == dbits(stats[r].entropy),
+                      "%s: %d %a %a %a %a, the CPU gives %d %a %a %a %a", what, got.argmax, got.max,
+                      got.second, got.lse, got.entropy, stats[r].argmax, stats[r].max,
+                      stats[r].second, stats[r].lse, stats[r].entropy);
+        expect_kernel_order(logits + r * V, V, stats[r], what);
+    }
+    free(logits);
+    test_forward_free(&t);
+    dllm_model_close(model);
+}
+END_TEST
+
+/*
+ * Ties and infinities, in the kernel's order against the index order: equal maxima in one
+ * partial and in two (the lowest index wins, the runner-up is the same value), a single
+ * finite value among -inf, rows shorter than the partials, and the real vocabulary sizes.
+ */
+START_TEST(test_stats_ties)
+{
+    static const int64_t sizes[] = {1, 3, 255, 256, 257, 2048, 126464, 152064};
+    uint64_t seed = 0x71e5;
+    for (size_t k = 0; k < N_OF(sizes); k++) {
+        const int64_t n = sizes[k];
+        float *l = malloc((size_t)n * sizeof *l);
+        ck_assert_ptr_nonnull(l);
+        for (int c = 0; c < 5; c++) {
+            for (int64_t v = 0; v < n; v++)
+                l[v] = c == 3 ? -INFINITY : (float)(8.0 * rng_gauss(&seed));
+            int64_t a = n / 3, b = n - 1 - n / 7;
+            if (c == 0 || c == 1) { /* a tie of maxima at a < b: same partial for c == 1 */
+                if (c == 1)
+                    b = a + DLLM_HD_STATS_THREADS < n ? a + DLLM_HD_STATS_THREADS : a;
+                l[a] = l[b] = 100.0f;
+            } else if (c == 2) { /* every element equal */
+                for (int64_t v = 0; v < n; v++)
+                    l[v] = 1.5f;
+            } else if (c == 3) {
+                l[b] = 2.0f;
+            }
+            char what[64];
+            snprintf(what, sizeof what, "n %" PRId64 " case %d", n, c);
+            struct dllm_row_stats want = dllm_hd_stats_serial(l, n);
+            if (c <= 1 && a != b)
+                ck_assert_msg(want.argmax == a && want.second == 100.0f, "%s", what);
+            expect_kernel_order(l, n, want, what);
+        }
+        free(l);
+    }
+}
+END_TEST
+
+static Suite *cuda_host_suite(void)
+{
+    Suite *s = suite_create("cuda_host");
+    TCase *tc = tcase_create("dequant");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_geometry, 0, N_OF(hd_types));
+    tcase_add_test(tc, test_geometry_unsupported);
+    tcase_add_loop_test(tc, test_random_blocks, 0, N_OF(hd_types));
+    tcase_add_loop_test(tc, test_random_bytes, 0, N_OF(hd_types));
+    tcase_add_test(tc, test_fp16_widen);
+    tcase_add_test(tc, test_fp16_narrow);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("fixtures");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_fixture, 0, (int)json_array_size(manifest));
+    tcase_add_loop_test(tc, test_fixture_model, 0, N_OF(models));
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("row_stats");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_exp_log);
+    tcase_add_loop_test(tc, test_stats_cpu, 0, 3);
+    tcase_add_test(tc, test_stats_ties);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    size_t size;
+    char *text = fixture_read("dequant/manifest.json", &size);
+    json_error_t jerr;
+    manifest = json_loadb(text, size, 0, &jerr);
+    free(text);
+    if (!json_is_array(manifest) || json_array_size(manifest) == 0) {
+        fprintf(stderr, "dequant/manifest.json: not a non-empty array (%s)\n", jerr.text);
+        return EXIT_FAILURE;
+    }
+    int status = test_run_suite(cuda_host_suite());
+    json_decref(manifest);
+    return status;
+}
