@@ -153,4 +153,13 @@ enum dllm_status dllm_backend_find(const char *name, const struct dllm_backend_o
 /* The CPU backend: the kernels of kernels/ on the thread pool; variant names a kernel set. */
 extern const struct dllm_backend_ops dllm_backend_cpu;
 
+#ifdef DLLM_HAVE_CUDA
+/* The CUDA backend (cuda/): kernels.h and cuBLAS on one GPU; variant "cublas". */
+extern const struct dllm_backend_ops dllm_backend_cuda;
+
+/* The device bytes it needs for a model, a canvas, logits rows and a mode (dllm_gpu_bytes). */
+uint64_t dllm_cuda_device_bytes(const struct dllm_model *model, int64_t max_tokens,
+                                int64_t max_rows, bool resident);
+#endif
+
 #endif

@@ -670,6 +670,16 @@ DLLM_API enum dllm_status dllm_gpu_info(int index, struct dllm_gpu_info *out,
                                         struct dllm_error *err);
 
 /*
+ * The device memory a forward context of the CUDA backend needs for these params (the weights
+ * as their GGUF blocks, the FP16 scratch or resident copies, the activations, the logits
+ * rows); 0 in a build without CUDA. dllm_forward_new refuses with DLLM_ERR_NOMEM ("needs X
+ * GB of GPU memory but Y GB is free") when the GPU has less free.
+ */
+struct dllm_forward_params;
+DLLM_API uint64_t dllm_gpu_bytes(const struct dllm_model *model,
+                                 const struct dllm_forward_params *params);
+
+/*
  * A forward context: every buffer one pass over up to max_tokens tokens needs, allocated once,
  * so that passes allocate nothing. One context serves one thread at a time.
  */

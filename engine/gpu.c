@@ -30,6 +30,12 @@ enum dllm_status dllm_gpu_info(int index, struct dllm_gpu_info *out, struct dllm
 {
     return dllm_cuda_probe(index, out, err);
 }
+
+uint64_t dllm_gpu_bytes(const struct dllm_model *model, const struct dllm_forward_params *params)
+{
+    return dllm_cuda_device_bytes(model, params->max_tokens, params->max_rows,
+                                  params->gpu_resident);
+}
 #else
 /* The refusal of a build without CUDA. */
 static enum dllm_status not_built(struct dllm_error *err)
@@ -47,5 +53,10 @@ enum dllm_status dllm_gpu_count(int *n, struct dllm_error *err)
 enum dllm_status dllm_gpu_info(int index, struct dllm_gpu_info *out, struct dllm_error *err)
 {
     return not_built(err);
+}
+
+uint64_t dllm_gpu_bytes(const struct dllm_model *model, const struct dllm_forward_params *params)
+{
+    return 0;
 }
 #endif

@@ -17,7 +17,33 @@
 #endif
 
 #include <check.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* A forward context of the model at fixture path rel on backend, or its refusal in err. */
+static enum dllm_status forward_on(const char *rel, const char *backend, struct dllm_error *err)
+{
+    char *path = fixture_path(rel);
+    struct dllm_model *m = NULL;
+    ck_assert_int_eq(dllm_model_open(path, NULL, &m, err), DLLM_OK);
+    struct dllm_threadpool *pool = NULL;
+    ck_assert_int_eq(dllm_threadpool_new(1, &pool, err), DLLM_OK);
+    struct dllm_forward_params fp;
+    dllm_forward_params_init(&fp);
+    fp.max_tokens = 16;
+    fp.max_rows = 4;
+    fp.pool = pool;
+    fp.backend = backend;
+    struct dllm_forward *fwd = NULL;
+    enum dllm_status st = dllm_forward_new(m, &fp, &fwd, err);
+    if (st)
+        ck_assert_ptr_null(fwd);
+    dllm_forward_free(fwd);
+    dllm_threadpool_free(pool);
+    dllm_model_close(m);
+    free(path);
+    return st;
+}
 
 #ifdef DLLM_HAVE_CUDA
 START_TEST(test_no_driver)
@@ -112,6 +138,29 @@ START_TEST(test_fault_once)
 }
 END_TEST
 
+/*
+ * The backend refuses a MoE model before it asks for a GPU, and on this machine a dense one
+ * with the runtime's reason; on a machine with a GPU the dense one gets its context.
+ */
+START_TEST(test_backend_create)
+{
+    struct dllm_error err = {0};
+    ck_assert_int_eq(forward_on("models/llada-moe-tiny-q4km.gguf", "cuda", &err),
+                     DLLM_ERR_UNSUPPORTED);
+    ck_assert_str_eq(err.text, "llada-moe is a mixture-of-experts model: the CUDA backend runs "
+                               "dense models only (LLaDA, Dream)");
+    int n;
+    struct dllm_error count_err;
+    if (dllm_gpu_count(&n, &count_err) == DLLM_OK) {
+        ck_assert_int_eq(forward_on("models/llada-tiny-q4km.gguf", "cuda", &err), DLLM_OK);
+    } else {
+        ck_assert_int_eq(forward_on("models/llada-tiny-q4km.gguf", "cuda", &err),
+                         DLLM_ERR_UNSUPPORTED);
+        ck_assert_str_eq(err.text, count_err.text);
+    }
+}
+END_TEST
+
 /* The real runtime: without a driver or a GPU it says which; with a GPU it counts it. */
 START_TEST(test_real_runtime)
 {
@@ -145,6 +194,8 @@ START_TEST(test_not_built)
     ck_assert_int_eq(n, 0);
     ck_assert_str_eq(err.text, "this libdllm was built without the CUDA backend");
     ck_assert_int_eq(dllm_gpu_info(0, &gpu, &err), DLLM_ERR_UNSUPPORTED);
+    ck_assert_int_eq(forward_on("models/llada-tiny-q4km.gguf", "cuda", &err), DLLM_ERR_ARG);
+    ck_assert_str_eq(err.text, "unknown backend 'cuda': this build has cpu");
 }
 END_TEST
 #endif
@@ -162,6 +213,7 @@ static Suite *gpu_suite(void)
     tcase_add_test(tc, test_cublas_failure);
     tcase_add_test(tc, test_fault_once);
     tcase_add_test(tc, test_real_runtime);
+    tcase_add_test(tc, test_backend_create);
 #else
     tcase_add_test(tc, test_not_built);
 #endif
