@@ -5,7 +5,12 @@
 
 #include <string.h>
 
-static const struct dllm_backend_ops *const backends[] = {&dllm_backend_cpu};
+static const struct dllm_backend_ops *const backends[] = {
+    &dllm_backend_cpu,
+#ifdef DLLM_HAVE_CUDA
+    &dllm_backend_cuda,
+#endif
+};
 #define N_BACKENDS (sizeof backends / sizeof backends[0])
 
 enum dllm_status dllm_backend_find(const char *name, const struct dllm_backend_ops **out,
@@ -19,5 +24,6 @@ enum dllm_status dllm_backend_find(const char *name, const struct dllm_backend_o
             return DLLM_OK;
         }
     }
-    return dllm_error_set(err, DLLM_ERR_ARG, "unknown backend '%s': this build has cpu", name);
+    return dllm_error_set(err, DLLM_ERR_ARG, "unknown backend '%s': this build has %s", name,
+                          N_BACKENDS > 1 ? "cpu and cuda" : "cpu");
 }

@@ -61,6 +61,8 @@ struct dllm_backend_config {
     dllm_progress_fn progress;    /* DLLM_PROGRESS_REPACK while preparing the weights */
     void *progress_user;
     const atomic_bool *cancel; /* checked while preparing the weights */
+    int device;                /* the CUDA backend's GPU */
+    bool gpu_resident;         /* the CUDA backend keeps FP16 copies of the matrices */
 };
 
 struct dllm_backend;
@@ -160,5 +162,14 @@ extern const struct dllm_backend_ops dllm_backend_cpu;
  * read the cache or alter it between passes.
  */
 float *dllm_backend_cpu_kv_layer(struct dllm_kv_cache *kv, int64_t layer);
+
+#ifdef DLLM_HAVE_CUDA
+/* The CUDA backend (cuda/): kernels.h and cuBLAS on one GPU; variant "cublas". */
+extern const struct dllm_backend_ops dllm_backend_cuda;
+
+/* The device bytes it needs for a model, a canvas, logits rows and a mode (dllm_gpu_bytes). */
+uint64_t dllm_cuda_device_bytes(const struct dllm_model *model, int64_t max_tokens,
+                                int64_t max_rows, bool resident);
+#endif
 
 #endif

@@ -53,6 +53,7 @@ const char *dllm_status_str(enum dllm_status status)
     case DLLM_ERR_NOMEM: return "out of memory";
     case DLLM_ERR_ARG: return "invalid argument";
     case DLLM_ERR_CANCELLED: return "cancelled";
+    case DLLM_ERR_DEVICE: return "GPU failure";
     }
     return "unknown status";
 }

@@ -102,7 +102,9 @@ enum dllm_status dllm_forward_new(const struct dllm_model *model,
                                             .variant = params->kernels,
                                             .progress = params->progress,
                                             .progress_user = params->progress_user,
-                                            .cancel = params->cancel};
+                                            .cancel = params->cancel,
+                                            .device = params->device,
+                                            .gpu_resident = params->gpu_resident};
     if (!params->skip_memory_check && (st = check_memory(ops, &cfg, err)))
         return st;
     struct dllm_forward *f = calloc(1, sizeof *f);

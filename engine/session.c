@@ -715,6 +715,9 @@ enum dllm_status dllm_session_new(const struct dllm_model *model,
     fp.max_tokens = max_canvas;
     fp.max_rows = max_canvas;
     fp.kernels = params->kernels;
+    fp.backend = params->backend;
+    fp.device = params->device;
+    fp.gpu_resident = params->gpu_resident;
     fp.skip_memory_check = params->skip_memory_check;
     fp.progress = on_progress;
     fp.progress_user = s;

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "cli.h"
+#include "device.h"
 #include "commands.h"
 #include "dllm.h"
 #include "model_ref.h"
@@ -20,7 +21,7 @@ enum { BENCH_MASKS = 128 };
 
 const char cmd_bench_usage[] =
     "usage: dllm bench --model MODEL [--canvas L] [--rows R] [--reps N] [--threads N]\n"
-    "                  [--json] [--offline]\n"
+    "                  [--json] [--offline] [--device D] [--gpu-resident]\n"
     "\n"
     "Loads the model, then times N forward passes over a canvas of L tokens shaped like a\n"
     "denoising step's: the first L-128 positions prompt ids, the last 128 (all of them when\n"
@@ -37,6 +38,8 @@ const char cmd_bench_usage[] =
     "  -r, --rows R        logits rows, 1 to L (default 32, or L when L is smaller)\n"
     "  -n, --reps N        timed passes, 1 to 1000 (default 3)\n"
     "  -t, --threads N     worker threads, 1 to 1024 (default: one per core)\n"
+    "      --device D      auto (default), cpu or gpu[:N], as dllm run's\n"
+    "      --gpu-resident  on a GPU, keep FP16 copies of the weights\n"
     "      --json          print one JSON document: load_ms, pass_ms, median_ms, canvas,\n"
     "                      rows, threads, kernel, gops, peak_rss_mb, cpu_ms (each pass's\n"
     "                      CPU time, all threads) and the model's facts\n"
@@ -169,17 +172,24 @@ static void print_json(const struct bench_result *r)
 
 int cmd_bench(const struct cli_command *cmd, int argc, char **argv)
 {
-    enum { OPT_JSON = 256, OPT_OFFLINE };
+    enum { OPT_JSON = 256, OPT_OFFLINE, OPT_DEVICE, OPT_GPU_RESIDENT };
     static const struct option opts[] = {
-        {"model", required_argument, NULL, 'm'},     {"canvas", required_argument, NULL, 'L'},
-        {"rows", required_argument, NULL, 'r'},      {"reps", required_argument, NULL, 'n'},
-        {"threads", required_argument, NULL, 't'},   {"json", no_argument, NULL, OPT_JSON},
-        {"offline", no_argument, NULL, OPT_OFFLINE}, {0},
+        {"model", required_argument, NULL, 'm'},
+        {"canvas", required_argument, NULL, 'L'},
+        {"rows", required_argument, NULL, 'r'},
+        {"reps", required_argument, NULL, 'n'},
+        {"threads", required_argument, NULL, 't'},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"offline", no_argument, NULL, OPT_OFFLINE},
+        {"device", required_argument, NULL, OPT_DEVICE},
+        {"gpu-resident", no_argument, NULL, OPT_GPU_RESIDENT},
+        {0},
     };
     const char *model_ref = NULL;
     int64_t canvas = 160, rows = 0;
     int reps = 3, threads = (int)sysconf(_SC_NPROCESSORS_ONLN), c;
     bool json = false, offline = false;
+    struct device_spec device = {0};
     while ((c = cli_getopt(cmd, argc, argv, "m:L:r:n:t:", opts)) != -1) {
         switch (c) {
         case 'm': model_ref = optarg; break;
@@ -189,6 +199,8 @@ int cmd_bench(const struct cli_command *cmd, int argc, char **argv)
         case 't': threads = (int)cli_parse_int(cmd, "--threads", optarg, 1, 1024); break;
         case OPT_JSON: json = true; break;
         case OPT_OFFLINE: offline = true; break;
+        case OPT_DEVICE: device_parse(cmd, optarg, &device); break;
+        case OPT_GPU_RESIDENT: device.resident = true; break;
         }
     }
     if (optind != argc)
@@ -218,9 +230,11 @@ int cmd_bench(const struct cli_command *cmd, int argc, char **argv)
     double t0 = cli_now_ms();
     struct dllm_model *model = model_ref_open(path, false);
     struct dllm_forward *fwd;
+    char label[300];
+    device_choose(cmd, &device, model, canvas, rows, &fp, label, sizeof label);
     if (dllm_threadpool_new(threads, &fp.pool, &err) != DLLM_OK ||
         dllm_forward_new(model, &fp, &fwd, &err) != DLLM_OK)
-        cli_fail("%s", err.text);
+        cli_fail("%s%s", err.text, fp.backend ? ": use --device cpu" : "");
     r.kernel = dllm_forward_kernels(fwd);
     r.load_ms = cli_now_ms() - t0;
     r.path = path;

@@ -114,7 +114,7 @@ static void check_cpu(int *fails)
            sysconf(_SC_NPROCESSORS_ONLN), sysconf(_SC_NPROCESSORS_CONF));
 }
 
-/* The GPUs nvidia-smi reports, one line each; the CUDA backend does not exist yet. */
+/* The GPUs nvidia-smi reports, one line each (what the driver sees, whatever dllm's build). */
 static void check_gpu(int *fails)
 {
     FILE *p = popen("nvidia-smi --query-gpu=name,memory.total,driver_version "
@@ -131,10 +131,8 @@ static void check_gpu(int *fails)
         char driver[64];
         if (sscanf(line, "%127[^,], %lf, %63s", name, &mib, driver) == 3) {
             char size[16];
-            report(fails, LEVEL_OK, "gpu",
-                   "%s, %s, driver %s: not used, dllm has no CUDA backend yet and computes on "
-                   "the CPU",
-                   name, model_ref_bytes(size, mib * 1048576.0), driver);
+            report(fails, LEVEL_OK, "gpu", "%s, %s, driver %s", name,
+                   model_ref_bytes(size, mib * 1048576.0), driver);
             n++;
         }
     }
@@ -148,6 +146,46 @@ static void check_gpu(int *fails)
     else
         report(fails, LEVEL_OK, "gpu",
                "no NVIDIA GPU found (nvidia-smi: %s); dllm computes on the CPU", first);
+}
+
+/*
+ * Whether this build has the CUDA backend and, if so, each GPU as the CUDA runtime reports it:
+ * capability, free memory, the driver's and the runtime's CUDA versions, and whether
+ * --device auto would use it.
+ */
+static void check_cuda(int *fails)
+{
+    if (!dllm_gpu_built()) {
+        report(fails, LEVEL_OK, "cuda",
+               "this build has no CUDA backend (configure --with-cuda); dllm computes on the CPU");
+        return;
+    }
+    struct dllm_error err;
+    int n;
+    if (dllm_gpu_count(&n, &err) != DLLM_OK) {
+        report(fails, LEVEL_OK, "cuda",
+               "the CUDA backend is built but finds no GPU: %s; dllm computes on the CPU",
+               err.text);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        struct dllm_gpu_info g;
+        if (dllm_gpu_info(i, &g, &err) != DLLM_OK) {
+            report(fails, LEVEL_OK, "cuda", "GPU %d: %s", i, err.text);
+            continue;
+        }
+        char free_s[16], total_s[16];
+        model_ref_bytes(free_s, (double)g.free_bytes);
+        model_ref_bytes(total_s, (double)g.total_bytes);
+        report(fails, LEVEL_OK, "cuda",
+               "GPU %d: %s, compute capability %d.%d, %s free of %s, CUDA driver %d.%d, "
+               "runtime %d.%d: %s",
+               i, g.name, g.major, g.minor, free_s, total_s, g.driver_version / 1000,
+               g.driver_version % 1000 / 10, g.runtime_version / 1000,
+               g.runtime_version % 1000 / 10,
+               g.major >= DLLM_GPU_MIN_MAJOR ? "dllm runs on it (--device gpu:N)"
+                                             : "below 8.0, dllm computes on the CPU");
+    }
 }
 
 static void check_build(int *fails)
@@ -362,6 +400,7 @@ int cmd_doctor(const struct cli_command *cmd, int argc, char **argv)
     check_cpu(&fails);
     check_memory(&fails, &d);
     check_gpu(&fails);
+    check_cuda(&fails);
     check_build(&fails);
     check_cache(&fails, list, &list_err);
     check_default(&fails, &d);

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include "cli.h"
+#include "device.h"
 #include "commands.h"
 #include "dllm.h"
 #include "model_ref.h"
@@ -14,7 +15,7 @@
 
 const char cmd_logits_usage[] =
     "usage: dllm logits --model MODEL --tokens IDS --rows POSITIONS|all --out FILE\n"
-    "                   [--threads N] [--offline]\n"
+    "                   [--threads N] [--offline] [--device D] [--gpu-resident]\n"
     "\n"
     "Runs one bidirectional forward pass of a LLaDA, Dream, LLaDA-MoE or RND1 model over the\n"
     "token ids, at positions 0, 1, ..., and writes the logits of the requested positions to\n"
@@ -31,6 +32,8 @@ const char cmd_logits_usage[] =
     "  -o, --out FILE          where to write the logits\n"
     "  -t, --threads N         worker threads, 1 to 1024 (default: one per core); the\n"
     "                          logits do not depend on it\n"
+    "      --device D          auto (default), cpu or gpu[:N], as dllm run's\n"
+    "      --gpu-resident      on a GPU, keep FP16 copies of the weights\n"
     "  -h, --help              this help\n";
 
 /* Parses "a,b,c" into a new array of n values in [0, max], or a usage error naming flag. */
@@ -69,10 +72,13 @@ int cmd_logits(const struct cli_command *cmd, int argc, char **argv)
         {"out", required_argument, NULL, 'o'},
         {"threads", required_argument, NULL, 't'},
         {"offline", no_argument, NULL, 'f'},
+        {"device", required_argument, NULL, 'd'},
+        {"gpu-resident", no_argument, NULL, 'g'},
         {0},
     };
     const char *model_path = NULL, *tokens = NULL, *rows_text = NULL, *out_path = NULL;
     bool offline = false;
+    struct device_spec device = {0};
     int threads = 0, c;
     while ((c = cli_getopt(cmd, argc, argv, "m:r:o:t:", opts)) != -1) {
         switch (c) {
@@ -82,6 +88,8 @@ int cmd_logits(const struct cli_command *cmd, int argc, char **argv)
         case 'o': out_path = optarg; break;
         case 't': threads = (int)cli_parse_int(cmd, "--threads", optarg, 1, 1024); break;
         case 'f': offline = true; break;
+        case 'd': device_parse(cmd, optarg, &device); break;
+        case 'g': device.resident = true; break;
         }
     }
     if (optind != argc)
@@ -114,11 +122,13 @@ int cmd_logits(const struct cli_command *cmd, int argc, char **argv)
     fp.max_rows = n_rows > n ? n : n_rows;
     fp.kernels = cli_kernels();
     fp.progress = model_ref_progress;
+    char label[300];
+    device_choose(cmd, &device, model, fp.max_tokens, fp.max_rows, &fp, label, sizeof label);
     struct dllm_forward *fwd;
     struct dllm_error err;
     if (dllm_threadpool_new(threads, &fp.pool, &err) != DLLM_OK ||
         dllm_forward_new(model, &fp, &fwd, &err) != DLLM_OK)
-        cli_fail("%s", err.text);
+        cli_fail("%s%s", err.text, fp.backend ? ": use --device cpu" : "");
     const int64_t n_vocab = dllm_model_n_vocab(model);
     float *logits = malloc((size_t)(n_rows * n_vocab) * sizeof *logits);
     if (!logits)

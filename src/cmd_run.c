@@ -295,6 +295,18 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
     dllm_session_params_init(&session_params);
     session_params.threads = o.threads;
     session_params.kernels = cli_kernels();
+    char device[300];
+    {
+        const int64_t canvas = dllm_model_n_ctx(model) < DLLM_MAX_CANVAS_DEFAULT
+                                   ? dllm_model_n_ctx(model)
+                                   : DLLM_MAX_CANVAS_DEFAULT;
+        struct dllm_forward_params fp;
+        dllm_forward_params_init(&fp);
+        device_choose(cmd, &o.device, model, canvas, canvas, &fp, device, sizeof device);
+        session_params.backend = fp.backend;
+        session_params.device = fp.device;
+        session_params.gpu_resident = fp.gpu_resident;
+    }
     session_params.progress = model_ref_progress;
     session_params.progress_user = model_ref_progress_user(verbose);
     session_params.cancel = &interrupted;
@@ -302,7 +314,7 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     if (dllm_session_new(model, &session_params, &session, &err))
-        cli_fail("%s", err.text);
+        cli_fail("%s%s", err.text, session_params.backend ? ": use --device cpu" : "");
     if (!o.no_chat && !dllm_session_has_template(session)) {
         struct dllm_chat_template *tmpl;
         dllm_chat_template_load(dllm_model_gguf(model), dllm_session_vocab(session), &tmpl, &err);
@@ -317,13 +329,13 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
                      (long long)x.n_expert, (long long)x.n_used, (long long)x.ff);
         fprintf(stderr,
                 "model %s: %s, %lld layers, d_model %lld, vocab %lld%s; %s sampler, logit "
-                "shift %s; device cpu, %d threads; loaded in %.0f ms\n"
+                "shift %s; device %s, %d threads; loaded in %.0f ms\n"
                 "settings: max-tokens %lld, steps %lld, block-length %lld, temperature %g, "
                 "threshold %g, seed %llu, early stop %s, cache %s\n",
                 path, dllm_model_arch(model), (long long)dllm_model_n_layer(model),
                 (long long)dllm_model_n_embd(model), (long long)dllm_model_n_vocab(model), experts,
                 p->kind == DLLM_SAMPLER_LLADA ? "LLaDA" : "Dream",
-                dllm_model_shift_logits(model) ? "on" : "off", o.threads, load_ms,
+                dllm_model_shift_logits(model) ? "on" : "off", device, o.threads, load_ms,
                 (long long)p->gen_length, (long long)p->steps, (long long)p->block_length,
                 p->temperature, p->threshold, (unsigned long long)p->seed,
                 p->early_stop ? "on" : "off", dllm_cache_mode_name(p->cache));

@@ -356,11 +356,22 @@ int main(int argc, char **argv)
     struct dllm_sampler_params settings;
     struct dllm_model *peek = model_ref_open(model_path, false);
     gen_options_sampler(&command, &o.gen, peek, &settings);
+    const int64_t canvas = dllm_model_n_ctx(peek) < DLLM_MAX_CANVAS_DEFAULT
+                               ? dllm_model_n_ctx(peek)
+                               : DLLM_MAX_CANVAS_DEFAULT;
+    struct dllm_forward_params fp;
+    dllm_forward_params_init(&fp);
+    char device[300];
+    device_choose(&command, &o.gen.device, peek, canvas, canvas, &fp, device, sizeof device);
     dllm_model_close(peek);
     struct ui_engine_params params = {.model = model_path,
                                       .threads = o.gen.threads,
                                       .no_chat = o.gen.no_chat,
                                       .kernels = cli_kernels(),
+                                      .backend = fp.backend,
+                                      .device = fp.device,
+                                      .gpu_resident = fp.gpu_resident,
+                                      .device_label = device,
                                       .progress = model_ref_progress};
     struct ui_engine *engine;
     struct dllm_error err = {0};

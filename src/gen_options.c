@@ -26,6 +26,8 @@ enum {
     OPT_NO_EARLY_STOP,
     OPT_OFFLINE,
     OPT_CACHE,
+    OPT_DEVICE,
+    OPT_GPU_RESIDENT,
 };
 
 const struct option gen_long_options[] = {
@@ -50,6 +52,8 @@ const struct option gen_long_options[] = {
     {"no-early-stop", no_argument, NULL, OPT_NO_EARLY_STOP},
     {"offline", no_argument, NULL, OPT_OFFLINE},
     {"cache", required_argument, NULL, OPT_CACHE},
+    {"device", required_argument, NULL, OPT_DEVICE},
+    {"gpu-resident", no_argument, NULL, OPT_GPU_RESIDENT},
     {0},
 };
 
@@ -133,6 +137,8 @@ bool gen_options_handle(const struct cli_command *cmd, struct gen_options *o, in
             cli_usage_error(cmd, "--cache is none, prefix or dual, not '%s'", arg);
         o->has_cache = true;
         break;
+    case OPT_DEVICE: device_parse(cmd, arg, &o->device); break;
+    case OPT_GPU_RESIDENT: o->device.resident = true; break;
     default: return false;
     }
     return true;

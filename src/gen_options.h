@@ -3,6 +3,7 @@
 #define DLLM_GEN_OPTIONS_H
 
 #include "cli.h"
+#include "device.h"
 #include "dllm.h"
 
 #include <stdbool.h>
@@ -14,7 +15,8 @@ struct gen_options {
     const char *system;
     int threads;
     bool no_chat;
-    bool offline; /* hub models from the cache only */
+    bool offline;              /* hub models from the cache only */
+    struct device_spec device; /* --device, --gpu-resident */
     /* Sampler overrides: each field counts only when its has_ flag is set. */
     struct dllm_sampler_params set;
     bool has_gen_length, has_steps, has_block_length, has_temperature, has_top_p, has_top_k,
@@ -57,7 +59,7 @@ extern const struct option gen_long_options[];
     "                       none (default), prefix or dual (blocks of 32 unless\n"                 \
     "                       --block-length says otherwise)\n"                                      \
     "  --no-chat            feed the prompt as raw text, without the chat template\n"              \
-    "  --no-early-stop      run every step even once the answer is final\n"
+    "  --no-early-stop      run every step even once the answer is final\n" DEVICE_HELP
 
 /* Handles one option of gen_long_options (or -m, -p, -t); false when c is not one of them. */
 bool gen_options_handle(const struct cli_command *cmd, struct gen_options *o, int c,

@@ -39,7 +39,10 @@ expect_out "summary" "^1 problem: run the command named on the FAIL line, then '
 fixes_named "every problem names its fix"
 
 run "GPU found" 1 env PATH="$TMP/gpu" "$DLLM" doctor
-expect_out "GPU line" '^ok +gpu +NVIDIA H200, 150.8 GB, driver 570.86.15: not used, dllm has no CUDA backend yet'
+expect_out "GPU line" '^ok +gpu +NVIDIA H200, 150.8 GB, driver 570.86.15$'
+# The CUDA line comes from the library: the build without CUDA, the runtime's reason for no
+# GPU (on a machine without a driver: the driver), or each GPU it finds.
+expect_out "cuda line" '^ok +cuda +(this build has no CUDA backend|the CUDA backend is built but finds no GPU: no (usable NVIDIA driver|CUDA GPU): |GPU 0: .*, compute capability [0-9]+\.[0-9]+, )'
 run "nvidia-smi without a driver" 1 env PATH="$TMP/nodriver" "$DLLM" doctor
 expect_out "driver message" '^ok +gpu +no NVIDIA GPU found \(nvidia-smi: NVIDIA-SMI has failed'
 

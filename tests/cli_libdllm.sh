@@ -53,5 +53,14 @@ if command -v nm >/dev/null; then
     elif [ -f "$TORTURE" ] && ! nm "$TORTURE" | grep -q ' [Tt] dllm_torture_malloc$'; then
         not_ok "tests/test_torture lacks the hook: the check looks for the wrong name"
     else ok "libdllm.so has no torture hook"; fi
+    # A build without the CUDA backend references no CUDA or cuBLAS symbol at all; one with it
+    # needs the runtime and cuBLAS but never the driver (libcuda), so it loads without one.
+    if "$DLLM" --version | grep -q 'cuda=no'; then
+        if nm "$LIB" | grep -Eiq 'cuda|cublas'; then
+            not_ok "a build without CUDA has CUDA symbols: $(nm "$LIB" | grep -Ei 'cuda|cublas' | head -3 | tr '\n' ' ')"
+        else ok "a build without CUDA has no symbol naming cuda or cublas"; fi
+    elif grep -Eq 'NEEDED.*libcuda\.so' "$TMP/dyn" || ! grep -Eq 'NEEDED.*libcudart' "$TMP/dyn"; then
+        not_ok "a CUDA build should link libcudart, not libcuda: $(grep NEEDED "$TMP/dyn" | grep -Eo 'libcu[^]]*' | tr '\n' ' ')"
+    else ok "a CUDA build links libcudart and libcublas, not the driver"; fi
 else not_ok "nm is missing (binutils)"; fi
 finish

@@ -704,7 +704,9 @@ START_TEST(test_run_errors)
     fp.pool = t.pool;
     fp.backend = "tpu";
     ck_assert_int_eq(dllm_forward_new(model, &fp, &other, &err), DLLM_ERR_ARG);
-    ck_assert_str_eq(err.text, "unknown backend 'tpu': this build has cpu");
+    ck_assert_str_eq(err.text, dllm_gpu_built()
+                                   ? "unknown backend 'tpu': this build has cpu and cuda"
+                                   : "unknown backend 'tpu': this build has cpu");
     fp.backend = NULL;
     fp.kernels = "neon";
     ck_assert_int_eq(dllm_forward_new(model, &fp, &other, &err), DLLM_ERR_ARG);

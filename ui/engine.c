@@ -43,6 +43,9 @@ enum dllm_status ui_engine_open(const struct ui_engine_params *params, struct ui
         dllm_session_params_init(&sp);
         sp.threads = params->threads;
         sp.kernels = params->kernels;
+        sp.backend = params->backend;
+        sp.device = params->device;
+        sp.gpu_resident = params->gpu_resident;
         sp.progress = params->progress;
         sp.progress_user = params->progress_user;
         st = dllm_session_new(e->model, &sp, &e->session, err);
@@ -59,7 +62,8 @@ enum dllm_status ui_engine_open(const struct ui_engine_params *params, struct ui
     snprintf(e->info.model, sizeof e->info.model, "%s", base ? base + 1 : params->model);
     snprintf(e->info.arch, sizeof e->info.arch, "%s", dllm_model_arch(e->model));
     snprintf(e->info.quant, sizeof e->info.quant, "%s", dllm_model_file_type(e->model));
-    snprintf(e->info.device, sizeof e->info.device, "cpu");
+    snprintf(e->info.device, sizeof e->info.device, "%s",
+             params->device_label ? params->device_label : "cpu");
     e->info.threads = params->threads;
     e->info.n_ctx = dllm_session_max_canvas(e->session);
     e->info.load_ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;

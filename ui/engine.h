@@ -21,6 +21,10 @@ struct ui_engine_params {
     int threads;         /* 0: the number of cores */
     bool no_chat;        /* send the last user message as raw text, without the chat template */
     const char *kernels; /* the kernel variant, or NULL for the fastest */
+    const char *backend; /* NULL (the CPU) or "cuda" */
+    int device;          /* the GPU, for "cuda" */
+    bool gpu_resident;
+    const char *device_label;  /* the status bar's device: "cpu", "gpu:0 NVIDIA H200" */
     dllm_progress_fn progress; /* the weights' preparation (dllm_session_params'), or NULL */
     void *progress_user;
 };

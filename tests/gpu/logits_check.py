@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Every fixture model's forward pass on a device against the float64 reference logits.
+
+usage: logits_check.py DLLM FIXTURES DEVICE OUT.json
+
+For each case of FIXTURES/logits/*.cases.json (the realvocab model excepted: it is not in the
+GPU bundle) runs `DLLM logits --device DEVICE` over the case's ids, all rows, and holds every
+row to tests/test_forward.c's bar: relative error at most llama.cpp's worst row + 5%, the
+median at most llama.cpp's + 5%, 1 - cosine at most llama.cpp's worst x 1.05^2. On a GPU a
+mixture-of-experts model must be refused (exit 1, naming --device cpu). Writes the figures
+to OUT.json; exits 1 when a case fails.
+"""
+import json, math, os, struct, subprocess, sys, tempfile
+
+MARGIN = 1.05
+
+
+def row_error(a, b):
+    ab = aa = bb = dd = 0.0
+    for x, y in zip(a, b):
+        ab += x * y
+        aa += x * x
+        bb += y * y
+        dd += (x - y) * (x - y)
+    return ab / math.sqrt(aa * bb), math.sqrt(dd / bb)
+
+
+def read_rows(path, n, v):
+    data = open(path, "rb").read()
+    assert len(data) == 4 * n * v, "%s: %d bytes, want %d" % (path, len(data), 4 * n * v)
+    return [struct.unpack_from("<%df" % v, data, 4 * v * r) for r in range(n)]
+
+
+def main():
+    dllm, fix, device, out = sys.argv[1:5]
+    results, failed = [], 0
+    for name in sorted(os.listdir(os.path.join(fix, "logits"))):
+        if not name.endswith(".cases.json") or "realvocab" in name:
+            continue
+        for case in json.load(open(os.path.join(fix, "logits", name))):
+            model = os.path.join(fix, "models", case["model"] if case["model"].endswith(".gguf")
+                                 else case["model"] + ".gguf")
+            n, v = case["n_tokens"], case["n_vocab"]
+            with tempfile.NamedTemporaryFile(suffix=".f32") as tmp:
+                p = subprocess.run([dllm, "logits", "-m", model, "--tokens",
+                                    ",".join(map(str, case["ids"])), "--rows", "all",
+                                    "--out", tmp.name, "--device", device],
+                                   capture_output=True, text=True)
+                moe = "moe" in case["name"] or "rnd1" in case["name"]
+                r = {"case": case["name"], "device": device, "exit": p.returncode}
+                if device != "cpu" and moe:
+                    r["ok"] = p.returncode == 1 and "use --device cpu" in p.stderr
+                    r["note"] = "MoE refused on the GPU: " + p.stderr.strip()
+                elif p.returncode != 0:
+                    r["ok"], r["note"] = False, p.stderr.strip()
+                else:
+                    got = read_rows(tmp.name, n, v)
+                    ref = read_rows(os.path.join(fix, "logits", case["name"] + ".f64ref.f32"), n, v)
+                    errs = [row_error(a, b) for a, b in zip(got, ref)]
+                    rel = sorted(e[1] for e in errs)
+                    med = rel[n // 2] if n % 2 else 0.5 * (rel[n // 2 - 1] + rel[n // 2])
+                    bar = case["llamacpp_vs_f64"]
+                    r.update(cos_min=min(e[0] for e in errs), rel_max=rel[-1], rel_median=med,
+                             llamacpp=bar)
+                    r["ok"] = (rel[-1] <= MARGIN * bar["rel_max"] and
+                               med <= MARGIN * bar["rel_median"] and
+                               1 - r["cos_min"] <= MARGIN * MARGIN * (1 - bar["cos_min"]))
+            failed += not r["ok"]
+            results.append(r)
+            print("%-4s %-32s %s" % ("ok" if r["ok"] else "FAIL", r["case"],
+                  r.get("note") or "cos_min %.7f rel_max %.5f rel_median %.5f (llama.cpp %.5f)"
+                  % (r["cos_min"], r["rel_max"], r["rel_median"], r["llamacpp"]["rel_max"])),
+                  flush=True)
+    json.dump({"device": device, "cases": results, "failed": failed}, open(out, "w"), indent=2)
+    return 1 if failed or not results else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
