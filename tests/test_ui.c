@@ -478,7 +478,7 @@ static size_t digit_blocks(struct ui_sb_block *blocks, size_t extra)
     static const char digits[] = "0123456789abcdef";
     size_t n = 10 + extra;
     for (size_t i = 0; i < n; i++)
-        blocks[i] = (struct ui_sb_block){digits + i, 1, UI_STYLE_TEXT, 0};
+        blocks[i] = (struct ui_sb_block){digits + i, 1, UI_STYLE_TEXT, 0, NULL};
     return n;
 }
 
@@ -525,8 +525,8 @@ END_TEST
 START_TEST(test_scroll_rewrap)
 {
     /* "aaaa bbbb cccc dddd" wraps to 4 rows at 5 columns and 2 at 10. */
-    struct ui_sb_block blocks[2] = {{"x", 1, UI_STYLE_TEXT, 0},
-                                    {"aaaa bbbb cccc dddd", 19, UI_STYLE_TEXT, 0}};
+    struct ui_sb_block blocks[2] = {{"x", 1, UI_STYLE_TEXT, 0, NULL},
+                                    {"aaaa bbbb cccc dddd", 19, UI_STYLE_TEXT, 0, NULL}};
     struct ui_scrollback sb;
     ui_scrollback_init(&sb);
     ui_scrollback_set_view(&sb, 1);
@@ -545,7 +545,7 @@ START_TEST(test_scroll_rewrap)
     ck_assert_uint_eq(sb.top, 3);
 
     /* An indented block wraps at the width less the indent, and its cells start blank. */
-    struct ui_sb_block ind = {"abcdef", 6, UI_STYLE_USER, 2};
+    struct ui_sb_block ind = {"abcdef", 6, UI_STYLE_USER, 2, NULL};
     ck_assert(ui_scrollback_layout(&sb, &ind, 1, 6));
     ck_assert_uint_eq(sb.n_rows, 2);
     struct ui_cell cells[6];
@@ -1567,6 +1567,20 @@ START_TEST(test_app_gapped_answer)
     struct dllm_chat_message msgs[4];
     ck_assert_uint_eq(ui_transcript_messages(&f.app.transcript, 2, msgs, 4), 2);
     ck_assert_str_eq(msgs[1].content, "It is");
+    /* On screen each gap is dim, the text around it plain: "  It is … far … " on one row. */
+    ck_assert(ui_app_layout_conversation(&f.app, 40, 10));
+    size_t row = 0;
+    while (row < f.app.conv.n_rows &&
+           f.app.blocks[f.app.conv.rows[row].block].text != f.app.transcript.turns[1].text)
+        row++;
+    ck_assert_uint_lt(row, f.app.conv.n_rows);
+    struct ui_cell cells[40];
+    ui_scrollback_cells(&f.app.conv, f.app.blocks, row, cells, 40);
+    static const char want[] = ".......ddd...ddd";
+    for (int c = 0; c < (int)sizeof want - 1; c++)
+        ck_assert_msg(cells[c].style == (want[c] == 'd' ? UI_STYLE_DIM : UI_STYLE_TEXT),
+                      "column %d has style %d", c, cells[c].style);
+    ck_assert_uint_eq(cells[8].ch[0], 0x2026);
     app_teardown(&f);
 }
 END_TEST

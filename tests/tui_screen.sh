@@ -65,7 +65,8 @@ wait-step 3
 dump mid.txt
 dump-styles mid.styles
 key Esc
-wait-idle'
+wait-idle
+dump-styles cancel.styles'
 has "canvas title at step 3" mid.txt '─ answer · step 3 of 8 · 20 masks left '
 canvas_masks=$(sed -n '/─ answer ·/,/─ message ·/p' "$TMP/mid.txt" | grep -o '░' | wc -l)
 equal "20 masked positions drawn as ░" "$canvas_masks" 20
@@ -76,6 +77,26 @@ has "status bar step 3 of 8" mid.txt ' · step 3 of 8 '
 has "partial answer kept, marked stopped" cancel.txt '^dllm · 3 steps · .* · stopped +│'
 has "status bar cancelled" cancel.txt ' · cancelled '
 lacks "canvas gone after the end" cancel.txt '─ answer ·'
+# Each run of masks the cancel left is one " … " in the answer, drawn dim, the text around it
+# plain (the tokens on either side were glued together before).
+gaps=$(python3 - "$TMP/cancel.txt" "$TMP/cancel.styles" <<'PY'
+import sys, unicodedata
+text = open(sys.argv[1], encoding="utf-8").read().split("\n")
+styles = open(sys.argv[2]).read().split("\n")
+found = bad = 0
+for y, line in enumerate(text):
+    col = 0
+    for ch in line.split("\u2502")[0]:
+        if ch == "\u2026":
+            found += 1
+            bad += styles[y][col - 1 : col + 2] != "ddd" or styles[y][2] != "."
+        col += 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+print(found, bad)
+PY
+)
+[ "${gaps% *}" -gt 0 ] && ok "the stopped answer marks its gaps ($gaps)" ||
+    not_ok "no gap in the stopped answer: $gaps"
+equal "each gap dim, the answer's text plain" "${gaps#* }" 0
 
 # ---- a slider change applies to the next generation ------------------------------------------
 tui slider 'key Tab

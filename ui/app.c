@@ -59,7 +59,7 @@ bool ui_app_init(struct ui_app *app, struct ui_engine *engine, struct ui_frame_s
     ui_commands_help(commands, sizeof commands);
     ui_addf(app->help_text, sizeof app->help_text, "Commands\n%s%s", commands, legend);
     app->help_block =
-        (struct ui_sb_block){app->help_text, strlen(app->help_text), UI_STYLE_TEXT, 1};
+        (struct ui_sb_block){app->help_text, strlen(app->help_text), UI_STYLE_TEXT, 1, NULL};
 
     if (history_path) {
         app->history_path = strdup(history_path);
