@@ -1375,6 +1375,8 @@ static const struct {
     int rows, cols, input, canvas;
     bool too_small;
     struct ui_rect conversation, canvas_r, timing, input_r, settings, status;
+    int message;
+    struct ui_rect message_r;
 } layouts[] = {
     /* 24 x 80: no room for the timing pane; the input 1 row under its title. */
     {24,
@@ -1387,7 +1389,9 @@ static const struct {
      {0, 0, 0, 0},
      {20, 0, 2, 80},
      {22, 0, 1, 80},
-     {23, 0, 1, 80}},
+     {23, 0, 1, 80},
+     0,
+     {0, 0, 0, 0}},
     /* 30 x 100: the timing pane takes the right 34 columns; a 5-row canvas plus its title. */
     {30,
      100,
@@ -1399,7 +1403,9 @@ static const struct {
      {0, 66, 24, 34},
      {24, 0, 4, 100},
      {28, 0, 1, 100},
-     {29, 0, 1, 100}},
+     {29, 0, 1, 100},
+     0,
+     {0, 0, 0, 0}},
     /* A long input stops at 6 rows (7 with the title), leaving 21 above it; a tall canvas
      * stops at two thirds of those, 14. */
     {30,
@@ -1412,7 +1418,9 @@ static const struct {
      {0, 66, 21, 34},
      {21, 0, 7, 100},
      {28, 0, 1, 100},
-     {29, 0, 1, 100}},
+     {29, 0, 1, 100},
+     0,
+     {0, 0, 0, 0}},
     {.rows = 11, .cols = 80, .input = 1, .too_small = true},
     {.rows = 12, .cols = 39, .input = 1, .too_small = true},
     {12,
@@ -1425,7 +1433,23 @@ static const struct {
      {0, 0, 0, 0},
      {8, 0, 2, 40},
      {10, 0, 1, 40},
-     {11, 0, 1, 40}},
+     {11, 0, 1, 40},
+     0,
+     {0, 0, 0, 0}},
+    /* A message of 5 rows shows 3 above the input, full width; the panes above give way. */
+    {24,
+     100,
+     1,
+     4,
+     false,
+     {0, 0, 12, 66},
+     {12, 0, 5, 66},
+     {0, 66, 17, 34},
+     {20, 0, 2, 100},
+     {22, 0, 1, 100},
+     {23, 0, 1, 100},
+     5,
+     {17, 0, 3, 100}},
 };
 
 /* Fails unless two rectangles are equal. */
@@ -1439,14 +1463,15 @@ static void expect_rect(const char *what, struct ui_rect got, struct ui_rect wan
 START_TEST(test_layout)
 {
     struct ui_layout l;
-    ui_layout_compute(&l, layouts[_i].rows, layouts[_i].cols, layouts[_i].input,
-                      layouts[_i].canvas);
+    ui_layout_compute(&l, layouts[_i].rows, layouts[_i].cols, layouts[_i].message,
+                      layouts[_i].input, layouts[_i].canvas);
     ck_assert_int_eq(l.too_small, layouts[_i].too_small);
     if (l.too_small)
         return;
     expect_rect("conversation", l.conversation, layouts[_i].conversation);
     expect_rect("canvas", l.canvas, layouts[_i].canvas_r);
     expect_rect("timing", l.timing, layouts[_i].timing);
+    expect_rect("message", l.message, layouts[_i].message_r);
     expect_rect("input", l.input, layouts[_i].input_r);
     expect_rect("settings", l.settings, layouts[_i].settings);
     expect_rect("status", l.status, layouts[_i].status);

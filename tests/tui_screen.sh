@@ -54,7 +54,7 @@ has "first answer shown" chat.txt '^  You said: hello\. Diffusion fills every ma
 has "second answer shown" chat.txt '^  You said: and again\.'
 equal "two answer headers" "$(grep -c '^dllm · 8 steps' "$TMP/chat.txt")" 2
 has "wide text drawn whole" chat.txt '日本語 ✓'
-has "status bar idle" chat.txt ' · idle '
+has "status bar idle" chat.txt ' · idle *$'
 has "timing pane totals" chat.txt '│8 steps · '
 has "history kept under XDG_STATE_HOME" state/dllm/history '^and again$'
 
@@ -75,7 +75,7 @@ has "the latest step's tokens highlighted" mid.styles 'N'
 has "earlier tokens settled" mid.styles 's'
 has "status bar step 3 of 8" mid.txt ' · step 3 of 8 '
 has "partial answer kept, marked stopped" cancel.txt '^dllm · 3 steps · .* · stopped +│'
-has "status bar cancelled" cancel.txt ' · cancelled '
+has "status bar cancelled" cancel.txt ' · cancelled *$'
 lacks "canvas gone after the end" cancel.txt '─ answer ·'
 # Each run of masks the cancel left is one " … " in the answer, drawn dim, the text around it
 # plain (the tokens on either side were glued together before).
@@ -97,6 +97,61 @@ PY
 [ "${gaps% *}" -gt 0 ] && ok "the stopped answer marks its gaps ($gaps)" ||
     not_ok "no gap in the stopped answer: $gaps"
 equal "each gap dim, the answer's text plain" "${gaps#* }" 0
+
+# ---- the message line: refusals and errors whole above the input, the status line intact ------
+# joined FILE: the dump's rows joined by single spaces (wrapped text reads as one line again).
+joined() { tr '\n' ' ' <"$TMP/$1" | tr -s ' '; }
+LONG="/nonexistent/one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen/chat.md"
+for size in 120x35 80x24 60x20; do
+    export COLUMNS=${size%x*} LINES=${size#*x}
+    DLLM_MOCK_HOLD_AT=3 tui "busy-$size" 'text hello
+key Enter
+wait-step 3
+text more
+key Enter
+dump busy.txt
+key Esc
+wait-idle'
+    cp "$TMP/busy.txt" "$TMP/busy-$size.dump"
+    if joined "busy-$size.dump" | grep -qF "a generation is running: wait for it, or cancel it with Esc"; then
+        ok "$size: the refusal whole on screen"
+    else not_ok "$size: the refusal cut"; sed 's/^/  | /' "$TMP/busy-$size.dump"; fi
+    status=$(tail -n 1 "$TMP/busy-$size.dump")
+    case $status in
+    *" · cpu · "*"step 3 of 8"*) ok "$size: the status line keeps the device and step 3 of 8" ;;
+    *) not_ok "$size: the status line is '$status'" ;;
+    esac
+    tui "save-$size" "text /save $LONG
+key Enter
+dump error.txt
+key Tab
+dump kept.txt
+key F1
+dump help.txt
+key Esc
+key Tab
+key Tab
+key x
+dump typed.txt
+key Backspace
+text /regen
+key Enter
+dump regen.txt
+key Esc"
+    for f in error kept help typed regen; do cp "$TMP/$f.txt" "$TMP/$f-$size.dump"; done
+    msg="cannot write $LONG: No such file or directory"
+    if [ "$size" = 60x20 ]; then
+        has "$size: a long error is cut at 3 rows" "error-$size.dump" '… F1 shows all$'
+        if joined "help-$size.dump" | grep -qF "$msg"; then ok "$size: F1 shows the whole error"
+        else not_ok "$size: F1 lacks the error"; sed 's/^/  | /' "$TMP/help-$size.dump"; fi
+    elif joined "error-$size.dump" | grep -qF "$msg"; then ok "$size: the error whole on screen"
+    else not_ok "$size: the error cut"; sed 's/^/  | /' "$TMP/error-$size.dump"; fi
+    has "$size: the error stays after a key that does not edit" "kept-$size.dump" 'cannot write'
+    lacks "$size: a typed key clears it" "typed-$size.dump" 'cannot write'
+    has "$size: a refusal" "regen-$size.dump" 'there is no message to answer again'
+    lacks "$size: Esc clears it" "save-$size.txt" 'there is no message to answer again'
+done
+export COLUMNS=100 LINES=30
 
 # ---- a slider change applies to the next generation ------------------------------------------
 tui slider 'key Tab

@@ -45,7 +45,8 @@ wait_for "starts" '─ message · Enter sends'
 "${T[@]}" send-keys -t tui Enter
 wait_for "the canvas shows masks mid-generation" '─ answer · step [0-9]+ of 256 · [0-9]+ masks left'
 "${T[@]}" send-keys -t tui Escape
-wait_for "Esc cancels, keeping the partial answer" 'cancelled +stopped after [0-9]+ steps'
+wait_for "Esc cancels, keeping the partial answer" '^stopped after [0-9]+ steps: the partial answer is kept'
+wait_for "the status line says cancelled" ' · cancelled *$'
 "${T[@]}" send-keys -t tui -l "second"
 "${T[@]}" send-keys -t tui Enter
 wait_for "a second answer completes" '^dllm · 256 steps'
@@ -59,6 +60,7 @@ text"
 wait_for "a bracketed paste stays in the input" '^  text'
 "${T[@]}" resize-window -t tui -x 60 -y 20
 wait_for "resize relayouts to 60 columns" '^─ conversation ─{45}$'
+wait_for "at 60 columns the status line keeps the device and the state" ' · cpu · .*idle *$'
 "${T[@]}" send-keys -t tui F1
 wait_for "F1 shows the help" '^─ help · '
 "${T[@]}" send-keys -t tui Escape

@@ -20,7 +20,7 @@ static const char legend[] =
     "  highlighted text: committed in the latest step; plain: committed earlier\n"
     "  \u00b7  an end-of-text token\n";
 
-/* Writes the note on the status line; an error is shown as one. */
+/* Writes the message line; an error is shown as one. */
 static void note(struct ui_app *app, bool error, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void note(struct ui_app *app, bool error, const char *fmt, ...)
@@ -58,8 +58,6 @@ bool ui_app_init(struct ui_app *app, struct ui_engine *engine, struct ui_frame_s
     ui_keys_help(app->help_text, sizeof app->help_text);
     ui_commands_help(commands, sizeof commands);
     ui_addf(app->help_text, sizeof app->help_text, "Commands\n%s%s", commands, legend);
-    app->help_block =
-        (struct ui_sb_block){app->help_text, strlen(app->help_text), UI_STYLE_TEXT, 1, NULL};
 
     if (history_path) {
         app->history_path = strdup(history_path);
@@ -127,12 +125,38 @@ static void cancel(struct ui_app *app, const char *extra)
          extra);
 }
 
-/* Shows the help screen from its top. */
+/* Shows the help screen from its top, under the whole message when there is one. */
 static void open_help(struct ui_app *app)
 {
+    const struct ui_sb_block help = {app->help_text, strlen(app->help_text), UI_STYLE_TEXT, 1,
+                                     NULL};
+    app->n_help_blocks = 0;
+    if (app->note[0])
+        app->help_blocks[app->n_help_blocks++] =
+            (struct ui_sb_block){app->note, strlen(app->note),
+                                 app->note_error ? UI_STYLE_ERROR : UI_STYLE_NOTICE, 1, NULL};
+    app->help_blocks[app->n_help_blocks++] = help;
     app->help = true;
+    app->help_cols = 0; /* lay the blocks out again */
     app->help_view.top = 0;
     app->help_view.follow = false;
+}
+
+/* Whether action act for key changes the input's text (which clears the message line). */
+static bool edits_input(const struct ui_app *app, enum ui_action act, uint32_t key)
+{
+    switch (act) {
+    case UI_ACT_NEWLINE:
+    case UI_ACT_BACKSPACE:
+    case UI_ACT_DELETE:
+    case UI_ACT_EOF_OR_DELETE:
+    case UI_ACT_KILL_END:
+    case UI_ACT_KILL_START:
+    case UI_ACT_KILL_WORD: return true;
+    case UI_ACT_HELP_IF_EMPTY: return app->editor.len > 0;
+    case UI_ACT_NONE: return key >= 0x20 && key < 0x110000 && key != 0x7F;
+    default: return false;
+    }
 }
 
 /* Empties the input, keeping what it held in the history. */
@@ -376,6 +400,7 @@ void ui_app_key(struct ui_app *app, uint32_t key, double now_ms)
     if (key == UI_KEY_PASTE_BEGIN) {
         app->paste = true;
         app->focus = UI_FOCUS_INPUT;
+        app->note[0] = '\0';
         return;
     }
     if (app->help) {
@@ -384,6 +409,8 @@ void ui_app_key(struct ui_app *app, uint32_t key, double now_ms)
     }
     struct ui_editor *ed = &app->editor;
     enum ui_action act = ui_keys_lookup(app->focus, key);
+    if (act == UI_ACT_CANCEL || edits_input(app, act, key))
+        app->note[0] = '\0';
     switch (act) {
     case UI_ACT_HELP: open_help(app); break;
     case UI_ACT_HELP_IF_EMPTY:
@@ -536,7 +563,7 @@ bool ui_app_layout_help(struct ui_app *app, int cols, int rows)
     ui_scrollback_set_view(&app->help_view, rows > 0 ? (size_t)rows : 0);
     if (cols == app->help_cols)
         return true;
-    if (!ui_scrollback_layout(&app->help_view, &app->help_block, 1, cols))
+    if (!ui_scrollback_layout(&app->help_view, app->help_blocks, app->n_help_blocks, cols))
         return false;
     app->help_cols = cols;
     return true;

@@ -55,7 +55,8 @@ struct ui_app {
     /* The help screen. */
     bool help;
     struct ui_scrollback help_view;
-    struct ui_sb_block help_block;
+    struct ui_sb_block help_blocks[2]; /* the whole message (when there is one), the help */
+    size_t n_help_blocks;
     char help_text[8192];
     int help_cols;
 
@@ -65,7 +66,9 @@ struct ui_app {
     bool paste;            /* inside a bracketed paste */
     bool quit;
     bool redraw_all;                     /* Ctrl+L: repaint the whole terminal */
-    char note[DLLM_ERROR_TEXT_MAX + 64]; /* the latest hint or error, for the status line */
+    char note[DLLM_ERROR_TEXT_MAX + 64]; /* the message line: the latest refusal, error or
+                                            confirmation, kept until a key edits the input
+                                            or Esc ("": none) */
     bool note_error;
     double last_interrupt_ms; /* when Ctrl+C was last pressed */
 };
