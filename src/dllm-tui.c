@@ -355,7 +355,7 @@ int main(int argc, char **argv)
      */
     struct dllm_sampler_params settings;
     struct dllm_model *peek = model_ref_open(model_path, false);
-    gen_options_sampler(&command, &o.gen, peek, &settings);
+    gen_options_sampler(&command, &o.gen, peek, 0, false, &settings);
     dllm_model_close(peek);
     struct ui_engine_params params = {.model = model_path,
                                       .threads = o.gen.threads,

@@ -89,4 +89,12 @@ wait_for "bad steps are a usage error" '^exit status 2$'
 if grep -q "steps 7 is not a multiple" "$TMP/pane" && ! grep -q "preparing the weights" "$TMP/pane"
 then ok "refused before the weights are prepared"
 else not_ok "refused after preparing the weights"; sed 's/^/  | /' "$TMP/pane"; fi
+# dllm run --show-canvas on a terminal redraws the canvas each step, masks as light shades.
+"${T[@]}" kill-session -t tui
+"${T[@]}" new-session -d -s tui -x 100 -y 30 \
+    "env TERM=xterm-256color '$DLLM_BIN/dllm' run -m '$MODEL' -p hi --max-tokens 256 \
+     --steps 256 --no-early-stop --show-canvas; echo \"exit status \$?\"; sleep 60"
+wait_for "--show-canvas draws the step and the masks" '^step [0-9]+ of 256, [0-9]+ masks left'
+grep -q '░' "$TMP/pane" && ok "masks drawn as ░" || not_ok "no mask glyph on the canvas"
+wait_for "--show-canvas ends with the answer" '^exit status 0$'
 finish
