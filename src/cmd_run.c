@@ -236,7 +236,10 @@ static void on_event(const struct dllm_event *ev, void *user)
             show_canvas(st, ev);
         else if (st->show_canvas)
             show_commits(st, ev);
-        if (st->verbose)
+        if (st->verbose && ev->n_committed == 0 && ev->computed == 0)
+            fprintf(stderr, "step %lld: quota 0, no pass, %lld masks left\n", (long long)ev->step,
+                    (long long)ev->masks_left);
+        else if (st->verbose)
             fprintf(stderr,
                     "step %lld: %lld committed, %lld masks left, %.1f ms forward, %.2f ms "
                     "sampling\n",

@@ -292,6 +292,10 @@ static bool run(struct ui_app *app, struct ui_screen *scr, struct player *player
             ui_app_key(app, key, cli_now_ms());
             dirty = true;
         }
+        if (app->suspend) {
+            app->suspend = false;
+            ui_screen_suspend(scr);
+        }
     }
     return true;
 }

@@ -102,6 +102,10 @@ for m in "$L" "$D"; do
     expect_err "a note says so" "note: --steps 16 is more than --max-tokens 8: running 8 steps"
     expect_out "settings.steps is the steps run" '^    "steps": 8,$'
 done
+# Dream's schedule int(N(1 - s/t)) gives 8 tokens over 8 steps a quota of 0 at step 0 (as
+# diffusion_generate does): --verbose says so instead of a row of zeros.
+run "a step with a quota of 0" 0 "$DLLM" run -m "$D" -p hi --max-tokens 8 --steps 8 --no-early-stop --verbose
+expect_err "marked as such" "^step 0: quota 0, no pass, 8 masks left$"
 run "--json: model path, prompt tokens, tokens/s" 0 "$DLLM" run -m "$L" -p hi $G --json
 expect_out "model path" "^  \"model\": \"$L\",$"
 expect_out "prompt tokens" "^  \"prompt_tokens\": $n_prompt,$"

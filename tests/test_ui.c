@@ -821,7 +821,9 @@ START_TEST(test_commands_help)
     char help[1024];
     ui_commands_help(help, sizeof help);
     ck_assert(strstr(help, "/save FILE      write the conversation as Markdown to FILE\n"));
-    ck_assert(strstr(help, "/system [TEXT]  set the system prompt; without TEXT, remove it\n"));
+    ck_assert(strstr(help,
+                     "/system [TEXT]  set the system prompt (from the next answer on); alone, "
+                     "show it; /system off removes it\n"));
 }
 END_TEST
 
@@ -1096,9 +1098,14 @@ END_TEST
 START_TEST(test_timing_text)
 {
     char buf[200];
-    struct ui_step_stat s = {3, 0, 812.4, 10.2, 4, 92};
+    struct ui_step_stat s = {3, 0, 812.4, 10.2, 4, 92, false};
     ui_timing_row(&s, buf, sizeof buf);
     ck_assert_str_eq(buf, "   3   812.4    10.2     4    92");
+    ck_assert_uint_eq(strlen(buf), strlen(UI_TIMING_HEADER));
+    /* A step with a quota of 0 ran no pass: said so, not a row of zeros. */
+    struct ui_step_stat q = {4, 0, 0.0, 0.01, 0, 92, true};
+    ui_timing_row(&q, buf, sizeof buf);
+    ck_assert_str_eq(buf, "   4  quota 0, no pass        92");
     ck_assert_uint_eq(strlen(buf), strlen(UI_TIMING_HEADER));
     struct ui_timing_totals t = {.steps = 32,
                                  .forward_ms = 3840,
@@ -1838,6 +1845,79 @@ START_TEST(test_app_commands)
 }
 END_TEST
 
+/*
+ * /system after the conversation started is marked where it applies from (and so saved);
+ * /system alone shows the current one; /system off removes it.
+ */
+START_TEST(test_app_system)
+{
+    struct app_fixture f;
+    app_setup(&f);
+    struct ui_app *app = &f.app;
+    enter(&f, "/system");
+    ck_assert_str_eq(app->note, "no system prompt (/system TEXT sets one)");
+    enter(&f, "/system Be brief.");
+    ck_assert_uint_eq(app->transcript.n, 0); /* before the first message: no mark */
+    enter(&f, "q1");
+    engine_runs(&f, 3, "a1", false, 0);
+    enter(&f, "/system Answer in French.");
+    ck_assert_uint_eq(app->transcript.n, 3);
+    ck_assert_int_eq(app->transcript.turns[2].role, UI_ROLE_NOTICE);
+    ck_assert_str_eq(app->transcript.turns[2].text,
+                     "system prompt from here on: Answer in French.");
+    enter(&f, "/system");
+    ck_assert_str_eq(app->note, "system prompt: Answer in French.");
+    char *dir = test_tmpdir(), line[600];
+    snprintf(line, sizeof line, "%s/system.md", dir);
+    ck_assert(ui_transcript_save(&app->transcript, NULL, line));
+    FILE *in = fopen(line, "r");
+    ck_assert(in != NULL);
+    char md[4096];
+    md[fread(md, 1, sizeof md - 1, in)] = '\0';
+    fclose(in);
+    ck_assert(strstr(md, "## dllm\n\na1\n\n"));
+    ck_assert(strstr(md, "*system prompt from here on: Answer in French.*"));
+    free(dir);
+    enter(&f, "/system off");
+    ck_assert_ptr_null(app->transcript.system);
+    ck_assert_str_eq(app->transcript.turns[3].text, "system prompt removed from here on");
+    app_teardown(&f);
+}
+END_TEST
+
+/* Ctrl+D on an empty input asks first when the conversation is not saved. */
+START_TEST(test_app_quit_unsaved)
+{
+    struct app_fixture f;
+    app_setup(&f);
+    struct ui_app *app = &f.app;
+    press(&f, UI_KEY_CTRL('d')); /* nothing to lose: quits at once */
+    ck_assert(app->quit);
+    app->quit = false;
+    enter(&f, "q1");
+    engine_runs(&f, 3, "a1", false, 0);
+    press(&f, UI_KEY_CTRL('d'));
+    ck_assert(!app->quit);
+    ck_assert_str_eq(app->note,
+                     "the conversation is not saved: Ctrl+D again quits, /save FILE keeps it");
+    press(&f, UI_KEY_TAB); /* another key: the question stands no more */
+    press(&f, UI_KEY_BTAB);
+    press(&f, UI_KEY_CTRL('d'));
+    ck_assert(!app->quit);
+    press(&f, UI_KEY_CTRL('d'));
+    ck_assert(app->quit);
+    /* Saved: Ctrl+D quits at once. */
+    app->quit = false;
+    char *dir = test_tmpdir(), line[600];
+    snprintf(line, sizeof line, "/save %s/saved.md", dir);
+    enter(&f, line);
+    press(&f, UI_KEY_CTRL('d'));
+    ck_assert(app->quit);
+    free(dir);
+    app_teardown(&f);
+}
+END_TEST
+
 START_TEST(test_app_sliders)
 {
     struct app_fixture f;
@@ -2026,6 +2106,8 @@ static Suite *ui_suite(void)
     tcase_add_test(tc, test_app_gapped_answer);
     tcase_add_test(tc, test_app_cancel);
     tcase_add_test(tc, test_app_commands);
+    tcase_add_test(tc, test_app_system);
+    tcase_add_test(tc, test_app_quit_unsaved);
     tcase_add_test(tc, test_app_sliders);
     tcase_add_test(tc, test_app_input);
     tcase_add_test(tc, test_app_dropped);

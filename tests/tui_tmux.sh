@@ -97,4 +97,20 @@ else not_ok "refused after preparing the weights"; sed 's/^/  | /' "$TMP/pane"; 
 wait_for "--show-canvas draws the step and the masks" '^step [0-9]+ of 256, [0-9]+ masks left'
 grep -q '░' "$TMP/pane" && ok "masks drawn as ░" || not_ok "no mask glyph on the canvas"
 wait_for "--show-canvas ends with the answer" '^exit status 0$'
+# Ctrl+Z in an interactive shell: dllm-tui stops with the terminal restored (it was ignored,
+# and the shell's fg then went out as a message); fg brings the screen back, fg is no message.
+"${T[@]}" kill-session -t tui
+"${T[@]}" new-session -d -s tui -x 100 -y 30 "env PS1='shell> ' bash --norc --noprofile -i"
+wait_for "an interactive shell" '^shell>'
+"${T[@]}" send-keys -t tui -l "env LANG=C.UTF-8 TERM=xterm-256color XDG_STATE_HOME='$TMP/state' '$TUI' -m '$MODEL'"
+"${T[@]}" send-keys -t tui Enter
+wait_for "dllm-tui starts in the shell" '─ message · Enter sends'
+"${T[@]}" send-keys -t tui C-z
+wait_for "Ctrl+Z stops it and restores the terminal" 'Stopped'
+"${T[@]}" send-keys -t tui -l "fg"
+"${T[@]}" send-keys -t tui Enter
+wait_for "fg brings the screen back" '─ message · Enter sends'
+if grep -q '^  fg$' "$TMP/pane"; then not_ok "fg went out as a message"; else ok "fg is no message"; fi
+"${T[@]}" send-keys -t tui C-c C-c
+wait_for "quits back to the shell" '^shell> ?$'
 finish

@@ -195,10 +195,42 @@ static void save(struct ui_app *app, const char *arg, size_t len)
         snprintf(path, sizeof path, "%.*s", (int)len, arg);
     char model[512];
     snprintf(model, sizeof model, "%s (%s, %s)", app->info.model, app->info.arch, app->info.quant);
-    if (ui_transcript_save(&app->transcript, model, path))
+    if (ui_transcript_save(&app->transcript, model, path)) {
         note(app, false, "saved the conversation to %s", path);
-    else
+        app->unsaved = false;
+    } else
         note(app, true, "cannot write %s: %s", path, strerror(errno));
+}
+
+/*
+ * /system: alone, shows the system prompt; "off" removes it; else sets it. Set or removed
+ * after the conversation started, a notice marks where the change applies from.
+ */
+static void system_prompt(struct ui_app *app, const char *arg, size_t len)
+{
+    const char *now = app->transcript.system;
+    if (len == 0) {
+        note(app, false, now ? "system prompt: %s" : "no system prompt (/system TEXT sets one)",
+             now ? now : "");
+        return;
+    }
+    const bool off = len == 3 && strncmp(arg, "off", 3) == 0;
+    char *text = off ? NULL : strndup(arg, len);
+    char mark[600];
+    snprintf(mark, sizeof mark,
+             off ? "system prompt removed from here on" : "system prompt from here on: %.500s",
+             text ? text : "");
+    if ((!off && !text) || !ui_transcript_set_system(&app->transcript, text) ||
+        (app->transcript.n > 0 && !ui_transcript_add(&app->transcript, UI_ROLE_NOTICE, mark))) {
+        free(text);
+        note(app, true, "out of memory");
+        return;
+    }
+    free(text);
+    app->conv_changed = true;
+    app->unsaved |= app->transcript.n > 0;
+    note(app, false,
+         off ? "system prompt removed" : "system prompt set; it applies from the next answer");
 }
 
 /* Enter: sends the input as a message, or runs it as a command. */
@@ -219,6 +251,7 @@ static void send(struct ui_app *app)
         }
         free(text);
         app->conv_changed = true;
+        app->unsaved = true;
         ui_scrollback_end(&app->conv);
         if (start_generation(app, &app->settings, app->transcript.n)) {
             consume_input(app);
@@ -236,6 +269,7 @@ static void send(struct ui_app *app)
         ui_transcript_clear(&app->transcript);
         ui_timing_clear(&app->timing);
         app->conv_changed = true;
+        app->unsaved = false; /* nothing left to lose */
         ui_scrollback_end(&app->conv);
         note(app, false, "conversation cleared");
         break;
@@ -272,6 +306,7 @@ static void send(struct ui_app *app)
             break;
         }
         app->conv_changed = true;
+        app->unsaved = true;
         consume_input(app);
         ui_editor_set(&app->editor, text);
         free(text);
@@ -281,20 +316,7 @@ static void send(struct ui_app *app)
         return;
     }
     case UI_CMD_SAVE: save(app, cmd.arg, cmd.arg_len); break;
-    case UI_CMD_SYSTEM: {
-        char *text = strndup(cmd.arg, cmd.arg_len);
-        if (!text || !ui_transcript_set_system(&app->transcript, text)) {
-            free(text);
-            note(app, true, "out of memory");
-            return;
-        }
-        free(text);
-        app->conv_changed = true;
-        note(app, false,
-             cmd.arg_len ? "system prompt set; it applies from the next answer"
-                         : "system prompt removed");
-        break;
-    }
+    case UI_CMD_SYSTEM: system_prompt(app, cmd.arg, cmd.arg_len); break;
     case UI_CMD_HELP: open_help(app); break;
     case UI_CMD_QUIT: app->quit = true; break;
     case UI_CMD_ERROR: note(app, true, "%s", cmd.error); return;
@@ -409,6 +431,8 @@ void ui_app_key(struct ui_app *app, uint32_t key, double now_ms)
     }
     struct ui_editor *ed = &app->editor;
     enum ui_action act = ui_keys_lookup(app->focus, key);
+    const bool confirm = app->confirm_quit; /* only the very next key confirms */
+    app->confirm_quit = false;
     if (act == UI_ACT_CANCEL || edits_input(app, act, key))
         app->note[0] = '\0';
     switch (act) {
@@ -435,6 +459,7 @@ void ui_app_key(struct ui_app *app, uint32_t key, double now_ms)
     case UI_ACT_PAGE_UP: ui_scrollback_page(&app->conv, -1); break;
     case UI_ACT_PAGE_DOWN: ui_scrollback_page(&app->conv, 1); break;
     case UI_ACT_REDRAW: app->redraw_all = true; break;
+    case UI_ACT_SUSPEND: app->suspend = true; break;
     case UI_ACT_SEND: send(app); break;
     case UI_ACT_NEWLINE: ui_editor_insert_char(ed, '\n'); break;
     case UI_ACT_LEFT: ui_editor_left(ed); break;
@@ -446,10 +471,15 @@ void ui_app_key(struct ui_app *app, uint32_t key, double now_ms)
     case UI_ACT_BACKSPACE: ui_editor_backspace(ed); break;
     case UI_ACT_DELETE: ui_editor_delete(ed); break;
     case UI_ACT_EOF_OR_DELETE:
-        if (ed->len == 0)
-            app->quit = true;
-        else
+        if (ed->len > 0) {
             ui_editor_delete(ed);
+        } else if (app->unsaved && !confirm) {
+            app->confirm_quit = true;
+            note(app, true,
+                 "the conversation is not saved: Ctrl+D again quits, /save FILE keeps it");
+        } else {
+            app->quit = true;
+        }
         break;
     case UI_ACT_KILL_END: ui_editor_kill_end(ed); break;
     case UI_ACT_KILL_START: ui_editor_kill_start(ed); break;
@@ -508,6 +538,7 @@ static void finish(struct ui_app *app, struct ui_gen_result *r)
         note(app, true, "out of memory");
         return;
     }
+    app->unsaved = true;
     char line[256];
     ui_timing_format_totals(&totals, line, sizeof line);
     if (r->end == UI_GEN_CANCELLED)

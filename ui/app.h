@@ -65,7 +65,10 @@ struct ui_app {
     bool timing_shown;     /* the screen has room for the timing pane */
     bool paste;            /* inside a bracketed paste */
     bool quit;
-    bool redraw_all;                     /* Ctrl+L: repaint the whole terminal */
+    bool redraw_all;   /* Ctrl+L: repaint the whole terminal */
+    bool suspend;      /* Ctrl+Z: the program is to stop itself (the screen's to do) */
+    bool unsaved;      /* the conversation changed since the last /save */
+    bool confirm_quit; /* Ctrl+D asked about an unsaved conversation: a second one quits */
     char note[DLLM_ERROR_TEXT_MAX + 64]; /* the message line: the latest refusal, error or
                                             confirmation, kept until a key edits the input
                                             or Esc ("": none) */

@@ -33,6 +33,7 @@ static const struct binding table[] = {
     {ALL, UI_KEY_PGUP, UI_ACT_PAGE_UP, "scroll the conversation up a page"},
     {ALL, UI_KEY_PGDN, UI_ACT_PAGE_DOWN, "scroll down a page (at the bottom it follows)"},
     {ALL, UI_KEY_CTRL('l'), UI_ACT_REDRAW, "redraw the screen"},
+    {ALL, UI_KEY_CTRL('z'), UI_ACT_SUSPEND, "suspend to the shell (fg comes back)"},
 
     {IN, UI_KEY_ENTER, UI_ACT_SEND, "send the message, or run the /command"},
     {IN, UI_KEY_ENTER | UI_KEY_ALT, UI_ACT_NEWLINE, "insert a newline"},
@@ -55,7 +56,8 @@ static const struct binding table[] = {
     {IN, UI_KEY_CTRL('e'), UI_ACT_END, "end of the line"},
     {IN, UI_KEY_BACKSPACE, UI_ACT_BACKSPACE, "delete the character before the cursor"},
     {IN, UI_KEY_DELETE, UI_ACT_DELETE, "delete the character at the cursor"},
-    {IN, UI_KEY_CTRL('d'), UI_ACT_EOF_OR_DELETE, "quit when the input is empty, else delete"},
+    {IN, UI_KEY_CTRL('d'), UI_ACT_EOF_OR_DELETE,
+     "quit when the input is empty (an unsaved conversation asks first), else delete"},
     {IN, UI_KEY_CTRL('k'), UI_ACT_KILL_END, "delete to the end of the line"},
     {IN, UI_KEY_CTRL('u'), UI_ACT_KILL_START, "delete to the start of the line"},
     {IN, UI_KEY_CTRL('w'), UI_ACT_KILL_WORD, "delete the word before the cursor"},

@@ -7,6 +7,7 @@
 
 #include <curses.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <term.h>
@@ -166,6 +167,24 @@ void ui_screen_close(struct ui_screen *s)
     s->styles = NULL;
     s->cells = NULL;
     ui_canvas_text_fini(&s->canvas);
+}
+
+void ui_screen_suspend(struct ui_screen *s)
+{
+    if (s->headless || !s->term)
+        return;
+    fputs("\033[?2004l", s->out); /* bracketed paste off */
+    fflush(s->out);
+    endwin();
+    struct sigaction dfl = {.sa_handler = SIG_DFL}, old;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(SIGTSTP, &dfl, &old);
+    raise(SIGTSTP); /* stops here until SIGCONT */
+    sigaction(SIGTSTP, &old, NULL);
+    fputs("\033[?2004h", s->out);
+    fflush(s->out);
+    clearok(curscr, TRUE);
+    refresh();
 }
 
 void ui_screen_resize(struct ui_screen *s, int rows, int cols)

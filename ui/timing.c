@@ -90,8 +90,11 @@ size_t ui_timing_sparkline(const struct ui_timing *t, size_t width, char *buf, s
 
 void ui_timing_row(const struct ui_step_stat *step, char *buf, size_t size)
 {
-    snprintf(buf, size, "%4d  %6.1f  %6.1f  %4d  %4d", step->step, step->forward_ms,
-             step->sample_ms, step->committed, step->masks_left);
+    if (step->no_pass)
+        snprintf(buf, size, "%4d  %-20s  %4d", step->step, "quota 0, no pass", step->masks_left);
+    else
+        snprintf(buf, size, "%4d  %6.1f  %6.1f  %4d  %4d", step->step, step->forward_ms,
+                 step->sample_ms, step->committed, step->masks_left);
 }
 
 void ui_timing_format_totals(const struct ui_timing_totals *t, char *buf, size_t size)

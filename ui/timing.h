@@ -16,6 +16,7 @@ struct ui_step_stat {
     double sample_ms;  /* choosing and committing tokens */
     int committed;     /* positions committed in this step */
     int masks_left;    /* positions still masked after it */
+    bool no_pass;      /* a quota of 0: no pass ran and nothing was committed */
 };
 
 /* Every step of the current (or last) generation, in order. */
@@ -55,7 +56,10 @@ size_t ui_timing_sparkline(const struct ui_timing *t, size_t width, char *buf, s
 /* The column headings of ui_timing_row. */
 #define UI_TIMING_HEADER "step  fwd ms  smp ms  +tok  left"
 
-/* One step as a row under UI_TIMING_HEADER: "   3   812.4    10.2     4    92". */
+/*
+ * One step as a row under UI_TIMING_HEADER: "   3   812.4    10.2     4    92", or for a step
+ * with a quota of 0 "   3  quota 0, no pass          92".
+ */
 void ui_timing_row(const struct ui_step_stat *step, char *buf, size_t size);
 
 /*

@@ -285,7 +285,8 @@ bool ui_transcript_write_markdown(const struct ui_transcript *t, const char *mod
     for (size_t i = 0; i < t->n; i++) {
         const struct ui_turn *turn = &t->turns[i];
         if (turn->role == UI_ROLE_NOTICE) {
-            fprintf(f, "*%s.*\n\n", turn->text);
+            const size_t len = strlen(turn->text);
+            fprintf(f, "*%s%s*\n\n", turn->text, len && turn->text[len - 1] == '.' ? "" : ".");
             continue;
         }
         fprintf(f, "## %s%s\n\n%s\n\n", turn->role == UI_ROLE_USER ? "You" : "dllm",
