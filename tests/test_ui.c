@@ -1119,6 +1119,36 @@ START_TEST(test_timing_text)
 }
 END_TEST
 
+/*
+ * Live speed: the median of the last 8 step times, tokens per second of step time, and the
+ * planned steps left times that median (with a threshold, masks over the mean commits a step).
+ */
+START_TEST(test_timing_live)
+{
+    struct ui_timing t;
+    ui_timing_init(&t);
+    char buf[128];
+    ui_timing_live(&t, 63, 100, true, buf, sizeof buf);
+    ck_assert_str_eq(buf, "");
+    /* Steps of 400, 500 and 600 ms, 2 tokens each: median 500 ms, 6 tokens in 1.5 s. */
+    for (int i = 0; i < 3; i++)
+        ck_assert(ui_timing_add(
+            &t, &(struct ui_step_stat){i, 0, 390.0 + 100 * i, 10.0, 2, 100 - 2 * i, false}));
+    ui_timing_live(&t, 63, 94, true, buf, sizeof buf);
+    ck_assert_str_eq(buf, "500 ms/step \u00b7 4.0 tok/s \u00b7 ETA 30 s"); /* 60 x 500 ms */
+    ui_timing_live(&t, 203, 94, false, buf, sizeof buf);
+    ck_assert_str_eq(buf, "4.0 tok/s \u00b7 ETA 1m40s"); /* 200 x 500 ms */
+    ui_timing_live(&t, 0, 100, true, buf, sizeof buf);
+    ck_assert_str_eq(buf, "500 ms/step \u00b7 4.0 tok/s \u00b7 ETA ~25 s"); /* 100 / 2 x 500 */
+    /* Only the last 8 steps count for the median: 8 steps of 1000 ms after them. */
+    for (int i = 3; i < 11; i++)
+        ck_assert(ui_timing_add(&t, &(struct ui_step_stat){i, 0, 990.0, 10.0, 2, 0, false}));
+    ui_timing_live(&t, 12, 0, true, buf, sizeof buf);
+    ck_assert_str_eq(buf, "1000 ms/step \u00b7 2.3 tok/s \u00b7 ETA 1.0 s"); /* 22 / 9.5 s */
+    ui_timing_fini(&t);
+}
+END_TEST
+
 /* ---- the frame slot ----------------------------------------------------------------------- */
 
 /* A START event for a canvas of 2 prompt ids and 3 masks (id 99), 3 steps planned. */
@@ -2087,6 +2117,7 @@ static Suite *ui_suite(void)
     tc = tcase_create("timing");
     tcase_add_test(tc, test_sparkline);
     tcase_add_test(tc, test_timing_text);
+    tcase_add_test(tc, test_timing_live);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("frame");

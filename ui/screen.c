@@ -447,7 +447,8 @@ static void draw_timing(struct ui_screen *s, struct ui_app *app, const struct ui
         snprintf(line, sizeof line, "%d tokens" DOT "%.1f tok/s", last->totals.tokens,
                  last->totals.tokens / (last->totals.total_ms / 1000));
     else if (app->generating)
-        snprintf(line, sizeof line, "%zu masks left", masks_left(&app->frame));
+        ui_timing_live(t, app->frame.n_steps, (int)masks_left(&app->frame), false, line,
+                       sizeof line);
     if (y < bottom)
         put_text(s, y++, x, w, line, UI_STYLE_TEXT);
 }
@@ -530,13 +531,14 @@ static void draw_message(struct ui_screen *s, struct ui_app *app, const struct u
 
 /*
  * The status bar: model, quantization, device, threads, the sampler's alg and cache when they
- * matter, and the state. When they do not fit, the threads go first, then the quantization,
- * the model and the rest, so that the device and the state ("step N of M") always show.
+ * matter, the state, and while generating without the timing pane the live speed. When they do not
+ * fit, the threads go first, then the quantization, the model and the rest, so that the device and
+ * the state ("step N of M") always show.
  */
 static void draw_status(struct ui_screen *s, struct ui_app *app, const struct ui_rect *r)
 {
     const struct ui_engine_info *i = &app->info;
-    enum { MODEL, QUANT, DEVICE, THREADS, ALG, CACHE, STATE, N_ITEMS };
+    enum { MODEL, QUANT, DEVICE, THREADS, ALG, CACHE, STATE, SPEED, N_ITEMS };
     char items[N_ITEMS][128] = {{0}};
     snprintf(items[MODEL], sizeof items[MODEL], "%.120s", i->model);
     snprintf(items[QUANT], sizeof items[QUANT], "%s", i->quant);
@@ -550,6 +552,10 @@ static void draw_status(struct ui_screen *s, struct ui_app *app, const struct ui
         snprintf(items[CACHE], sizeof items[CACHE], "cache %s",
                  dllm_cache_mode_name(app->settings.cache));
     ui_app_state_text(app, items[STATE], sizeof items[STATE]);
+    /* Live speed here when the timing pane, which has it, is not shown. */
+    if (app->generating && s->layout.timing.w == 0)
+        ui_timing_live(&app->timing, app->frame.n_steps, (int)masks_left(&app->frame), true,
+                       items[SPEED], sizeof items[SPEED]);
     static const int drop_order[] = {THREADS, QUANT, MODEL, CACHE, ALG};
     char text[1024];
     for (size_t dropped = 0;; dropped++) {
