@@ -16,6 +16,8 @@
 #include "history.h"
 #include "keys.h"
 #include "layout.h"
+#include "markdown.h"
+#include "screen.h"
 #include "script.h"
 #include "scrollback.h"
 #include "settings.h"
@@ -987,7 +989,7 @@ START_TEST(test_transcript_drop)
 
     char headers[6][UI_HEADER_MAX];
     struct ui_sb_block blocks[3 * 7];
-    size_t nb = ui_transcript_blocks(&t, headers, blocks);
+    size_t nb = ui_transcript_blocks(&t, false, headers, blocks);
     /* system (3) + 4 turns (3 each) + 2 notices (2 each) */
     ck_assert_uint_eq(nb, 19);
     ck_assert_str_eq(headers[0], "you \u00b7 not in context");
@@ -1146,6 +1148,38 @@ START_TEST(test_timing_live)
     ui_timing_live(&t, 12, 0, true, buf, sizeof buf);
     ck_assert_str_eq(buf, "1000 ms/step \u00b7 2.3 tok/s \u00b7 ETA 1.0 s"); /* 22 / 9.5 s */
     ui_timing_fini(&t);
+}
+END_TEST
+
+/* ---- Markdown ----------------------------------------------------------------------------- */
+
+/*
+ * A settled answer's Markdown: a heading, strong, emphasis, a code span, a list item, a fenced
+ * block (its fences gone, its lines code), and marks that do not close left as written.
+ */
+START_TEST(test_markdown)
+{
+    static const char src[] = "# Title\nSome **bold** and *it* with `x = 1`.\n- item one\n"
+                              "```c\nint a;\n```\na * b_c end";
+    char *out;
+    uint8_t *styles;
+    size_t len;
+    ck_assert(ui_markdown_render(src, strlen(src), &out, &styles, &len));
+    ck_assert_str_eq(out,
+                     "Title\nSome bold and it with x = 1.\n\u2022 item one\nint a;\na * b_c end");
+    ck_assert_uint_eq(len, strlen(out));
+    /* h: heading, B: strong, i: emphasis, c: code, .: text (UI_STYLE_LETTERS). */
+    static const char want[] = "hhhhh......BBBB.....ii......ccccc...............cccccc............";
+    ck_assert_uint_eq(strlen(want), len);
+    for (size_t i = 0; i < len; i++)
+        ck_assert_msg(UI_STYLE_LETTERS[styles[i]] == want[i], "byte %zu: %c, expected %c", i,
+                      UI_STYLE_LETTERS[styles[i]], want[i]);
+    free(out);
+    free(styles);
+    ck_assert(ui_markdown_render("", 0, &out, &styles, &len));
+    ck_assert_str_eq(out, "");
+    free(out);
+    free(styles);
 }
 END_TEST
 
@@ -2118,6 +2152,7 @@ static Suite *ui_suite(void)
     tcase_add_test(tc, test_sparkline);
     tcase_add_test(tc, test_timing_text);
     tcase_add_test(tc, test_timing_live);
+    tcase_add_test(tc, test_markdown);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("frame");

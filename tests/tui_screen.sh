@@ -164,6 +164,20 @@ key Esc"
 done
 export COLUMNS=100 LINES=30
 
+# ---- Markdown: a settled answer rendered (the mock's answer repeats the message), F2 raw -------
+tui markdown 'text **bold** and `code` and *it*
+key Enter
+wait-idle
+dump md.txt
+dump-styles md.styles
+key F2
+dump raw.txt' --max-tokens 64
+has "Markdown marks gone" md.txt '^  You said: bold and code and it\. Diffusion'
+row=$(grep -n '^  You said: bold and code' "$TMP/md.txt" | cut -d: -f1)
+styles=$(sed -n "${row}p" "$TMP/md.styles")
+equal "strong, code and emphasis styled" "$(printf '%s' "$styles" | cut -c13-32)" "BBBB.....cccc.....ii"
+has "F2: the answer as written" raw.txt '^  You said: \*\*bold\*\* and `code` and \*it\*\.'
+
 # ---- a slider change applies to the next generation ------------------------------------------
 tui slider 'key Tab
 key Tab

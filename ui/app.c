@@ -460,6 +460,13 @@ void ui_app_key(struct ui_app *app, uint32_t key, double now_ms)
     case UI_ACT_PAGE_DOWN: ui_scrollback_page(&app->conv, 1); break;
     case UI_ACT_REDRAW: app->redraw_all = true; break;
     case UI_ACT_SUSPEND: app->suspend = true; break;
+    case UI_ACT_RAW:
+        app->raw = !app->raw;
+        app->conv_changed = true;
+        note(app, false,
+             app->raw ? "answers as written (F2: rendered as Markdown)"
+                      : "answers rendered as Markdown (F2: as written)");
+        break;
     case UI_ACT_SEND: send(app); break;
     case UI_ACT_NEWLINE: ui_editor_insert_char(ed, '\n'); break;
     case UI_ACT_LEFT: ui_editor_left(ed); break;
@@ -572,7 +579,7 @@ bool ui_app_layout_conversation(struct ui_app *app, int cols, int rows)
     char(*headers)[UI_HEADER_MAX] = malloc((t->n ? t->n : 1) * sizeof *headers);
     if (!blocks || !headers)
         goto fail;
-    size_t n = ui_transcript_blocks(t, headers, blocks);
+    size_t n = ui_transcript_blocks(t, app->raw, headers, blocks);
     if (!ui_scrollback_layout(&app->conv, blocks, n, cols))
         goto fail;
     free(app->blocks);

@@ -68,6 +68,7 @@ struct ui_app {
     bool redraw_all;   /* Ctrl+L: repaint the whole terminal */
     bool suspend;      /* Ctrl+Z: the program is to stop itself (the screen's to do) */
     bool unsaved;      /* the conversation changed since the last /save */
+    bool raw;          /* answers as the model wrote them, not rendered as Markdown (F2) */
     bool confirm_quit; /* Ctrl+D asked about an unsaved conversation: a second one quits */
     char note[DLLM_ERROR_TEXT_MAX + 64]; /* the message line: the latest refusal, error or
                                             confirmation, kept until a key edits the input

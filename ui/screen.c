@@ -26,8 +26,17 @@ enum {
 #define VRULE "\u2502"   /* │ */
 #define DOT   " \u00b7 " /* · between items */
 
-/* The colour pairs: foreground on the default background, or black on a colour. */
-enum { PAIR_CYAN = 1, PAIR_YELLOW, PAIR_GREEN, PAIR_BLUE, PAIR_RED, PAIR_ON_GREEN, PAIR_ON_YELLOW };
+/* The colour pairs: foreground on the default background, or black (code: white) on a colour. */
+enum {
+    PAIR_CYAN = 1,
+    PAIR_YELLOW,
+    PAIR_GREEN,
+    PAIR_BLUE,
+    PAIR_RED,
+    PAIR_ON_GREEN,
+    PAIR_ON_YELLOW,
+    PAIR_CODE
+};
 
 /* Fills the attribute and colour pair of each style for the colour mode. */
 static void set_styles(struct ui_screen *s)
@@ -51,6 +60,9 @@ static void set_styles(struct ui_screen *s)
         [UI_STYLE_STATUS] = {A_REVERSE, 0, A_REVERSE},
         [UI_STYLE_SELECTED] = {A_BOLD, PAIR_ON_YELLOW, A_REVERSE | A_BOLD},
         [UI_STYLE_ERROR] = {A_BOLD, PAIR_RED, A_BOLD},
+        [UI_STYLE_CODE] = {A_NORMAL, PAIR_CODE, A_REVERSE},
+        [UI_STYLE_STRONG] = {A_BOLD, 0, A_BOLD},
+        [UI_STYLE_EMPH] = {A_ITALIC, 0, A_UNDERLINE},
     };
     for (int i = 0; i < UI_STYLE_COUNT; i++) {
         s->attrs[i] = s->plain ? A_NORMAL : s->colors ? table[i].attr : table[i].mono;
@@ -65,6 +77,7 @@ static void set_styles(struct ui_screen *s)
         init_pair(PAIR_RED, COLOR_RED, -1);
         init_pair(PAIR_ON_GREEN, COLOR_BLACK, COLOR_GREEN);
         init_pair(PAIR_ON_YELLOW, COLOR_BLACK, COLOR_YELLOW);
+        init_pair(PAIR_CODE, COLOR_WHITE, COLOR_BLUE);
     }
 }
 

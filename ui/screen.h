@@ -79,6 +79,6 @@ void ui_screen_resize(struct ui_screen *s, int rows, int cols);
  */
 bool ui_screen_dump(const struct ui_screen *s, const char *path, bool styles);
 
-#define UI_STYLE_LETTERS ".dtfuhnpmNsbSE"
+#define UI_STYLE_LETTERS ".dtfuhnpmNsbSEcBi"
 
 #endif

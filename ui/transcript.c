@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include "format.h"
+#include "markdown.h"
 #include "settings.h"
 #include "transcript.h"
 
@@ -52,6 +53,7 @@ static void truncate_at(struct ui_transcript *t, size_t from)
         free(t->turns[t->n].text);
         free(t->turns[t->n].context);
         free(t->turns[t->n].styles);
+        free(t->turns[t->n].shown);
     }
 }
 
@@ -86,19 +88,25 @@ bool ui_transcript_answer(struct ui_transcript *t, const char *text, size_t cont
                            .has_stats = true,
                            .settings = *settings,
                            .totals = *totals};
-    char *context = NULL;
+    char *context = NULL, *shown = NULL;
     uint8_t *styles = NULL;
+    size_t shown_len;
     if (context_len < strlen(text) &&
         (!(context = strndup(text, context_len)) || !(styles = gap_styles(text, context_len))))
+        goto fail;
+    if (!stopped && !context &&
+        !ui_markdown_render(text, strlen(text), &shown, &styles, &shown_len))
         goto fail;
     if (!insert(t, t->n, &turn))
         goto fail;
     t->turns[t->n - 1].context = context;
     t->turns[t->n - 1].styles = styles;
+    t->turns[t->n - 1].shown = shown;
     return true;
 fail:
     free(context);
     free(styles);
+    free(shown);
     return false;
 }
 
@@ -221,7 +229,7 @@ static void turn_header(const struct ui_turn *turn, char *buf, size_t size)
         ui_addf(buf, size, " \u00b7 not in context");
 }
 
-size_t ui_transcript_blocks(const struct ui_transcript *t, char (*headers)[UI_HEADER_MAX],
+size_t ui_transcript_blocks(const struct ui_transcript *t, bool raw, char (*headers)[UI_HEADER_MAX],
                             struct ui_sb_block *blocks)
 {
     size_t k = 0;
@@ -242,8 +250,11 @@ size_t ui_transcript_blocks(const struct ui_transcript *t, char (*headers)[UI_HE
             uint8_t style = turn->dropped                ? UI_STYLE_DIM
                             : turn->role == UI_ROLE_USER ? UI_STYLE_USER
                                                          : UI_STYLE_TEXT;
-            blocks[k++] = (struct ui_sb_block){turn->text, len, style, 2,
-                                               turn->dropped ? NULL : turn->styles};
+            /* Dropped turns are all dim; the raw view shows answers without Markdown. */
+            const bool plain = turn->dropped || (raw && turn->shown);
+            const char *text = turn->shown && !plain ? turn->shown : turn->text;
+            blocks[k++] =
+                (struct ui_sb_block){text, strlen(text), style, 2, plain ? NULL : turn->styles};
         }
         blocks[k++] = (struct ui_sb_block){"", 0, UI_STYLE_TEXT, 0, NULL};
     }
