@@ -178,6 +178,43 @@ styles=$(sed -n "${row}p" "$TMP/md.styles")
 equal "strong, code and emphasis styled" "$(printf '%s' "$styles" | cut -c13-32)" "BBBB.....cccc.....ii"
 has "F2: the answer as written" raw.txt '^  You said: \*\*bold\*\* and `code` and \*it\*\.'
 
+# ---- the layout at 120x35, 80x24 and 60x20, with and without NO_COLOR ---------------------------
+# Mid-generation with a message: every pane where it belongs, nothing past the edge, and the
+# same text whether colours are on or off (NO_COLOR changes attributes, not the layout).
+for size in 120x35 80x24 60x20; do
+    export COLUMNS=${size%x*} LINES=${size#*x}
+    for nc in "" 1; do
+        NO_COLOR=$nc DLLM_MOCK_HOLD_AT=3 tui "layout-$size-$nc" 'text hello
+key Enter
+wait-step 3
+text /nosuch
+key Enter
+dump layout.txt
+key Esc
+wait-idle'
+        cp "$TMP/layout.txt" "$TMP/layout-$size-nc$nc.dump"
+    done
+    f=layout-$size-nc.dump
+    equal "$size: $LINES rows" "$(wc -l <"$TMP/$f")" "$LINES"
+    widest=$(wc -L <"$TMP/$f")
+    [ "$widest" -le "$COLUMNS" ] && ok "$size: no row past $COLUMNS columns" ||
+        not_ok "$size: a row is $widest columns wide"
+    has "$size: conversation title on the first row" "$f" '^─ conversation'
+    has "$size: the canvas pane" "$f" '^─ answer · step 3 of 8 · '
+    has "$size: the message above the input" "$f" '^unknown command /nosuch: /help lists them'
+    case $(grep -A1 '^unknown command /nosuch' "$TMP/$f" | tail -n 1) in
+    "─ message · "*) ok "$size: the input title under the message" ;;
+    *) not_ok "$size: no input title under the message" ;; esac
+    equal "$size: the sliders on the second-last row" "$(sed -n "$((LINES - 1))p" "$TMP/$f" | cut -c1-5)" "steps"
+    case $(tail -n 1 "$TMP/$f") in *"step 3 of 8"*) ok "$size: the status line last" ;;
+    *) not_ok "$size: the last row is not the status line" ;; esac
+    if [ "$size" = 120x35 ]; then has "$size: the timing pane" "$f" '─ timing ─'
+    else lacks "$size: no timing pane" "$f" '─ timing ─'; fi
+    if cmp -s "$TMP/$f" "$TMP/layout-$size-nc1.dump"; then ok "$size: NO_COLOR, the same layout"
+    else not_ok "$size: NO_COLOR changes the layout"; diff "$TMP/$f" "$TMP/layout-$size-nc1.dump" | head; fi
+done
+export COLUMNS=100 LINES=30
+
 # ---- a slider change applies to the next generation ------------------------------------------
 tui slider 'key Tab
 key Tab

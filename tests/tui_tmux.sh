@@ -113,4 +113,17 @@ wait_for "fg brings the screen back" '─ message · Enter sends'
 if grep -q '^  fg$' "$TMP/pane"; then not_ok "fg went out as a message"; else ok "fg is no message"; fi
 "${T[@]}" send-keys -t tui C-c C-c
 wait_for "quits back to the shell" '^shell> ?$'
+# NO_COLOR in a real terminal: attributes only, no colour escapes; without it, colours.
+for nc in 1 ""; do
+    "${T[@]}" kill-session -t tui
+    "${T[@]}" new-session -d -s tui -x 80 -y 24 \
+        "env NO_COLOR=$nc LANG=C.UTF-8 TERM=xterm-256color XDG_STATE_HOME='$TMP/state' '$TUI' -m '$MODEL'; sleep 60"
+    wait_for "NO_COLOR='$nc': starts" '─ message · Enter sends'
+    "${T[@]}" capture-pane -e -p -t tui >"$TMP/sgr"
+    if grep -Eq $'\e\\[([0-9;]*;)?(3[0-7]|4[0-7]|38;5;[0-9]+)[;m]' "$TMP/sgr"; then colours=yes; else colours=no; fi
+    want=$([ -n "$nc" ] && echo no || echo yes)
+    if [ "$colours" = "$want" ]; then ok "NO_COLOR='$nc': colour escapes: $colours"
+    else not_ok "NO_COLOR='$nc': colour escapes: $colours, expected $want"; fi
+    grep -q $'\e\\[' "$TMP/sgr" && ok "NO_COLOR='$nc': attributes still drawn" || not_ok "no attributes at all"
+done
 finish
