@@ -9,6 +9,7 @@
 
 #include "app.h"
 #include "canvas.h"
+#include "clipboard.h"
 #include "commands.h"
 #include "editor.h"
 #include "fixtures.h"
@@ -1183,6 +1184,36 @@ START_TEST(test_markdown)
 }
 END_TEST
 
+/* RFC 4648's test vectors, and the OSC 52 request around them. */
+START_TEST(test_clipboard)
+{
+    static const char *const vectors[][2] = {{"", ""},
+                                             {"f", "Zg=="},
+                                             {"fo", "Zm8="},
+                                             {"foo", "Zm9v"},
+                                             {"foob", "Zm9vYg=="},
+                                             {"fooba", "Zm9vYmE="},
+                                             {"foobar", "Zm9vYmFy"}};
+    char out[16];
+    for (size_t i = 0; i < sizeof vectors / sizeof vectors[0]; i++) {
+        const char *in = vectors[i][0];
+        ck_assert_uint_eq(ui_base64((const unsigned char *)in, strlen(in), out),
+                          strlen(vectors[i][1]));
+        ck_assert_str_eq(out, vectors[i][1]);
+    }
+    char *seq = ui_clipboard_osc52("foobar", 6);
+    ck_assert_str_eq(seq, "\033]52;c;Zm9vYmFy\a");
+    free(seq);
+    /* The last fenced block's contents, without the fences. */
+    static const char md[] = "a\n```\none\n```\nb\n```py\nx = 1\ny = 2\n```\nc";
+    size_t start, end;
+    ck_assert(ui_markdown_last_code(md, strlen(md), &start, &end));
+    ck_assert_int_eq((int)(end - start), 11);
+    ck_assert(strncmp(md + start, "x = 1\ny = 2", end - start) == 0);
+    ck_assert(!ui_markdown_last_code("no code", 7, &start, &end));
+}
+END_TEST
+
 /* ---- the frame slot ----------------------------------------------------------------------- */
 
 /* A START event for a canvas of 2 prompt ids and 3 masks (id 99), 3 steps planned. */
@@ -1982,6 +2013,32 @@ START_TEST(test_app_quit_unsaved)
 }
 END_TEST
 
+/* /copy and F3 hand the last answer, or its last code block, to the screen for OSC 52. */
+START_TEST(test_app_copy)
+{
+    struct app_fixture f;
+    app_setup(&f);
+    struct ui_app *app = &f.app;
+    enter(&f, "/copy");
+    ck_assert(app->note_error);
+    ck_assert_str_eq(app->note, "there is no answer to copy yet");
+    enter(&f, "q1");
+    engine_runs(&f, 3, "Try:\n```sh\nls -l\n```\nDone.", false, 0);
+    enter(&f, "/copy");
+    ck_assert_str_eq(app->copy, "Try:\n```sh\nls -l\n```\nDone.");
+    ck_assert_str_eq(app->note, "copied the last answer (26 bytes) to the clipboard");
+    enter(&f, "/copy code");
+    ck_assert_str_eq(app->copy, "ls -l");
+    free(app->copy);
+    app->copy = NULL;
+    press(&f, UI_KEY_F1 + 2);
+    ck_assert_str_eq(app->copy, "Try:\n```sh\nls -l\n```\nDone.");
+    enter(&f, "/copy all");
+    ck_assert(app->note_error);
+    app_teardown(&f);
+}
+END_TEST
+
 START_TEST(test_app_sliders)
 {
     struct app_fixture f;
@@ -2153,6 +2210,7 @@ static Suite *ui_suite(void)
     tcase_add_test(tc, test_timing_text);
     tcase_add_test(tc, test_timing_live);
     tcase_add_test(tc, test_markdown);
+    tcase_add_test(tc, test_clipboard);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("frame");
@@ -2174,6 +2232,7 @@ static Suite *ui_suite(void)
     tcase_add_test(tc, test_app_commands);
     tcase_add_test(tc, test_app_system);
     tcase_add_test(tc, test_app_quit_unsaved);
+    tcase_add_test(tc, test_app_copy);
     tcase_add_test(tc, test_app_sliders);
     tcase_add_test(tc, test_app_input);
     tcase_add_test(tc, test_app_dropped);

@@ -126,4 +126,30 @@ for nc in 1 ""; do
     else not_ok "NO_COLOR='$nc': colour escapes: $colours, expected $want"; fi
     grep -q $'\e\\[' "$TMP/sgr" && ok "NO_COLOR='$nc': attributes still drawn" || not_ok "no attributes at all"
 done
+# /copy through tmux with set-clipboard on: the OSC 52 request becomes tmux's buffer, which
+# holds the answer as written (compared with /save's copy of it).
+"${T[@]}" kill-session -t tui
+"${T[@]}" new-session -d -s tui -x 100 -y 30 \
+    "env LANG=C.UTF-8 TERM=xterm-256color XDG_STATE_HOME='$TMP/state' '$TUI' -m '$MODEL' \
+     --max-tokens 16 --steps 16 --no-early-stop; sleep 60"
+"${T[@]}" set -g set-clipboard on
+wait_for "starts for /copy" '─ message · Enter sends'
+"${T[@]}" send-keys -t tui -l "hello"
+"${T[@]}" send-keys -t tui Enter
+wait_for "an answer to copy" '^dllm · 16 steps'
+"${T[@]}" send-keys -t tui -l "/copy"
+"${T[@]}" send-keys -t tui Enter
+wait_for "/copy says so" 'copied the last answer \([0-9]+ bytes\)'
+"${T[@]}" send-keys -t tui -l "/save $TMP/copy.md"
+"${T[@]}" send-keys -t tui Enter
+wait_for "/save for the comparison" 'saved the conversation'
+"${T[@]}" show-buffer >"$TMP/clip" 2>/dev/null
+if python3 - "$TMP/copy.md" "$TMP/clip" <<'PY'
+import sys
+md = open(sys.argv[1], "rb").read()
+answer = md.split(b"## dllm\n\n", 1)[1].split(b"\n\n> Settings:", 1)[0]
+sys.exit(0 if open(sys.argv[2], "rb").read() == answer else 1)
+PY
+then ok "tmux's buffer holds the answer"; else not_ok "the clipboard differs from the answer"
+    od -c "$TMP/clip" | head -5; fi
 finish

@@ -4,6 +4,7 @@
 #include "app.h"
 #include "commands.h"
 #include "format.h"
+#include "markdown.h"
 #include "utf8.h"
 
 #include <errno.h>
@@ -82,6 +83,7 @@ void ui_app_fini(struct ui_app *app)
     free(app->blocks);
     free(app->headers);
     free(app->history_path);
+    free(app->copy);
 }
 
 /*
@@ -233,6 +235,37 @@ static void system_prompt(struct ui_app *app, const char *arg, size_t len)
          off ? "system prompt removed" : "system prompt set; it applies from the next answer");
 }
 
+/* /copy [code]: the last answer, or the last code block in it, for the clipboard. */
+static void copy(struct ui_app *app, const char *arg, size_t len)
+{
+    const bool code = len == 4 && strncmp(arg, "code", 4) == 0;
+    if (len > 0 && !code) {
+        note(app, true, "/copy takes nothing or 'code', not '%.*s'", (int)(len > 40 ? 40 : len),
+             arg);
+        return;
+    }
+    const struct ui_turn *last = NULL;
+    for (size_t i = app->transcript.n; i-- > 0 && !last;)
+        if (app->transcript.turns[i].role == UI_ROLE_ASSISTANT)
+            last = &app->transcript.turns[i];
+    if (!last) {
+        note(app, true, "there is no answer to copy yet");
+        return;
+    }
+    size_t start = 0, end = strlen(last->text);
+    if (code && !ui_markdown_last_code(last->text, end, &start, &end)) {
+        note(app, true, "the last answer has no code block (/copy copies all of it)");
+        return;
+    }
+    free(app->copy);
+    app->copy = strndup(last->text + start, end - start);
+    if (!app->copy)
+        note(app, true, "out of memory");
+    else
+        note(app, false, "copied %s (%zu bytes) to the clipboard",
+             code ? "the last code block" : "the last answer", end - start);
+}
+
 /* Enter: sends the input as a message, or runs it as a command. */
 static void send(struct ui_app *app)
 {
@@ -317,6 +350,7 @@ static void send(struct ui_app *app)
     }
     case UI_CMD_SAVE: save(app, cmd.arg, cmd.arg_len); break;
     case UI_CMD_SYSTEM: system_prompt(app, cmd.arg, cmd.arg_len); break;
+    case UI_CMD_COPY: copy(app, cmd.arg, cmd.arg_len); break;
     case UI_CMD_HELP: open_help(app); break;
     case UI_CMD_QUIT: app->quit = true; break;
     case UI_CMD_ERROR: note(app, true, "%s", cmd.error); return;
@@ -460,6 +494,7 @@ void ui_app_key(struct ui_app *app, uint32_t key, double now_ms)
     case UI_ACT_PAGE_DOWN: ui_scrollback_page(&app->conv, 1); break;
     case UI_ACT_REDRAW: app->redraw_all = true; break;
     case UI_ACT_SUSPEND: app->suspend = true; break;
+    case UI_ACT_COPY: copy(app, "", 0); break;
     case UI_ACT_RAW:
         app->raw = !app->raw;
         app->conv_changed = true;

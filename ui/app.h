@@ -69,6 +69,7 @@ struct ui_app {
     bool suspend;      /* Ctrl+Z: the program is to stop itself (the screen's to do) */
     bool unsaved;      /* the conversation changed since the last /save */
     bool raw;          /* answers as the model wrote them, not rendered as Markdown (F2) */
+    char *copy;        /* text for the clipboard, sent by the screen's next draw (NULL: none) */
     bool confirm_quit; /* Ctrl+D asked about an unsaved conversation: a second one quits */
     char note[DLLM_ERROR_TEXT_MAX + 64]; /* the message line: the latest refusal, error or
                                             confirmation, kept until a key edits the input

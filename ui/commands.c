@@ -22,6 +22,8 @@ static const struct command commands[] = {
     {"save", UI_CMD_SAVE, "FILE", "write the conversation as Markdown to FILE"},
     {"system", UI_CMD_SYSTEM, "[TEXT]",
      "set the system prompt (from the next answer on); alone, show it; /system off removes it"},
+    {"copy", UI_CMD_COPY, "[code]",
+     "copy the last answer (code: its last code block) to the clipboard (OSC 52)"},
     {"help", UI_CMD_HELP, NULL, "show the keys and commands"},
     {"quit", UI_CMD_QUIT, NULL, "leave (also Ctrl+D on an empty input)"},
 };

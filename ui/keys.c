@@ -35,6 +35,7 @@ static const struct binding table[] = {
     {ALL, UI_KEY_CTRL('l'), UI_ACT_REDRAW, "redraw the screen"},
     {ALL, UI_KEY_CTRL('z'), UI_ACT_SUSPEND, "suspend to the shell (fg comes back)"},
     {ALL, UI_KEY_F1 + 1, UI_ACT_RAW, "answers as written, or rendered as Markdown again"},
+    {ALL, UI_KEY_F1 + 2, UI_ACT_COPY, "copy the last answer to the clipboard (as /copy)"},
 
     {IN, UI_KEY_ENTER, UI_ACT_SEND, "send the message, or run the /command"},
     {IN, UI_KEY_ENTER | UI_KEY_ALT, UI_ACT_NEWLINE, "insert a newline"},

@@ -91,6 +91,32 @@ static bool fence(const char *line, size_t n, bool inside)
     return true;
 }
 
+bool ui_markdown_last_code(const char *src, size_t len, size_t *start, size_t *end)
+{
+    bool code = false, found = false;
+    for (size_t at = 0; at < len;) {
+        const char *nl = memchr(src + at, '\n', len - at);
+        const size_t stop = nl ? (size_t)(nl - src) : len, next = nl ? stop + 1 : len;
+        size_t lead = at;
+        while (lead < stop && src[lead] == ' ')
+            lead++;
+        if (fence(src + lead, stop - lead, code)) {
+            if (!code)
+                *start = next;
+            else
+                *end = at > *start ? at - 1 : *start;
+            found |= code;
+            code = !code;
+        }
+        at = next;
+    }
+    if (code) {
+        *end = len;
+        found = true;
+    }
+    return found;
+}
+
 bool ui_markdown_render(const char *src, size_t len, char **out, uint8_t **styles, size_t *out_len)
 {
     struct md_out o = {0};

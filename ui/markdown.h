@@ -21,4 +21,11 @@
  */
 bool ui_markdown_render(const char *src, size_t len, char **out, uint8_t **styles, size_t *out_len);
 
+/*
+ * Where the contents of the last fenced code block of src[0 .. len-1] lie: [*start, *end),
+ * without its fences and its final newline. False when there is none (an unclosed block
+ * runs to the end).
+ */
+bool ui_markdown_last_code(const char *src, size_t len, size_t *start, size_t *end);
+
 #endif

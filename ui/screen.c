@@ -1,6 +1,7 @@
 /* The curses side of dllm-tui: terminal set-up, keys, drawing, and dumps. */
 #include "config.h"
 
+#include "clipboard.h"
 #include "format.h"
 #include "screen.h"
 #include "utf8.h"
@@ -699,6 +700,17 @@ void ui_screen_draw(struct ui_screen *s, struct ui_app *app)
     }
     wnoutrefresh(stdscr);
     doupdate();
+    if (app->copy) {
+        /* The clipboard request goes straight to the terminal, after the frame. */
+        char *seq = s->headless ? NULL : ui_clipboard_osc52(app->copy, strlen(app->copy));
+        if (seq) {
+            fputs(seq, s->out);
+            fflush(s->out);
+        }
+        free(seq);
+        free(app->copy);
+        app->copy = NULL;
+    }
 }
 
 /* ---- dumps -------------------------------------------------------------------------------- */
