@@ -1736,6 +1736,43 @@ START_TEST(test_app_timing_scroll)
 }
 END_TEST
 
+/* PgUp/PgDn act on the focused pane: a page of timing rows, or a slider by 10 steps. */
+START_TEST(test_app_page_keys)
+{
+    struct app_fixture f, g;
+    app_setup(&f);
+    f.app.focus = UI_FOCUS_TIMING;
+    for (int i = 0; i < 10; i++)
+        ck_assert(ui_timing_add(&f.app.timing, &(struct ui_step_stat){i, 0, 1, 1, 1, 0, false}));
+    f.app.timing_rows = 4; /* pages of 3 rows; back at most 6 */
+    press(&f, UI_KEY_PGUP);
+    ck_assert_uint_eq(f.app.timing_back, 3);
+    press(&f, UI_KEY_PGUP);
+    press(&f, UI_KEY_PGUP);
+    ck_assert_uint_eq(f.app.timing_back, 6);
+    press(&f, UI_KEY_PGDN);
+    ck_assert_uint_eq(f.app.timing_back, 3);
+    press(&f, UI_KEY_PGDN);
+    press(&f, UI_KEY_PGDN);
+    ck_assert_uint_eq(f.app.timing_back, 0);
+    /* The selected slider: PgDn is 10 presses of Down, PgUp 10 of Up. */
+    app_setup(&g);
+    f.app.focus = g.app.focus = UI_FOCUS_SETTINGS;
+    f.app.slider = g.app.slider = UI_SLIDER_MAX_TOKENS;
+    press(&f, UI_KEY_PGDN);
+    for (int i = 0; i < 10; i++)
+        press(&g, UI_KEY_DOWN);
+    ck_assert_int_eq(f.app.settings.gen_length, g.app.settings.gen_length);
+    ck_assert_int_lt(f.app.settings.gen_length, base_settings().gen_length);
+    press(&f, UI_KEY_PGUP);
+    for (int i = 0; i < 10; i++)
+        press(&g, UI_KEY_UP);
+    ck_assert_int_eq(f.app.settings.gen_length, g.app.settings.gen_length);
+    app_teardown(&g);
+    app_teardown(&f);
+}
+END_TEST
+
 START_TEST(test_app_chat)
 {
     struct app_fixture f;
@@ -2226,6 +2263,7 @@ static Suite *ui_suite(void)
 
     tc = tcase_create("app");
     tcase_add_test(tc, test_app_chat);
+    tcase_add_test(tc, test_app_page_keys);
     tcase_add_test(tc, test_app_timing_scroll);
     tcase_add_test(tc, test_app_gapped_answer);
     tcase_add_test(tc, test_app_cancel);

@@ -412,6 +412,26 @@ static void scroll(struct ui_app *app, enum ui_action act)
         ui_scrollback_end(&app->conv);
 }
 
+/*
+ * PgUp (dir < 0) or PgDn on the focused pane: the timing pane scrolls a page of step rows, a
+ * slider moves by 10 of its steps (PgUp up), the conversation scrolls a page otherwise.
+ */
+static void page(struct ui_app *app, int dir)
+{
+    if (app->focus == UI_FOCUS_TIMING) {
+        const size_t n = app->timing.n, rows = app->timing_rows;
+        const size_t most = n > rows ? n - rows : 0, by = rows > 1 ? rows - 1 : 1;
+        size_t back = app->timing_back < most ? app->timing_back : most;
+        back = dir < 0 ? (most - back > by ? back + by : most) : (back > by ? back - by : 0);
+        app->timing_back = back;
+    } else if (app->focus == UI_FOCUS_SETTINGS) {
+        for (int i = 0; i < 10; i++)
+            adjust(app, -dir);
+    } else {
+        ui_scrollback_page(&app->conv, dir);
+    }
+}
+
 /* A key while the help screen shows: scroll it, close it, or Ctrl+C. */
 static void help_key(struct ui_app *app, uint32_t key, double now_ms)
 {
@@ -490,8 +510,8 @@ void ui_app_key(struct ui_app *app, uint32_t key, double now_ms)
         while (app->focus == UI_FOCUS_TIMING && !app->timing_shown);
         break;
     }
-    case UI_ACT_PAGE_UP: ui_scrollback_page(&app->conv, -1); break;
-    case UI_ACT_PAGE_DOWN: ui_scrollback_page(&app->conv, 1); break;
+    case UI_ACT_PAGE_UP:
+    case UI_ACT_PAGE_DOWN: page(app, act == UI_ACT_PAGE_UP ? -1 : 1); break;
     case UI_ACT_REDRAW: app->redraw_all = true; break;
     case UI_ACT_SUSPEND: app->suspend = true; break;
     case UI_ACT_COPY: copy(app, "", 0); break;
