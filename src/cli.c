@@ -125,3 +125,23 @@ const char *cli_kernels(void)
         cli_fail("DLLM_KERNELS: %s", err.text);
     return force && *force ? force : NULL;
 }
+
+char *cli_read_stdin(void)
+{
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    size_t got;
+    while (buf && (got = fread(buf + n, 1, cap - n - 1, stdin)) > 0) {
+        n += got;
+        if (cap - n - 1 == 0) {
+            char *p = realloc(buf, cap *= 2);
+            if (!p)
+                free(buf);
+            buf = p;
+        }
+    }
+    if (!buf)
+        cli_fail("out of memory reading the prompt");
+    buf[n] = 0;
+    return buf;
+}

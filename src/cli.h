@@ -57,4 +57,7 @@ double cli_cpu_ms(void);
 /* The process's peak resident set size so far, in MB. */
 double cli_peak_rss_mb(void);
 
+/* All of standard input as a NUL-terminated string (-p -); out of memory is fatal. */
+char *cli_read_stdin(void);
+
 #endif

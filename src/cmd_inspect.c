@@ -119,7 +119,7 @@ static void print_value(const struct dllm_gguf_value *v, uint64_t max_items)
             print_value(&e, max_items);
         }
         if (v->arr.n > n)
-            printf(", ... %" PRIu64 " more", v->arr.n - n);
+            printf("%s... %" PRIu64 " more", n ? ", " : "", v->arr.n - n);
         putchar(']');
         break;
     }

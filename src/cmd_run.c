@@ -8,6 +8,7 @@
 #include "gen_options.h"
 #include "model_ref.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,6 +31,8 @@ const char cmd_run_usage[] =
     "  --cache-check        with --cache: also run the exact pass at each cached step and\n"
     "                       report how far the cached logits are (--json cache_checks,\n"
     "                       --trace check); the answer is the cached run's\n"
+    "  --show-canvas        show each step: the canvas redrawn when stdout is a terminal,\n"
+    "                       else one JSON line per step (its commits) before the answer\n"
     "  --verbose            print the model, settings, sizes and every step's time\n"
     "  -h, --help           this help\n";
 
@@ -38,6 +41,8 @@ struct run_state {
     struct dllm_session *session;
     FILE *trace;
     bool progress, verbose;
+    bool show_canvas, show_tty; /* --show-canvas, on a terminal (else JSON lines) */
+    int32_t mask_id;
     double *step_ms;
     int64_t n_step_ms, cap_step_ms;
     json_t *computed;      /* positions each step's passes computed */
@@ -60,6 +65,30 @@ static void on_sigint(int sig)
 {
     (void)sig;
     atomic_store(&interrupted, true);
+}
+
+/* The text as a JSON string, each byte that is not part of a UTF-8 character as U+FFFD. */
+static json_t *json_text(const char *text)
+{
+    size_t n = strlen(text), o = 0;
+    char *buf = malloc(3 * n + 1);
+    if (!buf)
+        cli_fail("out of memory");
+    for (size_t i = 0; i < n;) {
+        size_t k = dllm_utf8_char_len(text + i, n - i);
+        if (k) {
+            memcpy(buf + o, text + i, k);
+            o += k;
+            i += k;
+        } else {
+            memcpy(buf + o, "\xef\xbf\xbd", 3);
+            o += 3;
+            i++;
+        }
+    }
+    json_t *j = json_stringn(buf, o);
+    free(buf);
+    return j;
 }
 
 /* A checked step's figures (--cache-check): the cached rows against the exact pass's. */
@@ -90,6 +119,82 @@ static void write_trace(FILE *f, const struct dllm_event *ev)
         json_object_set_new(line, "check", check_json(ev));
     json_dumpf(line, f, JSON_COMPACT | JSON_PRESERVE_ORDER);
     fputc('\n', f);
+    fflush(f); /* each line as its step ends: a tail -f follows the run */
+    json_decref(line);
+}
+
+/* The bytes of ids[0 .. n-1] decoded, appended to *buf (malloc'd); false when out of memory. */
+static bool append_decoded(const struct dllm_vocab *vocab, const int32_t *ids, int64_t n,
+                           char **buf, size_t *len)
+{
+    char *text = NULL;
+    size_t k = 0;
+    if (dllm_vocab_decode(vocab, ids, n, 0, &text, &k, NULL) != DLLM_OK)
+        return false;
+    char *grown = realloc(*buf, *len + k + 1);
+    if (grown) {
+        memcpy(grown + *len, text, k);
+        *len += k;
+        grown[*len] = '\0';
+        *buf = grown;
+    }
+    free(text);
+    return grown != NULL;
+}
+
+/*
+ * --show-canvas on a terminal: the screen cleared and the step's canvas drawn, each run of
+ * committed tokens decoded and each masked position as a light shade.
+ */
+static void show_canvas(const struct run_state *st, const struct dllm_event *ev)
+{
+    const struct dllm_vocab *vocab = dllm_session_vocab(st->session);
+    char *text = NULL;
+    size_t len = 0;
+    for (int64_t i = ev->n_prompt; i < ev->canvas_len;) {
+        const bool mask = ev->canvas[i] == st->mask_id;
+        int64_t j = i;
+        while (j < ev->canvas_len && (ev->canvas[j] == st->mask_id) == mask)
+            j++;
+        for (int64_t k = i; mask && k < j; k++) {
+            char *grown = realloc(text, len + 4);
+            if (!grown)
+                break;
+            text = grown;
+            memcpy(text + len, "\xe2\x96\x91", 4);
+            len += 3;
+        }
+        if (!mask && !append_decoded(vocab, ev->canvas + i, j - i, &text, &len))
+            break;
+        i = j;
+    }
+    printf("\033[H\033[2Jstep %lld of %lld, %lld masks left\n\n%s\n", (long long)ev->step + 1,
+           (long long)(st->n_steps ? st->n_steps : ev->step + 1), (long long)ev->masks_left,
+           text ? text : "");
+    fflush(stdout);
+    free(text);
+}
+
+/* --show-canvas on a pipe: one JSON line of the step's commits, each with its token's text. */
+static void show_commits(const struct run_state *st, const struct dllm_event *ev)
+{
+    const struct dllm_vocab *vocab = dllm_session_vocab(st->session);
+    json_t *committed = json_array();
+    for (int64_t i = 0; i < ev->n_committed; i++) {
+        char *piece = NULL;
+        size_t len = 0;
+        append_decoded(vocab, &ev->committed[i].token, 1, &piece, &len);
+        json_array_append_new(committed,
+                              json_pack("{s:I, s:I, s:o}", "pos", (json_int_t)ev->committed[i].pos,
+                                        "token", (json_int_t)ev->committed[i].token, "text",
+                                        json_text(piece ? piece : "")));
+        free(piece);
+    }
+    json_t *line = json_pack("{s:I, s:I, s:o}", "step", (json_int_t)ev->step, "masks_left",
+                             (json_int_t)ev->masks_left, "committed", committed);
+    json_dumpf(line, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    putchar('\n');
+    fflush(stdout);
     json_decref(line);
 }
 
@@ -127,7 +232,14 @@ static void on_event(const struct dllm_event *ev, void *user)
             json_array_append_new(st->refresh_steps, json_integer(ev->step));
         if (st->trace)
             write_trace(st->trace, ev);
-        if (st->verbose)
+        if (st->show_canvas && st->show_tty)
+            show_canvas(st, ev);
+        else if (st->show_canvas)
+            show_commits(st, ev);
+        if (st->verbose && ev->n_committed == 0 && ev->computed == 0)
+            fprintf(stderr, "step %lld: quota 0, no pass, %lld masks left\n", (long long)ev->step,
+                    (long long)ev->masks_left);
+        else if (st->verbose)
             fprintf(stderr,
                     "step %lld: %lld committed, %lld masks left, %.1f ms forward, %.2f ms "
                     "sampling\n",
@@ -156,49 +268,36 @@ static void on_event(const struct dllm_event *ev, void *user)
     }
 }
 
-/* Reads all of standard input as the prompt. */
-static char *read_stdin(void)
+/*
+ * The tokens the prompt takes on the canvas: the messages through the model's chat template,
+ * or the raw prompt with --no-chat. A model without a usable template fails here, before the
+ * weights are prepared.
+ */
+static int64_t prompt_tokens(const struct dllm_model *model, bool no_chat,
+                             const struct dllm_chat_message *msgs, size_t n_msgs)
 {
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    size_t got;
-    while (buf && (got = fread(buf + n, 1, cap - n - 1, stdin)) > 0) {
-        n += got;
-        if (cap - n - 1 == 0) {
-            char *p = realloc(buf, cap *= 2);
-            if (!p)
-                free(buf);
-            buf = p;
-        }
+    struct dllm_error err;
+    struct dllm_vocab *vocab;
+    if (dllm_vocab_load(dllm_model_gguf(model), &vocab, &err))
+        cli_fail("%s", err.text);
+    int32_t *ids = NULL;
+    int64_t n = 0;
+    enum dllm_status st;
+    if (no_chat) {
+        const char *text = msgs[n_msgs - 1].content;
+        st = dllm_vocab_encode(vocab, text, strlen(text), DLLM_ENCODE_ADD_SPECIAL, &ids, &n, &err);
+    } else {
+        struct dllm_chat_template *tmpl;
+        if (dllm_chat_template_load(dllm_model_gguf(model), vocab, &tmpl, &err))
+            cli_fail("%s; --no-chat feeds the prompt as raw text", err.text);
+        st = dllm_chat_encode(tmpl, msgs, n_msgs, &ids, &n, &err);
+        dllm_chat_template_free(tmpl);
     }
-    if (!buf)
-        cli_fail("out of memory reading the prompt");
-    buf[n] = 0;
-    return buf;
-}
-
-/* The text as a JSON string, each byte that is not part of a UTF-8 character as U+FFFD. */
-static json_t *json_text(const char *text)
-{
-    size_t n = strlen(text), o = 0;
-    char *buf = malloc(3 * n + 1);
-    if (!buf)
-        cli_fail("out of memory");
-    for (size_t i = 0; i < n;) {
-        size_t k = dllm_utf8_char_len(text + i, n - i);
-        if (k) {
-            memcpy(buf + o, text + i, k);
-            o += k;
-            i += k;
-        } else {
-            memcpy(buf + o, "\xef\xbf\xbd", 3);
-            o += 3;
-            i++;
-        }
-    }
-    json_t *j = json_stringn(buf, o);
-    free(buf);
-    return j;
+    dllm_vocab_free(vocab);
+    free(ids);
+    if (st)
+        cli_fail("%s", err.text);
+    return n;
 }
 
 static json_t *settings_json(const struct dllm_sampler_params *p, int threads, bool chat)
@@ -224,7 +323,7 @@ static json_t *settings_json(const struct dllm_sampler_params *p, int threads, b
 }
 
 static void print_json(const struct run_state *st, const struct dllm_sampler_params *p, int threads,
-                       bool chat, double load_ms)
+                       bool chat, double load_ms, const char *model_path)
 {
     json_t *ms = json_array();
     for (int64_t i = 0; i < st->n_step_ms; i++)
@@ -235,6 +334,13 @@ static void print_json(const struct run_state *st, const struct dllm_sampler_par
                   "stopped_early", st->stopped_early, "cancelled", st->cancelled, "step_ms", ms,
                   "load_ms", load_ms, "total_ms", st->total_ms, "peak_rss_mb", cli_peak_rss_mb(),
                   "seed", (json_int_t)p->seed, "settings", settings_json(p, threads, chat));
+    /* The model, the prompt's size and the speed, as a reader of one record needs them. */
+    json_object_set_new(doc, "model", json_text(model_path));
+    json_object_set_new(doc, "prompt_tokens", json_integer(st->n_prompt));
+    json_object_set_new(doc, "tokens_per_s",
+                        json_real(st->total_ms > 0
+                                      ? (double)json_array_size(st->tokens) / (st->total_ms / 1000)
+                                      : 0.0));
     json_object_set(doc, "step_computed", st->computed);
     json_object_set(doc, "refresh_steps", st->refresh_steps);
     json_object_set_new(doc, "cache_bytes", json_integer(st->cache_bytes));
@@ -247,7 +353,7 @@ static void print_json(const struct run_state *st, const struct dllm_sampler_par
 
 int cmd_run(const struct cli_command *cmd, int argc, char **argv)
 {
-    enum { OPT_JSON = 512, OPT_TRACE, OPT_VERBOSE, OPT_CACHE_CHECK };
+    enum { OPT_JSON = 512, OPT_TRACE, OPT_VERBOSE, OPT_CACHE_CHECK, OPT_SHOW_CANVAS };
     struct option opts[64];
     size_t n = 0;
     while (gen_long_options[n].name) {
@@ -258,9 +364,10 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
     opts[n++] = (struct option){"trace", required_argument, NULL, OPT_TRACE};
     opts[n++] = (struct option){"verbose", no_argument, NULL, OPT_VERBOSE};
     opts[n++] = (struct option){"cache-check", no_argument, NULL, OPT_CACHE_CHECK};
+    opts[n++] = (struct option){"show-canvas", no_argument, NULL, OPT_SHOW_CANVAS};
     opts[n] = (struct option){0};
     struct gen_options o = {.threads = (int)sysconf(_SC_NPROCESSORS_ONLN)};
-    bool json = false, verbose = false, cache_check = false;
+    bool json = false, verbose = false, cache_check = false, show = false;
     const char *trace_path = NULL;
     int c;
     while ((c = cli_getopt(cmd, argc, argv, "m:p:t:", opts)) != -1) {
@@ -274,6 +381,8 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
             verbose = true;
         else if (c == OPT_CACHE_CHECK)
             cache_check = true;
+        else if (c == OPT_SHOW_CANVAS)
+            show = true;
     }
     if (optind != argc)
         cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
@@ -282,14 +391,24 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
     if (cache_check && (!o.has_cache || o.set.cache == DLLM_CACHE_NONE))
         cli_usage_error(cmd, "--cache-check needs --cache prefix or dual");
 
+    char *prompt = strcmp(o.prompt, "-") == 0 ? cli_read_stdin() : strdup(o.prompt);
+    if (!prompt)
+        cli_fail("out of memory");
+    if (strcmp(o.prompt, "-") == 0 && !*prompt)
+        cli_usage_error(cmd, "the prompt on standard input is empty");
     char *path = model_ref_path(o.model, o.offline);
     double t0 = cli_now_ms();
     struct dllm_error err;
     struct dllm_model *model = model_ref_open(path, verbose);
     double load_ms = cli_now_ms() - t0;
+    struct dllm_chat_message msgs[2];
+    size_t n_msgs = 0;
+    if (o.system)
+        msgs[n_msgs++] = (struct dllm_chat_message){"system", o.system};
+    msgs[n_msgs++] = (struct dllm_chat_message){"user", prompt};
+    const int64_t n_prompt = prompt_tokens(model, o.no_chat, msgs, n_msgs);
     struct dllm_sampler_params sp;
-    gen_options_sampler(cmd, &o, model, &sp);
-    char *prompt = strcmp(o.prompt, "-") == 0 ? read_stdin() : strdup(o.prompt);
+    gen_options_sampler(cmd, &o, model, n_prompt, verbose, &sp);
     struct dllm_session *session;
     struct dllm_session_params session_params;
     dllm_session_params_init(&session_params);
@@ -315,11 +434,6 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     if (dllm_session_new(model, &session_params, &session, &err))
         cli_fail("%s%s", err.text, session_params.backend ? ": use --device cpu" : "");
-    if (!o.no_chat && !dllm_session_has_template(session)) {
-        struct dllm_chat_template *tmpl;
-        dllm_chat_template_load(dllm_model_gguf(model), dllm_session_vocab(session), &tmpl, &err);
-        cli_fail("%s; --no-chat feeds the prompt as raw text", err.text);
-    }
     if (verbose) {
         const struct dllm_sampler_params *p = &sp;
         const struct dllm_model_experts x = dllm_model_experts(model);
@@ -345,17 +459,15 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
     }
     struct run_state st = {.session = session,
                            .verbose = verbose,
-                           .progress = isatty(STDERR_FILENO) && !verbose,
+                           .progress = isatty(STDERR_FILENO) && !verbose && !show,
+                           .show_canvas = show,
+                           .show_tty = isatty(STDOUT_FILENO),
+                           .mask_id = dllm_model_mask_id(model),
                            .computed = json_array(),
                            .refresh_steps = json_array(),
                            .checks = json_array()};
     if (trace_path && !(st.trace = fopen(trace_path, "w")))
-        cli_fail("cannot write the trace file %s", trace_path);
-    struct dllm_chat_message msgs[2];
-    size_t n_msgs = 0;
-    if (o.system)
-        msgs[n_msgs++] = (struct dllm_chat_message){"system", o.system};
-    msgs[n_msgs++] = (struct dllm_chat_message){"user", prompt};
+        cli_fail("cannot write the trace file %s: %s", trace_path, strerror(errno));
     struct dllm_request req = {.messages = msgs,
                                .n_messages = n_msgs,
                                .raw_prompt = o.no_chat ? prompt : NULL,
@@ -367,12 +479,14 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
     dllm_session_wait(session);
     if (st.progress)
         fputs("\r\033[K", stderr);
+    if (show && st.show_tty)
+        fputs("\033[H\033[2J", stdout); /* the last canvas gives way to the answer */
     if (st.trace && fclose(st.trace) != 0)
-        cli_fail("cannot write the trace file %s", trace_path);
+        cli_fail("cannot write the trace file %s: %s", trace_path, strerror(errno));
     if (st.failed)
         cli_fail("%s", st.error);
     if (json) {
-        print_json(&st, &sp, o.threads, !o.no_chat, load_ms);
+        print_json(&st, &sp, o.threads, !o.no_chat, load_ms, path);
     } else {
         fputs(st.text, stdout);
         putchar('\n');

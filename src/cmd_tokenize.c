@@ -25,7 +25,7 @@ const char cmd_tokenize_usage[] =
     "  -m, --model MODEL   a GGUF file with a tokenizer (a model or a vocabulary-only file),\n"
     "                      or a hub model org/repo[:QUANT|:FILE.gguf], downloaded if needed\n"
     "  --offline           hub models from the cache only, no network (also HF_HUB_OFFLINE=1)\n"
-    "  -p, --prompt TEXT   the text to tokenize\n"
+    "  -p, --prompt TEXT   the text to tokenize ('-': standard input)\n"
     "  -s, --system TEXT   a system message before the prompt (chat only)\n"
     "  --no-chat           tokenize TEXT as it is: BOS is added only when the model's\n"
     "                      tokenizer.ggml.add_bos_token says so, and special-token text is\n"
@@ -148,6 +148,11 @@ int cmd_tokenize(const struct cli_command *cmd, int argc, char **argv)
     int64_t n = 0;
     int32_t *ids = detok ? parse_ids(cmd, detok, &n) : NULL;
 
+    char *from_stdin = prompt && strcmp(prompt, "-") == 0 ? cli_read_stdin() : NULL;
+    if (from_stdin && !*from_stdin)
+        cli_usage_error(cmd, "the prompt on standard input is empty");
+    if (from_stdin)
+        prompt = from_stdin;
     char *file = model_ref_path(path, offline);
     struct dllm_error err;
     struct dllm_gguf *gguf;
@@ -197,6 +202,7 @@ int cmd_tokenize(const struct cli_command *cmd, int argc, char **argv)
     dllm_vocab_free(vocab);
     dllm_gguf_close(gguf);
     free(file);
+    free(from_stdin);
     if (fflush(stdout) != 0)
         cli_fail("cannot write the output");
     return CLI_EXIT_OK;

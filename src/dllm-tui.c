@@ -292,6 +292,10 @@ static bool run(struct ui_app *app, struct ui_screen *scr, struct player *player
             ui_app_key(app, key, cli_now_ms());
             dirty = true;
         }
+        if (app->suspend) {
+            app->suspend = false;
+            ui_screen_suspend(scr);
+        }
     }
     return true;
 }
@@ -355,7 +359,7 @@ int main(int argc, char **argv)
      */
     struct dllm_sampler_params settings;
     struct dllm_model *peek = model_ref_open(model_path, false);
-    gen_options_sampler(&command, &o.gen, peek, &settings);
+    gen_options_sampler(&command, &o.gen, peek, 0, false, &settings);
     const int64_t canvas = dllm_model_n_ctx(peek) < DLLM_MAX_CANVAS_DEFAULT
                                ? dllm_model_n_ctx(peek)
                                : DLLM_MAX_CANVAS_DEFAULT;

@@ -2,8 +2,11 @@
 
 #include "gen_options.h"
 
+#include <errno.h>
+
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -96,11 +99,15 @@ bool gen_options_handle(const struct cli_command *cmd, struct gen_options *o, in
         s->seed = (uint64_t)cli_parse_int(cmd, "--seed", arg, 0, INT64_MAX);
         o->has_seed = true;
         break;
-    case OPT_THRESHOLD:
-        s->threshold = cli_parse_float(cmd, "--threshold", arg, 0, 1);
-        if (s->threshold <= 0)
+    case OPT_THRESHOLD: {
+        /* One wording for every value out of (0, 1]: 0 and 1.5 alike. */
+        char *end;
+        errno = 0;
+        s->threshold = strtod(arg, &end);
+        if (errno || end == arg || *end || !(s->threshold > 0 && s->threshold <= 1))
             cli_usage_error(cmd, "--threshold takes a number in (0, 1], such as 0.9, not '%s'",
                             arg);
+    }
         o->has_threshold = true;
         break;
     case OPT_REMASKING:
@@ -144,8 +151,33 @@ bool gen_options_handle(const struct cli_command *cmd, struct gen_options *o, in
     return true;
 }
 
+/*
+ * LLaDA's blocks without --block-length: 32 when it divides the answer's length, else its
+ * largest divisor from 8 to 32, else one block; --verbose says which.
+ */
+static void default_block(const struct cli_command *cmd, struct dllm_sampler_params *out,
+                          bool verbose)
+{
+    const int64_t n = out->gen_length;
+    int64_t b = 32;
+    while (b >= 8 && n % b != 0)
+        b--;
+    out->block_length = b >= 8 ? b : n;
+    if (!verbose)
+        return;
+    if (b == 32)
+        fprintf(stderr, "dllm %s: blocks of 32 tokens\n", cmd->name);
+    else if (b >= 8)
+        fprintf(stderr, "dllm %s: blocks of %lld tokens (32 does not divide --max-tokens %lld)\n",
+                cmd->name, (long long)b, (long long)n);
+    else
+        fprintf(stderr, "dllm %s: one block of %lld tokens (no length from 8 to 32 divides it)\n",
+                cmd->name, (long long)n);
+}
+
 void gen_options_sampler(const struct cli_command *cmd, const struct gen_options *o,
-                         const struct dllm_model *model, struct dllm_sampler_params *out)
+                         const struct dllm_model *model, int64_t n_prompt, bool verbose,
+                         struct dllm_sampler_params *out)
 {
     const bool llada = dllm_model_sampler_kind(model) == DLLM_SAMPLER_LLADA;
     dllm_sampler_params_init(out, dllm_model_sampler_kind(model));
@@ -185,8 +217,18 @@ void gen_options_sampler(const struct cli_command *cmd, const struct gen_options
     /* A shorter answer than the default block keeps the default steps-per-token ratio. */
     if (o->has_gen_length && !o->has_steps)
         out->steps = out->gen_length;
-    if (o->has_gen_length && !o->has_block_length && out->block_length > out->gen_length)
+    if (llada && !o->has_block_length && out->block_length > 0)
+        default_block(cmd, out, verbose);
+    else if (o->has_gen_length && !o->has_block_length && out->block_length > out->gen_length)
         out->block_length = out->gen_length;
+    /* More steps than tokens would run steps that commit nothing. */
+    if (out->threshold == 0 && out->steps > out->gen_length) {
+        fprintf(stderr,
+                "dllm %s: note: --steps %lld is more than --max-tokens %lld: running %lld steps\n",
+                cmd->name, (long long)out->steps, (long long)out->gen_length,
+                (long long)out->gen_length);
+        out->steps = out->gen_length;
+    }
     if (llada && (o->has_top_p || o->has_top_k || o->has_alg || o->has_alg_temp || o->has_eps))
         cli_usage_error(cmd, "--top-p, --top-k, --alg, --alg-temp and --eps are Dream settings; "
                              "this model runs the LLaDA sampler");
@@ -196,8 +238,15 @@ void gen_options_sampler(const struct cli_command *cmd, const struct gen_options
     struct dllm_error err;
     if (dllm_sampler_params_check(out, &err))
         cli_usage_error(cmd, "%s", err.text);
-    int64_t n_ctx = dllm_model_n_ctx(model);
-    if (out->gen_length >= n_ctx)
-        cli_usage_error(cmd, "--max-tokens %lld does not fit the model's context of %lld tokens",
-                        (long long)out->gen_length, (long long)n_ctx);
+    const int64_t n_ctx = dllm_model_n_ctx(model);
+    const int64_t canvas = n_ctx < DLLM_MAX_CANVAS_DEFAULT ? n_ctx : DLLM_MAX_CANVAS_DEFAULT;
+    if (n_prompt > 0 && out->gen_length > canvas - n_prompt)
+        cli_usage_error(cmd,
+                        "--max-tokens %lld does not fit: the prompt is %lld tokens and the canvas "
+                        "limit %lld; the largest --max-tokens this prompt allows is %lld",
+                        (long long)out->gen_length, (long long)n_prompt, (long long)canvas,
+                        (long long)(canvas - n_prompt > 0 ? canvas - n_prompt : 0));
+    if (out->gen_length >= canvas)
+        cli_usage_error(cmd, "--max-tokens %lld does not fit the canvas limit of %lld tokens",
+                        (long long)out->gen_length, (long long)canvas);
 }

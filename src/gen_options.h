@@ -67,9 +67,12 @@ bool gen_options_handle(const struct cli_command *cmd, struct gen_options *o, in
 
 /*
  * The sampler settings for a model: the architecture's defaults with the user's overrides.
- * Settings that cannot run are a usage error naming the values that would work.
+ * Settings that cannot run are a usage error naming the values that would work; with a
+ * prompt of n_prompt tokens (0: not known yet) that includes an answer too long for the
+ * canvas left. verbose: say how the defaults were chosen.
  */
 void gen_options_sampler(const struct cli_command *cmd, const struct gen_options *o,
-                         const struct dllm_model *model, struct dllm_sampler_params *out);
+                         const struct dllm_model *model, int64_t n_prompt, bool verbose,
+                         struct dllm_sampler_params *out);
 
 #endif

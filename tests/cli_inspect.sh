@@ -56,6 +56,8 @@ expect_err "bad magic message" "not a GGUF file"
 run "no path" 2 "$DLLM" inspect
 run "two paths" 2 "$DLLM" inspect "$M" "$M"
 run "unknown flag" 2 "$DLLM" inspect --bogus "$M"
+run "inspect -n 0" 0 "$DLLM" inspect -n 0 "$M"
+expect_out "-n 0: no items, no leading comma" '^  tokenizer.ggml.tokens  array\[string\] \(2048\)  \[\.\.\. 2048 more\]$'
 run "bad -n" 2 "$DLLM" inspect -n x "$M"
 run "inspect --help" 0 "$DLLM" inspect --help
 expect_out "usage text" '^usage: dllm inspect'

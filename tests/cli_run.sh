@@ -15,6 +15,19 @@ if cmp -s "$TMP/out" "$TMP/first"; then ok "deterministic"; else not_ok "same se
 echo "Hello" | "$DLLM" run -m "$L" -p - $G >"$TMP/stdin" 2>"$TMP/err"
 if cmp -s "$TMP/stdin" "$TMP/first"; then ok "prompt from stdin"; else not_ok "prompt from stdin differs"; fi
 
+run "--show-canvas on a pipe" 0 "$DLLM" run -m "$L" -p "Hello" $G --show-canvas
+if python3 - "$TMP/out" "$TMP/first" <<'PY'
+import json, sys
+lines = open(sys.argv[1], "rb").read().split(b"\n")
+answer = open(sys.argv[2], "rb").read()
+steps = [json.loads(l) for l in lines[:-2]]
+assert [s["step"] for s in steps] == list(range(len(steps))) and steps, lines
+assert all(c["pos"] >= 0 and "text" in c for s in steps for c in s["committed"])
+assert steps[-1]["masks_left"] <= steps[0]["masks_left"]
+assert b"\n".join(lines[-2:]) == answer, (lines[-2:], answer)
+PY
+then ok "one JSON line per step, then the same answer"; else not_ok "--show-canvas JSON lines"; fi
+
 run "run --json --trace on Dream" 0 "$DLLM" run -m "$D" -p "Hi" $G --temperature 0.5 --seed 7 --json --trace "$TMP/trace"
 if python3 - "$TMP/out" "$TMP/trace" <<'PY'
 import json, sys
@@ -65,7 +78,57 @@ run "steps not a multiple of blocks" 2 "$DLLM" run -m "$L" -p hi --max-tokens 64
 expect_err "says which steps work" "steps 7"
 run "block length not dividing max tokens" 2 "$DLLM" run -m "$L" -p hi --max-tokens 64 --block-length 24 --steps 8
 run "threshold out of range" 2 "$DLLM" run -m "$L" -p hi --threshold 1.5
+expect_err "threshold 1.5: the one wording" "--threshold takes a number in \(0, 1\], such as 0.9, not '1.5'"
 run "threshold zero" 2 "$DLLM" run -m "$L" -p hi --threshold 0
+expect_err "threshold 0: the one wording" "--threshold takes a number in \(0, 1\], such as 0.9, not '0'"
+# The canvas limit (4096 on the fixtures' context) less the prompt's tokens, as dllm tokenize
+# counts them: both sides of the old split (4090 exited 1 after loading, 5000 exited 2).
+n_prompt=$("$DLLM" tokenize -m "$L" -p hi | wc -w)
+for mt in 4090 5000; do
+    run "--max-tokens $mt beyond the canvas" 2 "$DLLM" run -m "$L" -p hi --max-tokens $mt
+    expect_err "names the largest --max-tokens" "the largest --max-tokens this prompt allows is $((4096 - n_prompt))\$"
+done
+# LLaDA's blocks without --block-length: 32 when it divides --max-tokens, else the largest
+# divisor from 8 to 32, else one block.
+for case in "64 32" "40 20" "36 18" "22 22" "7 7"; do
+    set -- $case
+    run "LLaDA, --max-tokens $1 without --block-length" 0 "$DLLM" run -m "$L" -p hi --max-tokens $1 --json --verbose
+    expect_out "blocks of $2" "\"block_length\": $2,"
+done
+expect_err "--verbose says one block" "one block of 7 tokens"
+# --steps above --max-tokens: clamped with a note, for both samplers.
+for m in "$L" "$D"; do
+    run "steps above max tokens ($(basename "$m"))" 0 "$DLLM" run -m "$m" -p hi --max-tokens 8 --steps 16 --json
+    expect_err "a note says so" "note: --steps 16 is more than --max-tokens 8: running 8 steps"
+    expect_out "settings.steps is the steps run" '^    "steps": 8,$'
+done
+# Dream's schedule int(N(1 - s/t)) gives 8 tokens over 8 steps a quota of 0 at step 0 (as
+# diffusion_generate does): --verbose says so instead of a row of zeros.
+run "a step with a quota of 0" 0 "$DLLM" run -m "$D" -p hi --max-tokens 8 --steps 8 --no-early-stop --verbose
+expect_err "marked as such" "^step 0: quota 0, no pass, 8 masks left$"
+run "--json: model path, prompt tokens, tokens/s" 0 "$DLLM" run -m "$L" -p hi $G --json
+expect_out "model path" "^  \"model\": \"$L\",$"
+expect_out "prompt tokens" "^  \"prompt_tokens\": $n_prompt,$"
+expect_out "tokens per second" '^  "tokens_per_s": [0-9.e+]+,$'
+printf '' | "$DLLM" run -m "$L" -p - $G >"$TMP/out" 2>"$TMP/err"
+[ $? -eq 2 ] && ok "an empty prompt on stdin exits 2" || not_ok "an empty prompt on stdin"
+run "--trace to an unwritable path" 1 "$DLLM" run -m "$L" -p hi $G --trace "$TMP/no/such/dir/trace"
+expect_err "says why" "cannot write the trace file .*: No such file or directory"
+# --trace writes each line as its step ends: while a long run goes on, the file grows line by
+# line (it came in 4 KB bursts); seen between 1 byte and 4 KB while the process is alive.
+"$DLLM" run -m "$D" -p hi --max-tokens 256 --steps 256 --no-early-stop --trace "$TMP/live" \
+    >/dev/null 2>&1 &
+pid=$!
+seen=0
+i=0
+while [ $i -lt 3000 ] && kill -0 $pid 2>/dev/null; do
+    size=$(wc -c <"$TMP/live" 2>/dev/null || echo 0)
+    if [ "$size" -gt 0 ] && [ "$size" -lt 4096 ] && kill -0 $pid 2>/dev/null; then seen=1; break; fi
+    sleep 0.01
+    i=$((i + 1))
+done
+wait $pid
+[ $seen -eq 1 ] && ok "--trace lines arrive as steps end" || not_ok "--trace came in bursts"
 run "unknown alg" 2 "$DLLM" run -m "$D" -p hi --alg sideways
 run "unknown remasking" 2 "$DLLM" run -m "$L" -p hi --remasking sometimes
 run "Dream flag on LLaDA" 2 "$DLLM" run -m "$L" -p hi --alg entropy

@@ -106,4 +106,11 @@ run "tokenize --help" 0 "$DLLM" tokenize --help
 expect_out "usage text" '^usage: dllm tokenize'
 run "dllm --help" 0 "$DLLM" --help
 expect_out "command list" '^  tokenize '
+# -p - reads the prompt from standard input; an empty one is a usage error.
+L_TOK=$FIX/models/llada-tiny-q4km.gguf
+printf 'Hello' | "$DLLM" tokenize -m "$L_TOK" --no-chat -p - >"$TMP/stdin-ids"
+"$DLLM" tokenize -m "$L_TOK" --no-chat -p Hello >"$TMP/arg-ids"
+if cmp -s "$TMP/stdin-ids" "$TMP/arg-ids"; then ok "tokenize -p - reads stdin"; else not_ok "tokenize -p -"; fi
+printf '' | "$DLLM" tokenize -m "$L_TOK" -p - >/dev/null 2>&1
+[ $? -eq 2 ] && ok "an empty prompt on stdin exits 2" || not_ok "tokenize: empty stdin"
 finish

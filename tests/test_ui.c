@@ -9,6 +9,7 @@
 
 #include "app.h"
 #include "canvas.h"
+#include "clipboard.h"
 #include "commands.h"
 #include "editor.h"
 #include "fixtures.h"
@@ -16,6 +17,8 @@
 #include "history.h"
 #include "keys.h"
 #include "layout.h"
+#include "markdown.h"
+#include "screen.h"
 #include "script.h"
 #include "scrollback.h"
 #include "settings.h"
@@ -478,7 +481,7 @@ static size_t digit_blocks(struct ui_sb_block *blocks, size_t extra)
     static const char digits[] = "0123456789abcdef";
     size_t n = 10 + extra;
     for (size_t i = 0; i < n; i++)
-        blocks[i] = (struct ui_sb_block){digits + i, 1, UI_STYLE_TEXT, 0};
+        blocks[i] = (struct ui_sb_block){digits + i, 1, UI_STYLE_TEXT, 0, NULL};
     return n;
 }
 
@@ -525,8 +528,8 @@ END_TEST
 START_TEST(test_scroll_rewrap)
 {
     /* "aaaa bbbb cccc dddd" wraps to 4 rows at 5 columns and 2 at 10. */
-    struct ui_sb_block blocks[2] = {{"x", 1, UI_STYLE_TEXT, 0},
-                                    {"aaaa bbbb cccc dddd", 19, UI_STYLE_TEXT, 0}};
+    struct ui_sb_block blocks[2] = {{"x", 1, UI_STYLE_TEXT, 0, NULL},
+                                    {"aaaa bbbb cccc dddd", 19, UI_STYLE_TEXT, 0, NULL}};
     struct ui_scrollback sb;
     ui_scrollback_init(&sb);
     ui_scrollback_set_view(&sb, 1);
@@ -545,7 +548,7 @@ START_TEST(test_scroll_rewrap)
     ck_assert_uint_eq(sb.top, 3);
 
     /* An indented block wraps at the width less the indent, and its cells start blank. */
-    struct ui_sb_block ind = {"abcdef", 6, UI_STYLE_USER, 2};
+    struct ui_sb_block ind = {"abcdef", 6, UI_STYLE_USER, 2, NULL};
     ck_assert(ui_scrollback_layout(&sb, &ind, 1, 6));
     ck_assert_uint_eq(sb.n_rows, 2);
     struct ui_cell cells[6];
@@ -821,7 +824,9 @@ START_TEST(test_commands_help)
     char help[1024];
     ui_commands_help(help, sizeof help);
     ck_assert(strstr(help, "/save FILE      write the conversation as Markdown to FILE\n"));
-    ck_assert(strstr(help, "/system [TEXT]  set the system prompt; without TEXT, remove it\n"));
+    ck_assert(strstr(help,
+                     "/system [TEXT]  set the system prompt (from the next answer on); alone, "
+                     "show it; /system off removes it\n"));
 }
 END_TEST
 
@@ -985,7 +990,7 @@ START_TEST(test_transcript_drop)
 
     char headers[6][UI_HEADER_MAX];
     struct ui_sb_block blocks[3 * 7];
-    size_t nb = ui_transcript_blocks(&t, headers, blocks);
+    size_t nb = ui_transcript_blocks(&t, false, headers, blocks);
     /* system (3) + 4 turns (3 each) + 2 notices (2 each) */
     ck_assert_uint_eq(nb, 19);
     ck_assert_str_eq(headers[0], "you \u00b7 not in context");
@@ -1096,9 +1101,14 @@ END_TEST
 START_TEST(test_timing_text)
 {
     char buf[200];
-    struct ui_step_stat s = {3, 0, 812.4, 10.2, 4, 92};
+    struct ui_step_stat s = {3, 0, 812.4, 10.2, 4, 92, false};
     ui_timing_row(&s, buf, sizeof buf);
     ck_assert_str_eq(buf, "   3   812.4    10.2     4    92");
+    ck_assert_uint_eq(strlen(buf), strlen(UI_TIMING_HEADER));
+    /* A step with a quota of 0 ran no pass: said so, not a row of zeros. */
+    struct ui_step_stat q = {4, 0, 0.0, 0.01, 0, 92, true};
+    ui_timing_row(&q, buf, sizeof buf);
+    ck_assert_str_eq(buf, "   4  quota 0, no pass        92");
     ck_assert_uint_eq(strlen(buf), strlen(UI_TIMING_HEADER));
     struct ui_timing_totals t = {.steps = 32,
                                  .forward_ms = 3840,
@@ -1109,6 +1119,98 @@ START_TEST(test_timing_text)
     ui_timing_format_totals(&t, buf, sizeof buf);
     ck_assert_str_eq(buf, "32 steps, 128 tokens in 4.10 s (31.2 tok/s); per step 120.0 ms "
                           "forward + 8.0 ms sample; load 1.20 s");
+}
+END_TEST
+
+/*
+ * Live speed: the median of the last 8 step times, tokens per second of step time, and the
+ * planned steps left times that median (with a threshold, masks over the mean commits a step).
+ */
+START_TEST(test_timing_live)
+{
+    struct ui_timing t;
+    ui_timing_init(&t);
+    char buf[128];
+    ui_timing_live(&t, 63, 100, true, buf, sizeof buf);
+    ck_assert_str_eq(buf, "");
+    /* Steps of 400, 500 and 600 ms, 2 tokens each: median 500 ms, 6 tokens in 1.5 s. */
+    for (int i = 0; i < 3; i++)
+        ck_assert(ui_timing_add(
+            &t, &(struct ui_step_stat){i, 0, 390.0 + 100 * i, 10.0, 2, 100 - 2 * i, false}));
+    ui_timing_live(&t, 63, 94, true, buf, sizeof buf);
+    ck_assert_str_eq(buf, "500 ms/step \u00b7 4.0 tok/s \u00b7 ETA 30 s"); /* 60 x 500 ms */
+    ui_timing_live(&t, 203, 94, false, buf, sizeof buf);
+    ck_assert_str_eq(buf, "4.0 tok/s \u00b7 ETA 1m40s"); /* 200 x 500 ms */
+    ui_timing_live(&t, 0, 100, true, buf, sizeof buf);
+    ck_assert_str_eq(buf, "500 ms/step \u00b7 4.0 tok/s \u00b7 ETA ~25 s"); /* 100 / 2 x 500 */
+    /* Only the last 8 steps count for the median: 8 steps of 1000 ms after them. */
+    for (int i = 3; i < 11; i++)
+        ck_assert(ui_timing_add(&t, &(struct ui_step_stat){i, 0, 990.0, 10.0, 2, 0, false}));
+    ui_timing_live(&t, 12, 0, true, buf, sizeof buf);
+    ck_assert_str_eq(buf, "1000 ms/step \u00b7 2.3 tok/s \u00b7 ETA 1.0 s"); /* 22 / 9.5 s */
+    ui_timing_fini(&t);
+}
+END_TEST
+
+/* ---- Markdown ----------------------------------------------------------------------------- */
+
+/*
+ * A settled answer's Markdown: a heading, strong, emphasis, a code span, a list item, a fenced
+ * block (its fences gone, its lines code), and marks that do not close left as written.
+ */
+START_TEST(test_markdown)
+{
+    static const char src[] = "# Title\nSome **bold** and *it* with `x = 1`.\n- item one\n"
+                              "```c\nint a;\n```\na * b_c end";
+    char *out;
+    uint8_t *styles;
+    size_t len;
+    ck_assert(ui_markdown_render(src, strlen(src), &out, &styles, &len));
+    ck_assert_str_eq(out,
+                     "Title\nSome bold and it with x = 1.\n\u2022 item one\nint a;\na * b_c end");
+    ck_assert_uint_eq(len, strlen(out));
+    /* h: heading, B: strong, i: emphasis, c: code, .: text (UI_STYLE_LETTERS). */
+    static const char want[] = "hhhhh......BBBB.....ii......ccccc...............cccccc............";
+    ck_assert_uint_eq(strlen(want), len);
+    for (size_t i = 0; i < len; i++)
+        ck_assert_msg(UI_STYLE_LETTERS[styles[i]] == want[i], "byte %zu: %c, expected %c", i,
+                      UI_STYLE_LETTERS[styles[i]], want[i]);
+    free(out);
+    free(styles);
+    ck_assert(ui_markdown_render("", 0, &out, &styles, &len));
+    ck_assert_str_eq(out, "");
+    free(out);
+    free(styles);
+}
+END_TEST
+
+/* RFC 4648's test vectors, and the OSC 52 request around them. */
+START_TEST(test_clipboard)
+{
+    static const char *const vectors[][2] = {{"", ""},
+                                             {"f", "Zg=="},
+                                             {"fo", "Zm8="},
+                                             {"foo", "Zm9v"},
+                                             {"foob", "Zm9vYg=="},
+                                             {"fooba", "Zm9vYmE="},
+                                             {"foobar", "Zm9vYmFy"}};
+    char out[16];
+    for (size_t i = 0; i < sizeof vectors / sizeof vectors[0]; i++) {
+        const char *in = vectors[i][0];
+        ck_assert_uint_eq(ui_base64((const unsigned char *)in, strlen(in), out),
+                          strlen(vectors[i][1]));
+        ck_assert_str_eq(out, vectors[i][1]);
+    }
+    char *seq = ui_clipboard_osc52("foobar", 6);
+    ck_assert_str_eq(seq, "\033]52;c;Zm9vYmFy\a");
+    free(seq);
+    /* The last fenced block's contents, without the fences. */
+    static const char md[] = "a\n```\none\n```\nb\n```py\nx = 1\ny = 2\n```\nc";
+    size_t start, end;
+    ck_assert(ui_markdown_last_code(md, strlen(md), &start, &end));
+    ck_assert_int_eq((int)(end - start), 11);
+    ck_assert(strncmp(md + start, "x = 1\ny = 2", end - start) == 0);
+    ck_assert(!ui_markdown_last_code("no code", 7, &start, &end));
 }
 END_TEST
 
@@ -1375,6 +1477,8 @@ static const struct {
     int rows, cols, input, canvas;
     bool too_small;
     struct ui_rect conversation, canvas_r, timing, input_r, settings, status;
+    int message;
+    struct ui_rect message_r;
 } layouts[] = {
     /* 24 x 80: no room for the timing pane; the input 1 row under its title. */
     {24,
@@ -1387,7 +1491,9 @@ static const struct {
      {0, 0, 0, 0},
      {20, 0, 2, 80},
      {22, 0, 1, 80},
-     {23, 0, 1, 80}},
+     {23, 0, 1, 80},
+     0,
+     {0, 0, 0, 0}},
     /* 30 x 100: the timing pane takes the right 34 columns; a 5-row canvas plus its title. */
     {30,
      100,
@@ -1399,7 +1505,9 @@ static const struct {
      {0, 66, 24, 34},
      {24, 0, 4, 100},
      {28, 0, 1, 100},
-     {29, 0, 1, 100}},
+     {29, 0, 1, 100},
+     0,
+     {0, 0, 0, 0}},
     /* A long input stops at 6 rows (7 with the title), leaving 21 above it; a tall canvas
      * stops at two thirds of those, 14. */
     {30,
@@ -1412,7 +1520,9 @@ static const struct {
      {0, 66, 21, 34},
      {21, 0, 7, 100},
      {28, 0, 1, 100},
-     {29, 0, 1, 100}},
+     {29, 0, 1, 100},
+     0,
+     {0, 0, 0, 0}},
     {.rows = 11, .cols = 80, .input = 1, .too_small = true},
     {.rows = 12, .cols = 39, .input = 1, .too_small = true},
     {12,
@@ -1425,7 +1535,23 @@ static const struct {
      {0, 0, 0, 0},
      {8, 0, 2, 40},
      {10, 0, 1, 40},
-     {11, 0, 1, 40}},
+     {11, 0, 1, 40},
+     0,
+     {0, 0, 0, 0}},
+    /* A message of 5 rows shows 3 above the input, full width; the panes above give way. */
+    {24,
+     100,
+     1,
+     4,
+     false,
+     {0, 0, 12, 66},
+     {12, 0, 5, 66},
+     {0, 66, 17, 34},
+     {20, 0, 2, 100},
+     {22, 0, 1, 100},
+     {23, 0, 1, 100},
+     5,
+     {17, 0, 3, 100}},
 };
 
 /* Fails unless two rectangles are equal. */
@@ -1439,14 +1565,15 @@ static void expect_rect(const char *what, struct ui_rect got, struct ui_rect wan
 START_TEST(test_layout)
 {
     struct ui_layout l;
-    ui_layout_compute(&l, layouts[_i].rows, layouts[_i].cols, layouts[_i].input,
-                      layouts[_i].canvas);
+    ui_layout_compute(&l, layouts[_i].rows, layouts[_i].cols, layouts[_i].message,
+                      layouts[_i].input, layouts[_i].canvas);
     ck_assert_int_eq(l.too_small, layouts[_i].too_small);
     if (l.too_small)
         return;
     expect_rect("conversation", l.conversation, layouts[_i].conversation);
     expect_rect("canvas", l.canvas, layouts[_i].canvas_r);
     expect_rect("timing", l.timing, layouts[_i].timing);
+    expect_rect("message", l.message, layouts[_i].message_r);
     expect_rect("input", l.input, layouts[_i].input_r);
     expect_rect("settings", l.settings, layouts[_i].settings);
     expect_rect("status", l.status, layouts[_i].status);
@@ -1567,6 +1694,20 @@ START_TEST(test_app_gapped_answer)
     struct dllm_chat_message msgs[4];
     ck_assert_uint_eq(ui_transcript_messages(&f.app.transcript, 2, msgs, 4), 2);
     ck_assert_str_eq(msgs[1].content, "It is");
+    /* On screen each gap is dim, the text around it plain: "  It is … far … " on one row. */
+    ck_assert(ui_app_layout_conversation(&f.app, 40, 10));
+    size_t row = 0;
+    while (row < f.app.conv.n_rows &&
+           f.app.blocks[f.app.conv.rows[row].block].text != f.app.transcript.turns[1].text)
+        row++;
+    ck_assert_uint_lt(row, f.app.conv.n_rows);
+    struct ui_cell cells[40];
+    ui_scrollback_cells(&f.app.conv, f.app.blocks, row, cells, 40);
+    static const char want[] = ".......ddd...ddd";
+    for (int c = 0; c < (int)sizeof want - 1; c++)
+        ck_assert_msg(cells[c].style == (want[c] == 'd' ? UI_STYLE_DIM : UI_STYLE_TEXT),
+                      "column %d has style %d", c, cells[c].style);
+    ck_assert_uint_eq(cells[8].ch[0], 0x2026);
     app_teardown(&f);
 }
 END_TEST
@@ -1591,6 +1732,43 @@ START_TEST(test_app_timing_scroll)
     ck_assert_uint_eq(f.app.timing_back, 0);
     press(&f, UI_KEY_UP);
     ck_assert_uint_eq(f.app.timing_back, 0);
+    app_teardown(&f);
+}
+END_TEST
+
+/* PgUp/PgDn act on the focused pane: a page of timing rows, or a slider by 10 steps. */
+START_TEST(test_app_page_keys)
+{
+    struct app_fixture f, g;
+    app_setup(&f);
+    f.app.focus = UI_FOCUS_TIMING;
+    for (int i = 0; i < 10; i++)
+        ck_assert(ui_timing_add(&f.app.timing, &(struct ui_step_stat){i, 0, 1, 1, 1, 0, false}));
+    f.app.timing_rows = 4; /* pages of 3 rows; back at most 6 */
+    press(&f, UI_KEY_PGUP);
+    ck_assert_uint_eq(f.app.timing_back, 3);
+    press(&f, UI_KEY_PGUP);
+    press(&f, UI_KEY_PGUP);
+    ck_assert_uint_eq(f.app.timing_back, 6);
+    press(&f, UI_KEY_PGDN);
+    ck_assert_uint_eq(f.app.timing_back, 3);
+    press(&f, UI_KEY_PGDN);
+    press(&f, UI_KEY_PGDN);
+    ck_assert_uint_eq(f.app.timing_back, 0);
+    /* The selected slider: PgDn is 10 presses of Down, PgUp 10 of Up. */
+    app_setup(&g);
+    f.app.focus = g.app.focus = UI_FOCUS_SETTINGS;
+    f.app.slider = g.app.slider = UI_SLIDER_MAX_TOKENS;
+    press(&f, UI_KEY_PGDN);
+    for (int i = 0; i < 10; i++)
+        press(&g, UI_KEY_DOWN);
+    ck_assert_int_eq(f.app.settings.gen_length, g.app.settings.gen_length);
+    ck_assert_int_lt(f.app.settings.gen_length, base_settings().gen_length);
+    press(&f, UI_KEY_PGUP);
+    for (int i = 0; i < 10; i++)
+        press(&g, UI_KEY_UP);
+    ck_assert_int_eq(f.app.settings.gen_length, g.app.settings.gen_length);
+    app_teardown(&g);
     app_teardown(&f);
 }
 END_TEST
@@ -1799,6 +1977,105 @@ START_TEST(test_app_commands)
 }
 END_TEST
 
+/*
+ * /system after the conversation started is marked where it applies from (and so saved);
+ * /system alone shows the current one; /system off removes it.
+ */
+START_TEST(test_app_system)
+{
+    struct app_fixture f;
+    app_setup(&f);
+    struct ui_app *app = &f.app;
+    enter(&f, "/system");
+    ck_assert_str_eq(app->note, "no system prompt (/system TEXT sets one)");
+    enter(&f, "/system Be brief.");
+    ck_assert_uint_eq(app->transcript.n, 0); /* before the first message: no mark */
+    enter(&f, "q1");
+    engine_runs(&f, 3, "a1", false, 0);
+    enter(&f, "/system Answer in French.");
+    ck_assert_uint_eq(app->transcript.n, 3);
+    ck_assert_int_eq(app->transcript.turns[2].role, UI_ROLE_NOTICE);
+    ck_assert_str_eq(app->transcript.turns[2].text,
+                     "system prompt from here on: Answer in French.");
+    enter(&f, "/system");
+    ck_assert_str_eq(app->note, "system prompt: Answer in French.");
+    char *dir = test_tmpdir(), line[600];
+    snprintf(line, sizeof line, "%s/system.md", dir);
+    ck_assert(ui_transcript_save(&app->transcript, NULL, line));
+    FILE *in = fopen(line, "r");
+    ck_assert(in != NULL);
+    char md[4096];
+    md[fread(md, 1, sizeof md - 1, in)] = '\0';
+    fclose(in);
+    ck_assert(strstr(md, "## dllm\n\na1\n\n"));
+    ck_assert(strstr(md, "*system prompt from here on: Answer in French.*"));
+    free(dir);
+    enter(&f, "/system off");
+    ck_assert_ptr_null(app->transcript.system);
+    ck_assert_str_eq(app->transcript.turns[3].text, "system prompt removed from here on");
+    app_teardown(&f);
+}
+END_TEST
+
+/* Ctrl+D on an empty input asks first when the conversation is not saved. */
+START_TEST(test_app_quit_unsaved)
+{
+    struct app_fixture f;
+    app_setup(&f);
+    struct ui_app *app = &f.app;
+    press(&f, UI_KEY_CTRL('d')); /* nothing to lose: quits at once */
+    ck_assert(app->quit);
+    app->quit = false;
+    enter(&f, "q1");
+    engine_runs(&f, 3, "a1", false, 0);
+    press(&f, UI_KEY_CTRL('d'));
+    ck_assert(!app->quit);
+    ck_assert_str_eq(app->note,
+                     "the conversation is not saved: Ctrl+D again quits, /save FILE keeps it");
+    press(&f, UI_KEY_TAB); /* another key: the question stands no more */
+    press(&f, UI_KEY_BTAB);
+    press(&f, UI_KEY_CTRL('d'));
+    ck_assert(!app->quit);
+    press(&f, UI_KEY_CTRL('d'));
+    ck_assert(app->quit);
+    /* Saved: Ctrl+D quits at once. */
+    app->quit = false;
+    char *dir = test_tmpdir(), line[600];
+    snprintf(line, sizeof line, "/save %s/saved.md", dir);
+    enter(&f, line);
+    press(&f, UI_KEY_CTRL('d'));
+    ck_assert(app->quit);
+    free(dir);
+    app_teardown(&f);
+}
+END_TEST
+
+/* /copy and F3 hand the last answer, or its last code block, to the screen for OSC 52. */
+START_TEST(test_app_copy)
+{
+    struct app_fixture f;
+    app_setup(&f);
+    struct ui_app *app = &f.app;
+    enter(&f, "/copy");
+    ck_assert(app->note_error);
+    ck_assert_str_eq(app->note, "there is no answer to copy yet");
+    enter(&f, "q1");
+    engine_runs(&f, 3, "Try:\n```sh\nls -l\n```\nDone.", false, 0);
+    enter(&f, "/copy");
+    ck_assert_str_eq(app->copy, "Try:\n```sh\nls -l\n```\nDone.");
+    ck_assert_str_eq(app->note, "copied the last answer (26 bytes) to the clipboard");
+    enter(&f, "/copy code");
+    ck_assert_str_eq(app->copy, "ls -l");
+    free(app->copy);
+    app->copy = NULL;
+    press(&f, UI_KEY_F1 + 2);
+    ck_assert_str_eq(app->copy, "Try:\n```sh\nls -l\n```\nDone.");
+    enter(&f, "/copy all");
+    ck_assert(app->note_error);
+    app_teardown(&f);
+}
+END_TEST
+
 START_TEST(test_app_sliders)
 {
     struct app_fixture f;
@@ -1968,6 +2245,9 @@ static Suite *ui_suite(void)
     tc = tcase_create("timing");
     tcase_add_test(tc, test_sparkline);
     tcase_add_test(tc, test_timing_text);
+    tcase_add_test(tc, test_timing_live);
+    tcase_add_test(tc, test_markdown);
+    tcase_add_test(tc, test_clipboard);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("frame");
@@ -1983,10 +2263,14 @@ static Suite *ui_suite(void)
 
     tc = tcase_create("app");
     tcase_add_test(tc, test_app_chat);
+    tcase_add_test(tc, test_app_page_keys);
     tcase_add_test(tc, test_app_timing_scroll);
     tcase_add_test(tc, test_app_gapped_answer);
     tcase_add_test(tc, test_app_cancel);
     tcase_add_test(tc, test_app_commands);
+    tcase_add_test(tc, test_app_system);
+    tcase_add_test(tc, test_app_quit_unsaved);
+    tcase_add_test(tc, test_app_copy);
     tcase_add_test(tc, test_app_sliders);
     tcase_add_test(tc, test_app_input);
     tcase_add_test(tc, test_app_dropped);

@@ -54,7 +54,7 @@ has "first answer shown" chat.txt '^  You said: hello\. Diffusion fills every ma
 has "second answer shown" chat.txt '^  You said: and again\.'
 equal "two answer headers" "$(grep -c '^dllm · 8 steps' "$TMP/chat.txt")" 2
 has "wide text drawn whole" chat.txt '日本語 ✓'
-has "status bar idle" chat.txt ' · idle '
+has "status bar idle" chat.txt ' · idle *$'
 has "timing pane totals" chat.txt '│8 steps · '
 has "history kept under XDG_STATE_HOME" state/dllm/history '^and again$'
 
@@ -65,7 +65,8 @@ wait-step 3
 dump mid.txt
 dump-styles mid.styles
 key Esc
-wait-idle'
+wait-idle
+dump-styles cancel.styles'
 has "canvas title at step 3" mid.txt '─ answer · step 3 of 8 · 20 masks left '
 canvas_masks=$(sed -n '/─ answer ·/,/─ message ·/p' "$TMP/mid.txt" | grep -o '░' | wc -l)
 equal "20 masked positions drawn as ░" "$canvas_masks" 20
@@ -74,8 +75,145 @@ has "the latest step's tokens highlighted" mid.styles 'N'
 has "earlier tokens settled" mid.styles 's'
 has "status bar step 3 of 8" mid.txt ' · step 3 of 8 '
 has "partial answer kept, marked stopped" cancel.txt '^dllm · 3 steps · .* · stopped +│'
-has "status bar cancelled" cancel.txt ' · cancelled '
+has "status bar cancelled" cancel.txt ' · cancelled *$'
 lacks "canvas gone after the end" cancel.txt '─ answer ·'
+# Each run of masks the cancel left is one " … " in the answer, drawn dim, the text around it
+# plain (the tokens on either side were glued together before).
+gaps=$(python3 - "$TMP/cancel.txt" "$TMP/cancel.styles" <<'PY'
+import sys, unicodedata
+text = open(sys.argv[1], encoding="utf-8").read().split("\n")
+styles = open(sys.argv[2]).read().split("\n")
+found = bad = 0
+for y, line in enumerate(text):
+    col = 0
+    for ch in line.split("\u2502")[0]:
+        if ch == "\u2026":
+            found += 1
+            bad += styles[y][col - 1 : col + 2] != "ddd" or styles[y][2] != "."
+        col += 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+print(found, bad)
+PY
+)
+[ "${gaps% *}" -gt 0 ] && ok "the stopped answer marks its gaps ($gaps)" ||
+    not_ok "no gap in the stopped answer: $gaps"
+equal "each gap dim, the answer's text plain" "${gaps#* }" 0
+
+# ---- the message line: refusals and errors whole above the input, the status line intact ------
+# joined FILE: the dump's rows joined by single spaces (wrapped text reads as one line again).
+joined() { tr '\n' ' ' <"$TMP/$1" | tr -s ' '; }
+LONG="/nonexistent/one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen/chat.md"
+for size in 120x35 80x24 60x20; do
+    export COLUMNS=${size%x*} LINES=${size#*x}
+    DLLM_MOCK_HOLD_AT=3 tui "busy-$size" 'text hello
+key Enter
+wait-step 3
+text more
+key Enter
+dump busy.txt
+key Esc
+wait-idle'
+    cp "$TMP/busy.txt" "$TMP/busy-$size.dump"
+    if joined "busy-$size.dump" | grep -qF "a generation is running: wait for it, or cancel it with Esc"; then
+        ok "$size: the refusal whole on screen"
+    else not_ok "$size: the refusal cut"; sed 's/^/  | /' "$TMP/busy-$size.dump"; fi
+    status=$(tail -n 1 "$TMP/busy-$size.dump")
+    case $status in
+    *"cpu · "*"step 3 of 8"*) ok "$size: the status line keeps the device and step 3 of 8" ;;
+    *) not_ok "$size: the status line is '$status'" ;;
+    esac
+    # Live speed: the mock's steps take 10.5, 11.5 and 12.5 ms and commit 4 tokens each:
+    # median 11.5 ms, 12 tokens in 34.5 ms, 5 planned steps left. In the status line without
+    # the timing pane, in the pane's footer with it.
+    if [ "$size" = 120x35 ]; then
+        has "$size: live speed in the timing pane" "busy-$size.dump" '│347\.8 tok/s · ETA 0\.1 s'
+    else
+        case $status in
+        *"12 ms/step · 347.8 tok/s · ETA 0.1 s"*) ok "$size: live speed in the status line" ;;
+        *) not_ok "$size: no live speed in '$status'" ;;
+        esac
+    fi
+    tui "save-$size" "text /save $LONG
+key Enter
+dump error.txt
+key Tab
+dump kept.txt
+key F1
+dump help.txt
+key Esc
+key Tab
+key Tab
+key x
+dump typed.txt
+key Backspace
+text /regen
+key Enter
+dump regen.txt
+key Esc"
+    for f in error kept help typed regen; do cp "$TMP/$f.txt" "$TMP/$f-$size.dump"; done
+    msg="cannot write $LONG: No such file or directory"
+    if [ "$size" = 60x20 ]; then
+        has "$size: a long error is cut at 3 rows" "error-$size.dump" '… F1 shows all$'
+        if joined "help-$size.dump" | grep -qF "$msg"; then ok "$size: F1 shows the whole error"
+        else not_ok "$size: F1 lacks the error"; sed 's/^/  | /' "$TMP/help-$size.dump"; fi
+    elif joined "error-$size.dump" | grep -qF "$msg"; then ok "$size: the error whole on screen"
+    else not_ok "$size: the error cut"; sed 's/^/  | /' "$TMP/error-$size.dump"; fi
+    has "$size: the error stays after a key that does not edit" "kept-$size.dump" 'cannot write'
+    lacks "$size: a typed key clears it" "typed-$size.dump" 'cannot write'
+    has "$size: a refusal" "regen-$size.dump" 'there is no message to answer again'
+    lacks "$size: Esc clears it" "save-$size.txt" 'there is no message to answer again'
+done
+export COLUMNS=100 LINES=30
+
+# ---- Markdown: a settled answer rendered (the mock's answer repeats the message), F2 raw -------
+tui markdown 'text **bold** and `code` and *it*
+key Enter
+wait-idle
+dump md.txt
+dump-styles md.styles
+key F2
+dump raw.txt' --max-tokens 64
+has "Markdown marks gone" md.txt '^  You said: bold and code and it\. Diffusion'
+row=$(grep -n '^  You said: bold and code' "$TMP/md.txt" | cut -d: -f1)
+styles=$(sed -n "${row}p" "$TMP/md.styles")
+equal "strong, code and emphasis styled" "$(printf '%s' "$styles" | cut -c13-32)" "BBBB.....cccc.....ii"
+has "F2: the answer as written" raw.txt '^  You said: \*\*bold\*\* and `code` and \*it\*\.'
+
+# ---- the layout at 120x35, 80x24 and 60x20, with and without NO_COLOR ---------------------------
+# Mid-generation with a message: every pane where it belongs, nothing past the edge, and the
+# same text whether colours are on or off (NO_COLOR changes attributes, not the layout).
+for size in 120x35 80x24 60x20; do
+    export COLUMNS=${size%x*} LINES=${size#*x}
+    for nc in "" 1; do
+        NO_COLOR=$nc DLLM_MOCK_HOLD_AT=3 tui "layout-$size-$nc" 'text hello
+key Enter
+wait-step 3
+text /nosuch
+key Enter
+dump layout.txt
+key Esc
+wait-idle'
+        cp "$TMP/layout.txt" "$TMP/layout-$size-nc$nc.dump"
+    done
+    f=layout-$size-nc.dump
+    equal "$size: $LINES rows" "$(wc -l <"$TMP/$f")" "$LINES"
+    widest=$(wc -L <"$TMP/$f")
+    [ "$widest" -le "$COLUMNS" ] && ok "$size: no row past $COLUMNS columns" ||
+        not_ok "$size: a row is $widest columns wide"
+    has "$size: conversation title on the first row" "$f" '^─ conversation'
+    has "$size: the canvas pane" "$f" '^─ answer · step 3 of 8 · '
+    has "$size: the message above the input" "$f" '^unknown command /nosuch: /help lists them'
+    case $(grep -A1 '^unknown command /nosuch' "$TMP/$f" | tail -n 1) in
+    "─ message · "*) ok "$size: the input title under the message" ;;
+    *) not_ok "$size: no input title under the message" ;; esac
+    equal "$size: the sliders on the second-last row" "$(sed -n "$((LINES - 1))p" "$TMP/$f" | cut -c1-5)" "steps"
+    case $(tail -n 1 "$TMP/$f") in *"step 3 of 8"*) ok "$size: the status line last" ;;
+    *) not_ok "$size: the last row is not the status line" ;; esac
+    if [ "$size" = 120x35 ]; then has "$size: the timing pane" "$f" '─ timing ─'
+    else lacks "$size: no timing pane" "$f" '─ timing ─'; fi
+    if cmp -s "$TMP/$f" "$TMP/layout-$size-nc1.dump"; then ok "$size: NO_COLOR, the same layout"
+    else not_ok "$size: NO_COLOR changes the layout"; diff "$TMP/$f" "$TMP/layout-$size-nc1.dump" | head; fi
+done
+export COLUMNS=100 LINES=30
 
 # ---- a slider change applies to the next generation ------------------------------------------
 tui slider 'key Tab

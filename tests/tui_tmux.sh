@@ -45,7 +45,8 @@ wait_for "starts" '─ message · Enter sends'
 "${T[@]}" send-keys -t tui Enter
 wait_for "the canvas shows masks mid-generation" '─ answer · step [0-9]+ of 256 · [0-9]+ masks left'
 "${T[@]}" send-keys -t tui Escape
-wait_for "Esc cancels, keeping the partial answer" 'cancelled +stopped after [0-9]+ steps'
+wait_for "Esc cancels, keeping the partial answer" '^stopped after [0-9]+ steps: the partial answer is kept'
+wait_for "the status line says cancelled" ' · cancelled *$'
 "${T[@]}" send-keys -t tui -l "second"
 "${T[@]}" send-keys -t tui Enter
 wait_for "a second answer completes" '^dllm · 256 steps'
@@ -59,6 +60,7 @@ text"
 wait_for "a bracketed paste stays in the input" '^  text'
 "${T[@]}" resize-window -t tui -x 60 -y 20
 wait_for "resize relayouts to 60 columns" '^─ conversation ─{45}$'
+wait_for "at 60 columns the status line keeps the device and the state" ' · cpu · .*idle *$'
 "${T[@]}" send-keys -t tui F1
 wait_for "F1 shows the help" '^─ help · '
 "${T[@]}" send-keys -t tui Escape
@@ -87,4 +89,67 @@ wait_for "bad steps are a usage error" '^exit status 2$'
 if grep -q "steps 7 is not a multiple" "$TMP/pane" && ! grep -q "preparing the weights" "$TMP/pane"
 then ok "refused before the weights are prepared"
 else not_ok "refused after preparing the weights"; sed 's/^/  | /' "$TMP/pane"; fi
+# dllm run --show-canvas on a terminal redraws the canvas each step, masks as light shades.
+"${T[@]}" kill-session -t tui
+"${T[@]}" new-session -d -s tui -x 100 -y 30 \
+    "env TERM=xterm-256color '$DLLM_BIN/dllm' run -m '$MODEL' -p hi --max-tokens 256 \
+     --steps 256 --no-early-stop --show-canvas; echo \"exit status \$?\"; sleep 60"
+wait_for "--show-canvas draws the step and the masks" '^step [0-9]+ of 256, [0-9]+ masks left'
+grep -q '░' "$TMP/pane" && ok "masks drawn as ░" || not_ok "no mask glyph on the canvas"
+wait_for "--show-canvas ends with the answer" '^exit status 0$'
+# Ctrl+Z in an interactive shell: dllm-tui stops with the terminal restored (it was ignored,
+# and the shell's fg then went out as a message); fg brings the screen back, fg is no message.
+"${T[@]}" kill-session -t tui
+"${T[@]}" new-session -d -s tui -x 100 -y 30 "env PS1='shell> ' bash --norc --noprofile -i"
+wait_for "an interactive shell" '^shell>'
+"${T[@]}" send-keys -t tui -l "env LANG=C.UTF-8 TERM=xterm-256color XDG_STATE_HOME='$TMP/state' '$TUI' -m '$MODEL'"
+"${T[@]}" send-keys -t tui Enter
+wait_for "dllm-tui starts in the shell" '─ message · Enter sends'
+"${T[@]}" send-keys -t tui C-z
+wait_for "Ctrl+Z stops it and restores the terminal" 'Stopped'
+"${T[@]}" send-keys -t tui -l "fg"
+"${T[@]}" send-keys -t tui Enter
+wait_for "fg brings the screen back" '─ message · Enter sends'
+if grep -q '^  fg$' "$TMP/pane"; then not_ok "fg went out as a message"; else ok "fg is no message"; fi
+"${T[@]}" send-keys -t tui C-c C-c
+wait_for "quits back to the shell" '^shell> ?$'
+# NO_COLOR in a real terminal: attributes only, no colour escapes; without it, colours.
+for nc in 1 ""; do
+    "${T[@]}" kill-session -t tui
+    "${T[@]}" new-session -d -s tui -x 80 -y 24 \
+        "env NO_COLOR=$nc LANG=C.UTF-8 TERM=xterm-256color XDG_STATE_HOME='$TMP/state' '$TUI' -m '$MODEL'; sleep 60"
+    wait_for "NO_COLOR='$nc': starts" '─ message · Enter sends'
+    "${T[@]}" capture-pane -e -p -t tui >"$TMP/sgr"
+    if grep -Eq $'\e\\[([0-9;]*;)?(3[0-7]|4[0-7]|38;5;[0-9]+)[;m]' "$TMP/sgr"; then colours=yes; else colours=no; fi
+    want=$([ -n "$nc" ] && echo no || echo yes)
+    if [ "$colours" = "$want" ]; then ok "NO_COLOR='$nc': colour escapes: $colours"
+    else not_ok "NO_COLOR='$nc': colour escapes: $colours, expected $want"; fi
+    grep -q $'\e\\[' "$TMP/sgr" && ok "NO_COLOR='$nc': attributes still drawn" || not_ok "no attributes at all"
+done
+# /copy through tmux with set-clipboard on: the OSC 52 request becomes tmux's buffer, which
+# holds the answer as written (compared with /save's copy of it).
+"${T[@]}" kill-session -t tui
+"${T[@]}" new-session -d -s tui -x 100 -y 30 \
+    "env LANG=C.UTF-8 TERM=xterm-256color XDG_STATE_HOME='$TMP/state' '$TUI' -m '$MODEL' \
+     --max-tokens 16 --steps 16 --no-early-stop; sleep 60"
+"${T[@]}" set -g set-clipboard on
+wait_for "starts for /copy" '─ message · Enter sends'
+"${T[@]}" send-keys -t tui -l "hello"
+"${T[@]}" send-keys -t tui Enter
+wait_for "an answer to copy" '^dllm · 16 steps'
+"${T[@]}" send-keys -t tui -l "/copy"
+"${T[@]}" send-keys -t tui Enter
+wait_for "/copy says so" 'copied the last answer \([0-9]+ bytes\)'
+"${T[@]}" send-keys -t tui -l "/save $TMP/copy.md"
+"${T[@]}" send-keys -t tui Enter
+wait_for "/save for the comparison" 'saved the conversation'
+"${T[@]}" show-buffer >"$TMP/clip" 2>/dev/null
+if python3 - "$TMP/copy.md" "$TMP/clip" <<'PY'
+import sys
+md = open(sys.argv[1], "rb").read()
+answer = md.split(b"## dllm\n\n", 1)[1].split(b"\n\n> Settings:", 1)[0]
+sys.exit(0 if open(sys.argv[2], "rb").read() == answer else 1)
+PY
+then ok "tmux's buffer holds the answer"; else not_ok "the clipboard differs from the answer"
+    od -c "$TMP/clip" | head -5; fi
 finish

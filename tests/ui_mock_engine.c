@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,19 +114,48 @@ static void emit(struct ui_engine *e, struct dllm_event *ev)
     ui_frame_slot_event(e->slot, ev);
 }
 
-/* The text of the answer's committed ids up to the first position still masked (*n of them). */
-static char *partial_text(struct ui_engine *e, int64_t *n_out)
+/*
+ * The text of the answer's committed ids as dllm.h's DONE event gives it: each run of masks a
+ * cancelled run left as " \u2026 ", *before_gap the bytes before the first such gap, *n_out the
+ * committed ids.
+ */
+static char *partial_text(struct ui_engine *e, int64_t *n_out, size_t *before_gap)
 {
-    int32_t mask = dllm_model_mask_id(e->model);
-    int64_t n = 0;
-    while (n < e->n_tokens && e->canvas[e->n_prompt + n] != mask)
-        n++;
-    *n_out = n;
-    char *text = NULL;
-    size_t len;
-    if (dllm_vocab_decode(e->vocab, e->canvas + e->n_prompt, n, 0, &text, &len, NULL) != DLLM_OK)
-        return strdup("");
-    return text;
+    const int32_t mask = dllm_model_mask_id(e->model);
+    const int32_t *ids = e->canvas + e->n_prompt;
+    char *text = calloc(1, 1);
+    size_t len = 0;
+    *n_out = 0;
+    *before_gap = SIZE_MAX;
+    for (int64_t i = 0; text && i < e->n_tokens;) {
+        const bool gap = ids[i] == mask;
+        int64_t j = i;
+        while (j < e->n_tokens && (ids[j] == mask) == gap)
+            j++;
+        char *piece = NULL;
+        size_t n = 0;
+        if (gap) {
+            *before_gap = *before_gap == SIZE_MAX ? len : *before_gap;
+            piece = strdup(" \u2026 ");
+            n = piece ? strlen(piece) : 0;
+        } else if (dllm_vocab_decode(e->vocab, ids + i, j - i, 0, &piece, &n, NULL) != DLLM_OK) {
+            piece = NULL;
+        }
+        char *grown = piece ? realloc(text, len + n + 1) : NULL;
+        if (grown) {
+            memcpy(grown + len, piece, n);
+            len += n;
+            grown[len] = '\0';
+        } else {
+            free(text);
+        }
+        text = grown;
+        free(piece);
+        *n_out += gap ? 0 : j - i;
+        i = j;
+    }
+    *before_gap = *before_gap == SIZE_MAX ? len : *before_gap;
+    return text ? text : strdup("");
 }
 
 /* Plays the generation: START, the steps, DONE. */
@@ -187,11 +217,12 @@ static void *play(void *arg)
     }
     free(commits);
     int64_t n_tokens;
-    char *text = partial_text(e, &n_tokens);
+    size_t before_gap;
+    char *text = partial_text(e, &n_tokens, &before_gap);
     ev = (struct dllm_event){.kind = DLLM_EVENT_DONE,
                              .canvas = e->canvas,
                              .text = text,
-                             .text_before_gap = strlen(text),
+                             .text_before_gap = before_gap,
                              .n_tokens = n_tokens,
                              .steps_run = step,
                              .cancelled = cancelled,

@@ -4,6 +4,7 @@
 #include "app.h"
 #include "commands.h"
 #include "format.h"
+#include "markdown.h"
 #include "utf8.h"
 
 #include <errno.h>
@@ -20,7 +21,7 @@ static const char legend[] =
     "  highlighted text: committed in the latest step; plain: committed earlier\n"
     "  \u00b7  an end-of-text token\n";
 
-/* Writes the note on the status line; an error is shown as one. */
+/* Writes the message line; an error is shown as one. */
 static void note(struct ui_app *app, bool error, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void note(struct ui_app *app, bool error, const char *fmt, ...)
@@ -58,8 +59,6 @@ bool ui_app_init(struct ui_app *app, struct ui_engine *engine, struct ui_frame_s
     ui_keys_help(app->help_text, sizeof app->help_text);
     ui_commands_help(commands, sizeof commands);
     ui_addf(app->help_text, sizeof app->help_text, "Commands\n%s%s", commands, legend);
-    app->help_block =
-        (struct ui_sb_block){app->help_text, strlen(app->help_text), UI_STYLE_TEXT, 1};
 
     if (history_path) {
         app->history_path = strdup(history_path);
@@ -84,6 +83,7 @@ void ui_app_fini(struct ui_app *app)
     free(app->blocks);
     free(app->headers);
     free(app->history_path);
+    free(app->copy);
 }
 
 /*
@@ -127,12 +127,38 @@ static void cancel(struct ui_app *app, const char *extra)
          extra);
 }
 
-/* Shows the help screen from its top. */
+/* Shows the help screen from its top, under the whole message when there is one. */
 static void open_help(struct ui_app *app)
 {
+    const struct ui_sb_block help = {app->help_text, strlen(app->help_text), UI_STYLE_TEXT, 1,
+                                     NULL};
+    app->n_help_blocks = 0;
+    if (app->note[0])
+        app->help_blocks[app->n_help_blocks++] =
+            (struct ui_sb_block){app->note, strlen(app->note),
+                                 app->note_error ? UI_STYLE_ERROR : UI_STYLE_NOTICE, 1, NULL};
+    app->help_blocks[app->n_help_blocks++] = help;
     app->help = true;
+    app->help_cols = 0; /* lay the blocks out again */
     app->help_view.top = 0;
     app->help_view.follow = false;
+}
+
+/* Whether action act for key changes the input's text (which clears the message line). */
+static bool edits_input(const struct ui_app *app, enum ui_action act, uint32_t key)
+{
+    switch (act) {
+    case UI_ACT_NEWLINE:
+    case UI_ACT_BACKSPACE:
+    case UI_ACT_DELETE:
+    case UI_ACT_EOF_OR_DELETE:
+    case UI_ACT_KILL_END:
+    case UI_ACT_KILL_START:
+    case UI_ACT_KILL_WORD: return true;
+    case UI_ACT_HELP_IF_EMPTY: return app->editor.len > 0;
+    case UI_ACT_NONE: return key >= 0x20 && key < 0x110000 && key != 0x7F;
+    default: return false;
+    }
 }
 
 /* Empties the input, keeping what it held in the history. */
@@ -171,10 +197,73 @@ static void save(struct ui_app *app, const char *arg, size_t len)
         snprintf(path, sizeof path, "%.*s", (int)len, arg);
     char model[512];
     snprintf(model, sizeof model, "%s (%s, %s)", app->info.model, app->info.arch, app->info.quant);
-    if (ui_transcript_save(&app->transcript, model, path))
+    if (ui_transcript_save(&app->transcript, model, path)) {
         note(app, false, "saved the conversation to %s", path);
-    else
+        app->unsaved = false;
+    } else
         note(app, true, "cannot write %s: %s", path, strerror(errno));
+}
+
+/*
+ * /system: alone, shows the system prompt; "off" removes it; else sets it. Set or removed
+ * after the conversation started, a notice marks where the change applies from.
+ */
+static void system_prompt(struct ui_app *app, const char *arg, size_t len)
+{
+    const char *now = app->transcript.system;
+    if (len == 0) {
+        note(app, false, now ? "system prompt: %s" : "no system prompt (/system TEXT sets one)",
+             now ? now : "");
+        return;
+    }
+    const bool off = len == 3 && strncmp(arg, "off", 3) == 0;
+    char *text = off ? NULL : strndup(arg, len);
+    char mark[600];
+    snprintf(mark, sizeof mark,
+             off ? "system prompt removed from here on" : "system prompt from here on: %.500s",
+             text ? text : "");
+    if ((!off && !text) || !ui_transcript_set_system(&app->transcript, text) ||
+        (app->transcript.n > 0 && !ui_transcript_add(&app->transcript, UI_ROLE_NOTICE, mark))) {
+        free(text);
+        note(app, true, "out of memory");
+        return;
+    }
+    free(text);
+    app->conv_changed = true;
+    app->unsaved |= app->transcript.n > 0;
+    note(app, false,
+         off ? "system prompt removed" : "system prompt set; it applies from the next answer");
+}
+
+/* /copy [code]: the last answer, or the last code block in it, for the clipboard. */
+static void copy(struct ui_app *app, const char *arg, size_t len)
+{
+    const bool code = len == 4 && strncmp(arg, "code", 4) == 0;
+    if (len > 0 && !code) {
+        note(app, true, "/copy takes nothing or 'code', not '%.*s'", (int)(len > 40 ? 40 : len),
+             arg);
+        return;
+    }
+    const struct ui_turn *last = NULL;
+    for (size_t i = app->transcript.n; i-- > 0 && !last;)
+        if (app->transcript.turns[i].role == UI_ROLE_ASSISTANT)
+            last = &app->transcript.turns[i];
+    if (!last) {
+        note(app, true, "there is no answer to copy yet");
+        return;
+    }
+    size_t start = 0, end = strlen(last->text);
+    if (code && !ui_markdown_last_code(last->text, end, &start, &end)) {
+        note(app, true, "the last answer has no code block (/copy copies all of it)");
+        return;
+    }
+    free(app->copy);
+    app->copy = strndup(last->text + start, end - start);
+    if (!app->copy)
+        note(app, true, "out of memory");
+    else
+        note(app, false, "copied %s (%zu bytes) to the clipboard",
+             code ? "the last code block" : "the last answer", end - start);
 }
 
 /* Enter: sends the input as a message, or runs it as a command. */
@@ -195,6 +284,7 @@ static void send(struct ui_app *app)
         }
         free(text);
         app->conv_changed = true;
+        app->unsaved = true;
         ui_scrollback_end(&app->conv);
         if (start_generation(app, &app->settings, app->transcript.n)) {
             consume_input(app);
@@ -212,6 +302,7 @@ static void send(struct ui_app *app)
         ui_transcript_clear(&app->transcript);
         ui_timing_clear(&app->timing);
         app->conv_changed = true;
+        app->unsaved = false; /* nothing left to lose */
         ui_scrollback_end(&app->conv);
         note(app, false, "conversation cleared");
         break;
@@ -248,6 +339,7 @@ static void send(struct ui_app *app)
             break;
         }
         app->conv_changed = true;
+        app->unsaved = true;
         consume_input(app);
         ui_editor_set(&app->editor, text);
         free(text);
@@ -257,20 +349,8 @@ static void send(struct ui_app *app)
         return;
     }
     case UI_CMD_SAVE: save(app, cmd.arg, cmd.arg_len); break;
-    case UI_CMD_SYSTEM: {
-        char *text = strndup(cmd.arg, cmd.arg_len);
-        if (!text || !ui_transcript_set_system(&app->transcript, text)) {
-            free(text);
-            note(app, true, "out of memory");
-            return;
-        }
-        free(text);
-        app->conv_changed = true;
-        note(app, false,
-             cmd.arg_len ? "system prompt set; it applies from the next answer"
-                         : "system prompt removed");
-        break;
-    }
+    case UI_CMD_SYSTEM: system_prompt(app, cmd.arg, cmd.arg_len); break;
+    case UI_CMD_COPY: copy(app, cmd.arg, cmd.arg_len); break;
     case UI_CMD_HELP: open_help(app); break;
     case UI_CMD_QUIT: app->quit = true; break;
     case UI_CMD_ERROR: note(app, true, "%s", cmd.error); return;
@@ -332,6 +412,26 @@ static void scroll(struct ui_app *app, enum ui_action act)
         ui_scrollback_end(&app->conv);
 }
 
+/*
+ * PgUp (dir < 0) or PgDn on the focused pane: the timing pane scrolls a page of step rows, a
+ * slider moves by 10 of its steps (PgUp up), the conversation scrolls a page otherwise.
+ */
+static void page(struct ui_app *app, int dir)
+{
+    if (app->focus == UI_FOCUS_TIMING) {
+        const size_t n = app->timing.n, rows = app->timing_rows;
+        const size_t most = n > rows ? n - rows : 0, by = rows > 1 ? rows - 1 : 1;
+        size_t back = app->timing_back < most ? app->timing_back : most;
+        back = dir < 0 ? (most - back > by ? back + by : most) : (back > by ? back - by : 0);
+        app->timing_back = back;
+    } else if (app->focus == UI_FOCUS_SETTINGS) {
+        for (int i = 0; i < 10; i++)
+            adjust(app, -dir);
+    } else {
+        ui_scrollback_page(&app->conv, dir);
+    }
+}
+
 /* A key while the help screen shows: scroll it, close it, or Ctrl+C. */
 static void help_key(struct ui_app *app, uint32_t key, double now_ms)
 {
@@ -376,6 +476,7 @@ void ui_app_key(struct ui_app *app, uint32_t key, double now_ms)
     if (key == UI_KEY_PASTE_BEGIN) {
         app->paste = true;
         app->focus = UI_FOCUS_INPUT;
+        app->note[0] = '\0';
         return;
     }
     if (app->help) {
@@ -384,6 +485,10 @@ void ui_app_key(struct ui_app *app, uint32_t key, double now_ms)
     }
     struct ui_editor *ed = &app->editor;
     enum ui_action act = ui_keys_lookup(app->focus, key);
+    const bool confirm = app->confirm_quit; /* only the very next key confirms */
+    app->confirm_quit = false;
+    if (act == UI_ACT_CANCEL || edits_input(app, act, key))
+        app->note[0] = '\0';
     switch (act) {
     case UI_ACT_HELP: open_help(app); break;
     case UI_ACT_HELP_IF_EMPTY:
@@ -405,9 +510,18 @@ void ui_app_key(struct ui_app *app, uint32_t key, double now_ms)
         while (app->focus == UI_FOCUS_TIMING && !app->timing_shown);
         break;
     }
-    case UI_ACT_PAGE_UP: ui_scrollback_page(&app->conv, -1); break;
-    case UI_ACT_PAGE_DOWN: ui_scrollback_page(&app->conv, 1); break;
+    case UI_ACT_PAGE_UP:
+    case UI_ACT_PAGE_DOWN: page(app, act == UI_ACT_PAGE_UP ? -1 : 1); break;
     case UI_ACT_REDRAW: app->redraw_all = true; break;
+    case UI_ACT_SUSPEND: app->suspend = true; break;
+    case UI_ACT_COPY: copy(app, "", 0); break;
+    case UI_ACT_RAW:
+        app->raw = !app->raw;
+        app->conv_changed = true;
+        note(app, false,
+             app->raw ? "answers as written (F2: rendered as Markdown)"
+                      : "answers rendered as Markdown (F2: as written)");
+        break;
     case UI_ACT_SEND: send(app); break;
     case UI_ACT_NEWLINE: ui_editor_insert_char(ed, '\n'); break;
     case UI_ACT_LEFT: ui_editor_left(ed); break;
@@ -419,10 +533,15 @@ void ui_app_key(struct ui_app *app, uint32_t key, double now_ms)
     case UI_ACT_BACKSPACE: ui_editor_backspace(ed); break;
     case UI_ACT_DELETE: ui_editor_delete(ed); break;
     case UI_ACT_EOF_OR_DELETE:
-        if (ed->len == 0)
-            app->quit = true;
-        else
+        if (ed->len > 0) {
             ui_editor_delete(ed);
+        } else if (app->unsaved && !confirm) {
+            app->confirm_quit = true;
+            note(app, true,
+                 "the conversation is not saved: Ctrl+D again quits, /save FILE keeps it");
+        } else {
+            app->quit = true;
+        }
         break;
     case UI_ACT_KILL_END: ui_editor_kill_end(ed); break;
     case UI_ACT_KILL_START: ui_editor_kill_start(ed); break;
@@ -481,6 +600,7 @@ static void finish(struct ui_app *app, struct ui_gen_result *r)
         note(app, true, "out of memory");
         return;
     }
+    app->unsaved = true;
     char line[256];
     ui_timing_format_totals(&totals, line, sizeof line);
     if (r->end == UI_GEN_CANCELLED)
@@ -514,7 +634,7 @@ bool ui_app_layout_conversation(struct ui_app *app, int cols, int rows)
     char(*headers)[UI_HEADER_MAX] = malloc((t->n ? t->n : 1) * sizeof *headers);
     if (!blocks || !headers)
         goto fail;
-    size_t n = ui_transcript_blocks(t, headers, blocks);
+    size_t n = ui_transcript_blocks(t, app->raw, headers, blocks);
     if (!ui_scrollback_layout(&app->conv, blocks, n, cols))
         goto fail;
     free(app->blocks);
@@ -536,7 +656,7 @@ bool ui_app_layout_help(struct ui_app *app, int cols, int rows)
     ui_scrollback_set_view(&app->help_view, rows > 0 ? (size_t)rows : 0);
     if (cols == app->help_cols)
         return true;
-    if (!ui_scrollback_layout(&app->help_view, &app->help_block, 1, cols))
+    if (!ui_scrollback_layout(&app->help_view, app->help_blocks, app->n_help_blocks, cols))
         return false;
     app->help_cols = cols;
     return true;

@@ -55,7 +55,8 @@ struct ui_app {
     /* The help screen. */
     bool help;
     struct ui_scrollback help_view;
-    struct ui_sb_block help_block;
+    struct ui_sb_block help_blocks[2]; /* the whole message (when there is one), the help */
+    size_t n_help_blocks;
     char help_text[8192];
     int help_cols;
 
@@ -64,8 +65,15 @@ struct ui_app {
     bool timing_shown;     /* the screen has room for the timing pane */
     bool paste;            /* inside a bracketed paste */
     bool quit;
-    bool redraw_all;                     /* Ctrl+L: repaint the whole terminal */
-    char note[DLLM_ERROR_TEXT_MAX + 64]; /* the latest hint or error, for the status line */
+    bool redraw_all;   /* Ctrl+L: repaint the whole terminal */
+    bool suspend;      /* Ctrl+Z: the program is to stop itself (the screen's to do) */
+    bool unsaved;      /* the conversation changed since the last /save */
+    bool raw;          /* answers as the model wrote them, not rendered as Markdown (F2) */
+    char *copy;        /* text for the clipboard, sent by the screen's next draw (NULL: none) */
+    bool confirm_quit; /* Ctrl+D asked about an unsaved conversation: a second one quits */
+    char note[DLLM_ERROR_TEXT_MAX + 64]; /* the message line: the latest refusal, error or
+                                            confirmation, kept until a key edits the input
+                                            or Esc ("": none) */
     bool note_error;
     double last_interrupt_ms; /* when Ctrl+C was last pressed */
 };

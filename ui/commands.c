@@ -20,7 +20,10 @@ static const struct command commands[] = {
     {"regen", UI_CMD_REGEN, NULL, "answer the last message again"},
     {"undo", UI_CMD_UNDO, NULL, "remove the last message and its answer"},
     {"save", UI_CMD_SAVE, "FILE", "write the conversation as Markdown to FILE"},
-    {"system", UI_CMD_SYSTEM, "[TEXT]", "set the system prompt; without TEXT, remove it"},
+    {"system", UI_CMD_SYSTEM, "[TEXT]",
+     "set the system prompt (from the next answer on); alone, show it; /system off removes it"},
+    {"copy", UI_CMD_COPY, "[code]",
+     "copy the last answer (code: its last code block) to the clipboard (OSC 52)"},
     {"help", UI_CMD_HELP, NULL, "show the keys and commands"},
     {"quit", UI_CMD_QUIT, NULL, "leave (also Ctrl+D on an empty input)"},
 };

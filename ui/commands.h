@@ -13,7 +13,8 @@ enum ui_cmd_kind {
     UI_CMD_REGEN,   /* answer the last message again */
     UI_CMD_UNDO,    /* remove the last message and its answer */
     UI_CMD_SAVE,    /* write the transcript as Markdown to FILE */
-    UI_CMD_SYSTEM,  /* set (or with no text, clear) the system prompt */
+    UI_CMD_SYSTEM,  /* set, show or remove the system prompt */
+    UI_CMD_COPY,    /* copy the last answer, or its last code block, to the clipboard */
     UI_CMD_HELP,    /* show the help screen */
     UI_CMD_QUIT,    /* leave */
     UI_CMD_ERROR,   /* a malformed command: error says why */

@@ -160,6 +160,7 @@ static void step(struct ui_frame_slot *slot, const struct dllm_event *ev)
             .sample_ms = ev->sample_ms,
             .committed = (int)ev->n_committed,
             .masks_left = (int)ev->masks_left,
+            .no_pass = ev->n_committed == 0 && ev->computed == 0,
         };
 }
 

@@ -8,7 +8,8 @@ static int clamp(int v, int lo, int hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-void ui_layout_compute(struct ui_layout *l, int rows, int cols, int input_rows, int canvas_rows)
+void ui_layout_compute(struct ui_layout *l, int rows, int cols, int message_rows, int input_rows,
+                       int canvas_rows)
 {
     *l = (struct ui_layout){.too_small = rows < UI_MIN_ROWS || cols < UI_MIN_COLS};
     if (l->too_small)
@@ -18,7 +19,11 @@ void ui_layout_compute(struct ui_layout *l, int rows, int cols, int input_rows, 
     int in_h = 1 + clamp(input_rows, 1, UI_INPUT_MAX_ROWS);
     l->input = (struct ui_rect){rows - 2 - in_h, 0, in_h, cols};
 
-    int body = l->input.y, left = cols;
+    int msg_h = clamp(message_rows, 0, UI_MESSAGE_MAX_ROWS);
+    if (msg_h > 0)
+        l->message = (struct ui_rect){l->input.y - msg_h, 0, msg_h, cols};
+
+    int body = l->input.y - msg_h, left = cols;
     if (cols >= UI_TIMING_MIN_COLS) {
         left = cols - UI_TIMING_COLS;
         l->timing = (struct ui_rect){0, left, body, UI_TIMING_COLS};

@@ -1,12 +1,14 @@
 /* The curses side of dllm-tui: terminal set-up, keys, drawing, and dumps. */
 #include "config.h"
 
+#include "clipboard.h"
 #include "format.h"
 #include "screen.h"
 #include "utf8.h"
 
 #include <curses.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <term.h>
@@ -25,8 +27,17 @@ enum {
 #define VRULE "\u2502"   /* │ */
 #define DOT   " \u00b7 " /* · between items */
 
-/* The colour pairs: foreground on the default background, or black on a colour. */
-enum { PAIR_CYAN = 1, PAIR_YELLOW, PAIR_GREEN, PAIR_BLUE, PAIR_RED, PAIR_ON_GREEN, PAIR_ON_YELLOW };
+/* The colour pairs: foreground on the default background, or black (code: white) on a colour. */
+enum {
+    PAIR_CYAN = 1,
+    PAIR_YELLOW,
+    PAIR_GREEN,
+    PAIR_BLUE,
+    PAIR_RED,
+    PAIR_ON_GREEN,
+    PAIR_ON_YELLOW,
+    PAIR_CODE
+};
 
 /* Fills the attribute and colour pair of each style for the colour mode. */
 static void set_styles(struct ui_screen *s)
@@ -50,6 +61,9 @@ static void set_styles(struct ui_screen *s)
         [UI_STYLE_STATUS] = {A_REVERSE, 0, A_REVERSE},
         [UI_STYLE_SELECTED] = {A_BOLD, PAIR_ON_YELLOW, A_REVERSE | A_BOLD},
         [UI_STYLE_ERROR] = {A_BOLD, PAIR_RED, A_BOLD},
+        [UI_STYLE_CODE] = {A_NORMAL, PAIR_CODE, A_REVERSE},
+        [UI_STYLE_STRONG] = {A_BOLD, 0, A_BOLD},
+        [UI_STYLE_EMPH] = {A_ITALIC, 0, A_UNDERLINE},
     };
     for (int i = 0; i < UI_STYLE_COUNT; i++) {
         s->attrs[i] = s->plain ? A_NORMAL : s->colors ? table[i].attr : table[i].mono;
@@ -64,6 +78,7 @@ static void set_styles(struct ui_screen *s)
         init_pair(PAIR_RED, COLOR_RED, -1);
         init_pair(PAIR_ON_GREEN, COLOR_BLACK, COLOR_GREEN);
         init_pair(PAIR_ON_YELLOW, COLOR_BLACK, COLOR_YELLOW);
+        init_pair(PAIR_CODE, COLOR_WHITE, COLOR_BLUE);
     }
 }
 
@@ -166,6 +181,24 @@ void ui_screen_close(struct ui_screen *s)
     s->styles = NULL;
     s->cells = NULL;
     ui_canvas_text_fini(&s->canvas);
+}
+
+void ui_screen_suspend(struct ui_screen *s)
+{
+    if (s->headless || !s->term)
+        return;
+    fputs("\033[?2004l", s->out); /* bracketed paste off */
+    fflush(s->out);
+    endwin();
+    struct sigaction dfl = {.sa_handler = SIG_DFL}, old;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(SIGTSTP, &dfl, &old);
+    raise(SIGTSTP); /* stops here until SIGCONT */
+    sigaction(SIGTSTP, &old, NULL);
+    fputs("\033[?2004h", s->out);
+    fflush(s->out);
+    clearok(curscr, TRUE);
+    refresh();
 }
 
 void ui_screen_resize(struct ui_screen *s, int rows, int cols)
@@ -428,7 +461,8 @@ static void draw_timing(struct ui_screen *s, struct ui_app *app, const struct ui
         snprintf(line, sizeof line, "%d tokens" DOT "%.1f tok/s", last->totals.tokens,
                  last->totals.tokens / (last->totals.total_ms / 1000));
     else if (app->generating)
-        snprintf(line, sizeof line, "%zu masks left", masks_left(&app->frame));
+        ui_timing_live(t, app->frame.n_steps, (int)masks_left(&app->frame), false, line,
+                       sizeof line);
     if (y < bottom)
         put_text(s, y++, x, w, line, UI_STYLE_TEXT);
 }
@@ -488,29 +522,68 @@ static void draw_settings(struct ui_screen *s, struct ui_app *app, const struct 
     put_text(s, r->y, x, end - x, "", UI_STYLE_TEXT);
 }
 
-/* The status bar: model, quantization, device, threads, state, and the latest note. */
+/*
+ * The message line: the message wrapped to the width, at most r->h rows; a longer one ends in
+ * a dim mark that F1 shows the rest.
+ */
+static void draw_message(struct ui_screen *s, struct ui_app *app, const struct ui_rect *r,
+                         const struct ui_row *rows, size_t n)
+{
+    static const char more[] = " \u2026 F1 shows all";
+    const uint8_t style = app->note_error ? UI_STYLE_ERROR : UI_STYLE_NOTICE;
+    for (int i = 0; i < r->h && (size_t)i < n; i++) {
+        const bool cut = i == r->h - 1 && n > (size_t)r->h;
+        int w = cut ? r->w - ui_text_width(more, strlen(more)) : r->w;
+        int x =
+            r->x + ui_cells_fill(s->cells, w, app->note, rows[i].start, rows[i].end, NULL, style);
+        put_cells(s, r->y + i, r->x, s->cells, x - r->x);
+        if (cut)
+            put_segment(s, r->y + i, &x, r->x + r->w, more, UI_STYLE_DIM);
+        put_text(s, r->y + i, x, r->x + r->w - x, "", UI_STYLE_TEXT);
+    }
+}
+
+/*
+ * The status bar: model, quantization, device, threads, the sampler's alg and cache when they
+ * matter, the state, and while generating without the timing pane the live speed. When they do not
+ * fit, the threads go first, then the quantization, the model and the rest, so that the device and
+ * the state ("step N of M") always show.
+ */
 static void draw_status(struct ui_screen *s, struct ui_app *app, const struct ui_rect *r)
 {
     const struct ui_engine_info *i = &app->info;
-    char text[512], state[64];
-    ui_app_state_text(app, state, sizeof state);
+    enum { MODEL, QUANT, DEVICE, THREADS, ALG, CACHE, STATE, SPEED, N_ITEMS };
+    char items[N_ITEMS][128] = {{0}};
+    snprintf(items[MODEL], sizeof items[MODEL], "%.120s", i->model);
+    snprintf(items[QUANT], sizeof items[QUANT], "%s", i->quant);
+    snprintf(items[DEVICE], sizeof items[DEVICE], "%s", i->device);
+    snprintf(items[THREADS], sizeof items[THREADS], "%d thread%s", i->threads,
+             i->threads == 1 ? "" : "s");
     /* Dream's confidence under a threshold, and the K/V cache, when they are on. */
-    char extra[64] = "";
     if (app->settings.kind == DLLM_SAMPLER_DREAM && app->settings.threshold > 0)
-        snprintf(extra, sizeof extra, DOT "alg %s", dllm_alg_name(app->settings.alg));
+        snprintf(items[ALG], sizeof items[ALG], "alg %s", dllm_alg_name(app->settings.alg));
     if (app->settings.cache != DLLM_CACHE_NONE)
-        snprintf(extra + strlen(extra), sizeof extra - strlen(extra), DOT "cache %s",
+        snprintf(items[CACHE], sizeof items[CACHE], "cache %s",
                  dllm_cache_mode_name(app->settings.cache));
-    snprintf(text, sizeof text, " %s" DOT "%s" DOT "%s" DOT "%d thread%s%s" DOT "%s ", i->model,
-             i->quant, i->device, i->threads, i->threads == 1 ? "" : "s", extra, state);
-    int x = r->x, end = r->x + r->w;
-    put_segment(s, r->y, &x, end, text, UI_STYLE_STATUS);
-    if (app->note[0]) {
-        put_segment(s, r->y, &x, end, " ", UI_STYLE_STATUS);
-        put_segment(s, r->y, &x, end, app->note,
-                    app->note_error ? UI_STYLE_ERROR : UI_STYLE_STATUS);
+    ui_app_state_text(app, items[STATE], sizeof items[STATE]);
+    /* Live speed here when the timing pane, which has it, is not shown. */
+    if (app->generating && s->layout.timing.w == 0)
+        ui_timing_live(&app->timing, app->frame.n_steps, (int)masks_left(&app->frame), true,
+                       items[SPEED], sizeof items[SPEED]);
+    static const int drop_order[] = {THREADS, QUANT, MODEL, CACHE, ALG};
+    char text[1024];
+    for (size_t dropped = 0;; dropped++) {
+        text[0] = '\0';
+        for (int k = 0; k < N_ITEMS; k++)
+            if (items[k][0])
+                ui_addf(text, sizeof text, "%s%s", text[0] ? DOT : " ", items[k]);
+        ui_addf(text, sizeof text, " ");
+        if (ui_text_width(text, strlen(text)) <= r->w ||
+            dropped == sizeof drop_order / sizeof *drop_order)
+            break;
+        items[drop_order[dropped]][0] = '\0';
     }
-    put_text(s, r->y, x, end - x, "", UI_STYLE_STATUS);
+    put_text(s, r->y, r->x, r->w, text, UI_STYLE_STATUS);
 }
 
 /* The help screen over the panes above the slider bar. */
@@ -523,7 +596,7 @@ static void draw_help(struct ui_screen *s, struct ui_app *app, int rows, int col
     for (int i = 0; i < r.h - 1; i++) {
         size_t row = v->top + (size_t)i;
         if (row < v->n_rows) {
-            ui_scrollback_cells(v, &app->help_block, row, s->cells, cols);
+            ui_scrollback_cells(v, app->help_blocks, row, s->cells, cols);
             put_cells(s, i + 1, 0, s->cells, cols);
         } else {
             put_text(s, i + 1, 0, cols, "", UI_STYLE_TEXT);
@@ -589,8 +662,12 @@ void ui_screen_draw(struct ui_screen *s, struct ui_app *app)
         return;
     }
     ui_wrap(text, app->editor.len, cols - 2, in_rows, n_in);
+    struct ui_row msg_rows[UI_MESSAGE_MAX_ROWS + 1];
+    size_t n_msg = app->note[0] ? ui_wrap(app->note, strlen(app->note), cols, msg_rows,
+                                          UI_MESSAGE_MAX_ROWS + 1)
+                                : 0;
     struct ui_layout *l = &s->layout;
-    ui_layout_compute(l, rows, cols, (int)n_in, (int)n_cv);
+    ui_layout_compute(l, rows, cols, (int)n_msg, (int)n_in, (int)n_cv);
     app->timing_shown = l->timing.w > 0;
     erase();
     memset(s->styles, UI_STYLE_TEXT, (size_t)rows * (size_t)cols);
@@ -607,6 +684,8 @@ void ui_screen_draw(struct ui_screen *s, struct ui_app *app)
             draw_canvas(s, app, &l->canvas, cv_rows, n_cv);
         if (l->timing.w > 0)
             draw_timing(s, app, &l->timing);
+        if (l->message.h > 0)
+            draw_message(s, app, &l->message, msg_rows, n_msg);
         draw_input(s, app, &l->input, in_rows, n_in, &cy, &cx);
         draw_settings(s, app, &l->settings);
         draw_status(s, app, &l->status);
@@ -621,6 +700,17 @@ void ui_screen_draw(struct ui_screen *s, struct ui_app *app)
     }
     wnoutrefresh(stdscr);
     doupdate();
+    if (app->copy) {
+        /* The clipboard request goes straight to the terminal, after the frame. */
+        char *seq = s->headless ? NULL : ui_clipboard_osc52(app->copy, strlen(app->copy));
+        if (seq) {
+            fputs(seq, s->out);
+            fflush(s->out);
+        }
+        free(seq);
+        free(app->copy);
+        app->copy = NULL;
+    }
 }
 
 /* ---- dumps -------------------------------------------------------------------------------- */

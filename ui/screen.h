@@ -63,6 +63,12 @@ void ui_screen_draw(struct ui_screen *s, struct ui_app *app);
 /* The next key typed (keys.h code), or false when none is waiting. */
 bool ui_screen_read_key(struct ui_screen *s, uint32_t *key);
 
+/*
+ * Ctrl+Z: restores the terminal and stops the program (SIGTSTP) until the shell continues it,
+ * then takes the terminal back (the next draw repaints all of it). Nothing for a headless one.
+ */
+void ui_screen_suspend(struct ui_screen *s);
+
 /* A headless screen takes a new size (the next draw lays out for it). */
 void ui_screen_resize(struct ui_screen *s, int rows, int cols);
 
@@ -73,6 +79,6 @@ void ui_screen_resize(struct ui_screen *s, int rows, int cols);
  */
 bool ui_screen_dump(const struct ui_screen *s, const char *path, bool styles);
 
-#define UI_STYLE_LETTERS ".dtfuhnpmNsbSE"
+#define UI_STYLE_LETTERS ".dtfuhnpmNsbSEcBi"
 
 #endif

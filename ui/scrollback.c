@@ -117,5 +117,6 @@ void ui_scrollback_cells(const struct ui_scrollback *sb, const struct ui_sb_bloc
     int indent = b->indent < cols ? b->indent : cols;
     for (int c = 0; c < indent; c++)
         cells[c] = (struct ui_cell){{' '}, 1, b->style};
-    ui_cells_fill(cells + indent, cols - indent, b->text, row->start, row->end, NULL, b->style);
+    ui_cells_fill(cells + indent, cols - indent, b->text, row->start, row->end, b->styles,
+                  b->style);
 }

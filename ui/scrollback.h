@@ -16,8 +16,9 @@
 struct ui_sb_block {
     const char *text;
     size_t len;
-    uint8_t style;  /* enum ui_style */
-    uint8_t indent; /* blank columns before each row */
+    uint8_t style;         /* enum ui_style: the indent's, and the text's without styles */
+    uint8_t indent;        /* blank columns before each row */
+    const uint8_t *styles; /* [len] enum ui_style of each byte, or NULL: all `style` */
 };
 
 /* A row of the scrollback: the bytes [start, end) of block `block`. */

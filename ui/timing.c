@@ -88,10 +88,60 @@ size_t ui_timing_sparkline(const struct ui_timing *t, size_t width, char *buf, s
     return k;
 }
 
+/* Orders doubles for qsort. */
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void ui_timing_live(const struct ui_timing *t, int n_steps, int masks_left, bool with_ms, char *buf,
+                    size_t size)
+{
+    buf[0] = '\0';
+    if (t->n == 0)
+        return;
+    double last[8], ms = 0;
+    size_t k = t->n < 8 ? t->n : 8;
+    for (size_t i = 0; i < k; i++)
+        last[i] = t->steps[t->n - k + i].forward_ms + t->steps[t->n - k + i].sample_ms;
+    qsort(last, k, sizeof *last, cmp_double);
+    const double median = k % 2 ? last[k / 2] : (last[k / 2 - 1] + last[k / 2]) / 2;
+    long tokens = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        ms += t->steps[i].forward_ms + t->steps[i].sample_ms;
+        tokens += t->steps[i].committed;
+    }
+    double left_ms;
+    const bool estimate = n_steps <= 0;
+    if (!estimate) {
+        const int done = t->steps[t->n - 1].step + 1;
+        left_ms = (n_steps > done ? n_steps - done : 0) * median;
+    } else {
+        const double per_step = (double)tokens / (double)t->n;
+        left_ms = per_step > 0 ? masks_left / per_step * median : 0;
+    }
+    char eta[32];
+    const double secs = left_ms / 1000;
+    if (secs < 10)
+        snprintf(eta, sizeof eta, "%.1f s", secs);
+    else if (secs < 60)
+        snprintf(eta, sizeof eta, "%.0f s", secs);
+    else
+        snprintf(eta, sizeof eta, "%dm%02ds", (int)(secs / 60), (int)secs % 60);
+    if (with_ms)
+        ui_addf(buf, size, "%.0f ms/step \u00b7 ", median);
+    ui_addf(buf, size, "%.1f tok/s \u00b7 ETA %s%s", ms > 0 ? tokens / (ms / 1000) : 0.0,
+            estimate ? "~" : "", eta);
+}
+
 void ui_timing_row(const struct ui_step_stat *step, char *buf, size_t size)
 {
-    snprintf(buf, size, "%4d  %6.1f  %6.1f  %4d  %4d", step->step, step->forward_ms,
-             step->sample_ms, step->committed, step->masks_left);
+    if (step->no_pass)
+        snprintf(buf, size, "%4d  %-20s  %4d", step->step, "quota 0, no pass", step->masks_left);
+    else
+        snprintf(buf, size, "%4d  %6.1f  %6.1f  %4d  %4d", step->step, step->forward_ms,
+                 step->sample_ms, step->committed, step->masks_left);
 }
 
 void ui_timing_format_totals(const struct ui_timing_totals *t, char *buf, size_t size)

@@ -16,6 +16,7 @@ struct ui_step_stat {
     double sample_ms;  /* choosing and committing tokens */
     int committed;     /* positions committed in this step */
     int masks_left;    /* positions still masked after it */
+    bool no_pass;      /* a quota of 0: no pass ran and nothing was committed */
 };
 
 /* Every step of the current (or last) generation, in order. */
@@ -52,10 +53,23 @@ size_t ui_sparkline(const double *values, size_t n, char *buf, size_t size);
 /* A sparkline of the step times (forward + sample) of the last `width` steps. */
 size_t ui_timing_sparkline(const struct ui_timing *t, size_t width, char *buf, size_t size);
 
+/*
+ * Live speed while an answer is generated: the median time of the last 8 steps, the tokens
+ * committed per second of step time so far, and the time left: the planned steps left
+ * (n_steps, 0 with a threshold) times that median; with a threshold, masks_left over the mean
+ * commits per step times it, marked "~". E.g. "412 ms/step · 9.7 tok/s · ETA 12 s" (with_ms
+ * false: without the ms/step part). Empty before the first step.
+ */
+void ui_timing_live(const struct ui_timing *t, int n_steps, int masks_left, bool with_ms, char *buf,
+                    size_t size);
+
 /* The column headings of ui_timing_row. */
 #define UI_TIMING_HEADER "step  fwd ms  smp ms  +tok  left"
 
-/* One step as a row under UI_TIMING_HEADER: "   3   812.4    10.2     4    92". */
+/*
+ * One step as a row under UI_TIMING_HEADER: "   3   812.4    10.2     4    92", or for a step
+ * with a quota of 0 "   3  quota 0, no pass          92".
+ */
 void ui_timing_row(const struct ui_step_stat *step, char *buf, size_t size);
 
 /*

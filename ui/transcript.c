@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include "format.h"
+#include "markdown.h"
 #include "settings.h"
 #include "transcript.h"
 
@@ -51,12 +52,30 @@ static void truncate_at(struct ui_transcript *t, size_t from)
         t->n--;
         free(t->turns[t->n].text);
         free(t->turns[t->n].context);
+        free(t->turns[t->n].styles);
+        free(t->turns[t->n].shown);
     }
 }
 
 bool ui_transcript_add(struct ui_transcript *t, enum ui_role role, const char *text)
 {
     return insert(t, t->n, &(struct ui_turn){.role = role, .text = (char *)text});
+}
+
+/*
+ * The styles of a stopped answer's bytes on screen: each UI_GAP_TEXT from byte `from` on dim,
+ * the rest plain text. NULL when memory ran out.
+ */
+static uint8_t *gap_styles(const char *text, size_t from)
+{
+    const size_t len = strlen(text), gap = strlen(UI_GAP_TEXT);
+    uint8_t *styles = malloc(len ? len : 1);
+    if (!styles)
+        return NULL;
+    memset(styles, UI_STYLE_TEXT, len);
+    for (const char *p = text + from; (p = strstr(p, UI_GAP_TEXT)) != NULL; p += gap)
+        memset(styles + (p - text), UI_STYLE_DIM, gap);
+    return styles;
 }
 
 bool ui_transcript_answer(struct ui_transcript *t, const char *text, size_t context_len,
@@ -69,15 +88,26 @@ bool ui_transcript_answer(struct ui_transcript *t, const char *text, size_t cont
                            .has_stats = true,
                            .settings = *settings,
                            .totals = *totals};
-    char *context = NULL;
-    if (context_len < strlen(text) && !(context = strndup(text, context_len)))
-        return false;
-    if (!insert(t, t->n, &turn)) {
-        free(context);
-        return false;
-    }
+    char *context = NULL, *shown = NULL;
+    uint8_t *styles = NULL;
+    size_t shown_len;
+    if (context_len < strlen(text) &&
+        (!(context = strndup(text, context_len)) || !(styles = gap_styles(text, context_len))))
+        goto fail;
+    if (!stopped && !context &&
+        !ui_markdown_render(text, strlen(text), &shown, &styles, &shown_len))
+        goto fail;
+    if (!insert(t, t->n, &turn))
+        goto fail;
     t->turns[t->n - 1].context = context;
+    t->turns[t->n - 1].styles = styles;
+    t->turns[t->n - 1].shown = shown;
     return true;
+fail:
+    free(context);
+    free(styles);
+    free(shown);
+    return false;
 }
 
 bool ui_transcript_set_system(struct ui_transcript *t, const char *text)
@@ -199,29 +229,34 @@ static void turn_header(const struct ui_turn *turn, char *buf, size_t size)
         ui_addf(buf, size, " \u00b7 not in context");
 }
 
-size_t ui_transcript_blocks(const struct ui_transcript *t, char (*headers)[UI_HEADER_MAX],
+size_t ui_transcript_blocks(const struct ui_transcript *t, bool raw, char (*headers)[UI_HEADER_MAX],
                             struct ui_sb_block *blocks)
 {
     size_t k = 0;
     if (t->system) {
-        blocks[k++] = (struct ui_sb_block){"system prompt", 13, UI_STYLE_HEADER, 0};
-        blocks[k++] = (struct ui_sb_block){t->system, strlen(t->system), UI_STYLE_DIM, 2};
-        blocks[k++] = (struct ui_sb_block){"", 0, UI_STYLE_TEXT, 0};
+        blocks[k++] = (struct ui_sb_block){"system prompt", 13, UI_STYLE_HEADER, 0, NULL};
+        blocks[k++] = (struct ui_sb_block){t->system, strlen(t->system), UI_STYLE_DIM, 2, NULL};
+        blocks[k++] = (struct ui_sb_block){"", 0, UI_STYLE_TEXT, 0, NULL};
     }
     for (size_t i = 0; i < t->n; i++) {
         const struct ui_turn *turn = &t->turns[i];
         size_t len = strlen(turn->text);
         if (turn->role == UI_ROLE_NOTICE) {
-            blocks[k++] = (struct ui_sb_block){turn->text, len, UI_STYLE_NOTICE, 0};
+            blocks[k++] = (struct ui_sb_block){turn->text, len, UI_STYLE_NOTICE, 0, NULL};
         } else {
             turn_header(turn, headers[i], UI_HEADER_MAX);
-            blocks[k++] = (struct ui_sb_block){headers[i], strlen(headers[i]), UI_STYLE_HEADER, 0};
+            blocks[k++] =
+                (struct ui_sb_block){headers[i], strlen(headers[i]), UI_STYLE_HEADER, 0, NULL};
             uint8_t style = turn->dropped                ? UI_STYLE_DIM
                             : turn->role == UI_ROLE_USER ? UI_STYLE_USER
                                                          : UI_STYLE_TEXT;
-            blocks[k++] = (struct ui_sb_block){turn->text, len, style, 2};
+            /* Dropped turns are all dim; the raw view shows answers without Markdown. */
+            const bool plain = turn->dropped || (raw && turn->shown);
+            const char *text = turn->shown && !plain ? turn->shown : turn->text;
+            blocks[k++] =
+                (struct ui_sb_block){text, strlen(text), style, 2, plain ? NULL : turn->styles};
         }
-        blocks[k++] = (struct ui_sb_block){"", 0, UI_STYLE_TEXT, 0};
+        blocks[k++] = (struct ui_sb_block){"", 0, UI_STYLE_TEXT, 0, NULL};
     }
     return k;
 }
@@ -261,7 +296,8 @@ bool ui_transcript_write_markdown(const struct ui_transcript *t, const char *mod
     for (size_t i = 0; i < t->n; i++) {
         const struct ui_turn *turn = &t->turns[i];
         if (turn->role == UI_ROLE_NOTICE) {
-            fprintf(f, "*%s.*\n\n", turn->text);
+            const size_t len = strlen(turn->text);
+            fprintf(f, "*%s%s*\n\n", turn->text, len && turn->text[len - 1] == '.' ? "" : ".");
             continue;
         }
         fprintf(f, "## %s%s\n\n%s\n\n", turn->role == UI_ROLE_USER ? "You" : "dllm",

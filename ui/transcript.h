@@ -25,11 +25,14 @@ enum ui_role {
 struct ui_turn {
     enum ui_role role;
     char *text;
-    char *context;  /* a stopped answer with gaps: its text before the first, the part later
-                       turns send to the model (NULL: all of text) */
-    bool stopped;   /* an answer cancelled before it was complete: the partial text */
-    bool dropped;   /* no longer sent: the conversation outgrew the model's context */
-    bool has_stats; /* an answer: settings and totals are set */
+    char *context;   /* a stopped answer with gaps: its text before the first, the part later
+                        turns send to the model (NULL: all of text) */
+    char *shown;     /* a complete answer's Markdown rendered for the screen (NULL: text) */
+    uint8_t *styles; /* enum ui_style of each byte of shown (a complete answer), or of text (a
+                        stopped answer's gaps dim); NULL: the turn's one style */
+    bool stopped;    /* an answer cancelled before it was complete: the partial text */
+    bool dropped;    /* no longer sent: the conversation outgrew the model's context */
+    bool has_stats;  /* an answer: settings and totals are set */
     struct dllm_sampler_params settings;
     struct ui_timing_totals totals;
 };
@@ -48,7 +51,9 @@ bool ui_transcript_add(struct ui_transcript *t, enum ui_role role, const char *t
 
 /*
  * Appends an answer with the settings it was made with and its totals; later turns send its
- * first context_len bytes to the model (a stopped answer's text before its first gap).
+ * first context_len bytes to the model (a stopped answer's text before its first gap). Each
+ * UI_GAP_TEXT from context_len on is a gap, shown dim; a complete answer is shown as rendered
+ * Markdown.
  */
 bool ui_transcript_answer(struct ui_transcript *t, const char *text, size_t context_len,
                           bool stopped, const struct dllm_sampler_params *settings,
@@ -96,15 +101,19 @@ bool ui_transcript_drop_oldest(struct ui_transcript *t, size_t n);
 size_t ui_transcript_messages(const struct ui_transcript *t, size_t end,
                               struct dllm_chat_message *msgs, size_t max);
 
+/* How the engine marks a run of masks a cancelled answer left in its text (dllm.h DONE). */
+#define UI_GAP_TEXT " \u2026 "
+
 #define UI_HEADER_MAX 128
 
 /*
  * The conversation as scrollback blocks: the system prompt, then for each turn a header line
  * (headers[i] receives turn i's, e.g. "dllm · 64 steps · 4.10 s · 29.3 tok/s"), its text
  * indented by two columns, and a blank line; a notice is one line. blocks must have room for
- * 3 * (n + 1) entries. Returns the number of blocks.
+ * 3 * (n + 1) entries. raw: answers as the model wrote them, not rendered as Markdown.
+ * Returns the number of blocks.
  */
-size_t ui_transcript_blocks(const struct ui_transcript *t, char (*headers)[UI_HEADER_MAX],
+size_t ui_transcript_blocks(const struct ui_transcript *t, bool raw, char (*headers)[UI_HEADER_MAX],
                             struct ui_sb_block *blocks);
 
 /*

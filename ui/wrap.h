@@ -27,6 +27,9 @@ enum ui_style {
     UI_STYLE_STATUS,   /* the status bar */
     UI_STYLE_SELECTED, /* the selected slider */
     UI_STYLE_ERROR,    /* errors */
+    UI_STYLE_CODE,     /* Markdown: code spans and blocks, on a distinct background */
+    UI_STYLE_STRONG,   /* Markdown: **strong** */
+    UI_STYLE_EMPH,     /* Markdown: *emphasis* */
     UI_STYLE_COUNT
 };
 
