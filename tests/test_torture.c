@@ -380,7 +380,7 @@ static enum dllm_status op_transcript(void *ctx, struct dllm_error *err)
     }
     char headers[8][UI_HEADER_MAX];
     struct ui_sb_block blocks[3 * 8];
-    size_t n_blocks = ui_transcript_blocks(&t, headers, blocks);
+    size_t n_blocks = ui_transcript_blocks(&t, true, headers, blocks);
     if (!ui_scrollback_layout(&sb, blocks, n_blocks, 12)) {
         ck_assert_uint_eq(sb.n_rows, 0);
         st = ui_failed(err);
