@@ -470,17 +470,9 @@ static const char *cuda_variant(const struct dllm_backend *be)
     return ((const struct cuda *)be)->resident ? "cublas-resident" : "cublas";
 }
 
-/* Floats of one layer's K (or V) for n_tokens positions. */
-static size_t kv_layer_floats(const struct cuda *c, int64_t n_tokens)
-{
-    const struct dllm_hparams *hp = &c->model->hp;
-    return (size_t)n_tokens * (size_t)(hp->n_head_kv * hp->head_dim);
-}
-
 static size_t cuda_kv_bytes(const struct dllm_backend *be, int64_t n_tokens)
 {
-    const struct cuda *c = (const struct cuda *)be;
-    return 2 * (size_t)c->model->hp.n_layer * kv_layer_floats(c, n_tokens) * sizeof(float);
+    return dllm_kv_storage_bytes(((const struct cuda *)be)->model, n_tokens);
 }
 
 static enum dllm_status cuda_kv_new(struct dllm_backend *be, int64_t n_tokens,
@@ -518,7 +510,7 @@ static void cuda_bind_kv(struct dllm_backend *be, struct dllm_kv_cache *kv, int6
         c->buf[DLLM_BUF_V] = c->own_v;
         return;
     }
-    const size_t n = kv_layer_floats(c, kv->n_tokens);
+    const size_t n = dllm_kv_layer_floats(c->model, kv->n_tokens);
     float *k = ((struct cuda_kv *)kv)->data + 2 * (size_t)layer * n;
     c->buf[DLLM_BUF_K] = k;
     c->buf[DLLM_BUF_V] = k + n;

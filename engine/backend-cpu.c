@@ -421,17 +421,9 @@ static const float *vector(const struct cpu *c, int64_t layer, enum dllm_vector 
     }
 }
 
-/* Floats of one layer's K (or V) for n_tokens positions. */
-static size_t kv_layer_floats(const struct cpu *c, int64_t n_tokens)
-{
-    const struct dllm_hparams *hp = &c->model->hp;
-    return (size_t)n_tokens * (size_t)(hp->n_head_kv * hp->head_dim);
-}
-
 static size_t cpu_kv_bytes(const struct dllm_backend *be, int64_t n_tokens)
 {
-    const struct cpu *c = (const struct cpu *)be;
-    return 2 * (size_t)c->model->hp.n_layer * kv_layer_floats(c, n_tokens) * sizeof(float);
+    return dllm_kv_storage_bytes(((const struct cpu *)be)->model, n_tokens);
 }
 
 static enum dllm_status cpu_kv_new(struct dllm_backend *be, int64_t n_tokens,
@@ -463,7 +455,7 @@ static void cpu_kv_free(struct dllm_kv_cache *kv)
 
 float *dllm_backend_cpu_kv_layer(struct dllm_kv_cache *kv, int64_t layer)
 {
-    const size_t n = kv_layer_floats((const struct cpu *)kv->be, kv->n_tokens);
+    const size_t n = dllm_kv_layer_floats(((const struct cpu *)kv->be)->model, kv->n_tokens);
     return ((struct cpu_kv *)kv)->data + 2 * (size_t)layer * n;
 }
 
@@ -477,7 +469,7 @@ static void cpu_bind_kv(struct dllm_backend *be, struct dllm_kv_cache *kv, int64
     }
     float *k = dllm_backend_cpu_kv_layer(kv, layer);
     c->buf[DLLM_BUF_K] = k;
-    c->buf[DLLM_BUF_V] = k + kv_layer_floats(c, kv->n_tokens);
+    c->buf[DLLM_BUF_V] = k + dllm_kv_layer_floats(c->model, kv->n_tokens);
 }
 
 static enum dllm_status cpu_embed(struct dllm_backend *be, const int32_t *ids, int64_t r0,

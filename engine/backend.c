@@ -27,3 +27,14 @@ enum dllm_status dllm_backend_find(const char *name, const struct dllm_backend_o
     return dllm_error_set(err, DLLM_ERR_ARG, "unknown backend '%s': this build has %s", name,
                           N_BACKENDS > 1 ? "cpu and cuda" : "cpu");
 }
+
+size_t dllm_kv_layer_floats(const struct dllm_model *model, int64_t n_tokens)
+{
+    const struct dllm_hparams *hp = &model->hp;
+    return (size_t)n_tokens * (size_t)(hp->n_head_kv * hp->head_dim);
+}
+
+size_t dllm_kv_storage_bytes(const struct dllm_model *model, int64_t n_tokens)
+{
+    return 2 * (size_t)model->hp.n_layer * dllm_kv_layer_floats(model, n_tokens) * sizeof(float);
+}

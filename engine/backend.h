@@ -153,6 +153,12 @@ struct dllm_backend {
 enum dllm_status dllm_backend_find(const char *name, const struct dllm_backend_ops **out,
                                    struct dllm_error *err);
 
+/* Floats of one layer's K (or V) for n_tokens positions of the model. */
+size_t dllm_kv_layer_floats(const struct dllm_model *model, int64_t n_tokens);
+
+/* Bytes of float32 K and V for every layer of the model and n_tokens positions. */
+size_t dllm_kv_storage_bytes(const struct dllm_model *model, int64_t n_tokens);
+
 /* The CPU backend: the kernels of kernels/ on the thread pool; variant names a kernel set. */
 extern const struct dllm_backend_ops dllm_backend_cpu;
 
