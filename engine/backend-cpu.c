@@ -497,6 +497,15 @@ static void cpu_rms_norm(struct dllm_backend *be, enum dllm_buf src, int64_t r0,
         c->ops->rms_norm(c->buf[src] + i * n, w, c->model->hp.norm_eps, n, c->buf[dst] + i * n);
 }
 
+static void cpu_gather(struct dllm_backend *be, enum dllm_buf src, const int32_t *rows, int64_t R,
+                       enum dllm_buf dst)
+{
+    struct cpu *c = (struct cpu *)be;
+    const int64_t n = buf_cols(c, src);
+    for (int64_t i = 0; i < R; i++)
+        memcpy(c->buf[dst] + i * n, c->buf[src] + (int64_t)rows[i] * n, (size_t)n * sizeof(float));
+}
+
 static void cpu_gather_norm(struct dllm_backend *be, const int32_t *rows, int64_t R)
 {
     struct cpu *c = (struct cpu *)be;
@@ -784,6 +793,7 @@ const struct dllm_backend_ops dllm_backend_cpu = {
     .bind_kv = cpu_bind_kv,
     .embed = cpu_embed,
     .rms_norm = cpu_rms_norm,
+    .gather = cpu_gather,
     .gather_norm = cpu_gather_norm,
     .matmul = cpu_matmul,
     .add_bias = cpu_add_bias,

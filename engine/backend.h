@@ -98,6 +98,12 @@ struct dllm_backend_ops {
     /* dst = RMSNorm(src) * g, row by row over [r0, r1). */
     void (*rms_norm)(struct dllm_backend *be, enum dllm_buf src, int64_t r0, int64_t r1,
                      int64_t layer, enum dllm_vector g, enum dllm_buf dst);
+    /*
+     * dst row i = src row rows[i], for i < R: two distinct buffers of the same width. NULL in
+     * a backend without it (the forward pass then computes the last layer for every row).
+     */
+    void (*gather)(struct dllm_backend *be, enum dllm_buf src, const int32_t *rows, int64_t R,
+                   enum dllm_buf dst);
     /* OUT row i = RMSNorm(X row rows[i]) * the output norm, for i < R. */
     void (*gather_norm)(struct dllm_backend *be, const int32_t *rows, int64_t R);
     /*

@@ -758,6 +758,20 @@ struct dllm_row_stats {
     double entropy; /* -sum_v p[v] ln p[v] of p = softmax(l), in nats */
 };
 
+/*
+ * Where a pass's time went, in milliseconds of the calling thread's clock. The CPU backend's
+ * ops run to completion on that thread (its pool's workers helping), so the four add up to the
+ * pass; a GPU backend's ops may return before the device is done, and there the figures tell
+ * little. The progress callback's time is left out.
+ */
+struct dllm_pass_phases {
+    double gemm_ms;       /* matrix products: Q, K, V, O and the FFN's (MoE: routers, experts) */
+    double attention_ms;  /* the queries over the keys and values */
+    double norms_rope_ms; /* the rest of the layers: embedding, norms, biases, RoPE, SwiGLU,
+                             residual adds, row gathers */
+    double output_ms;     /* the final norm, the output projection and the rows' statistics */
+};
+
 /* One pass: what to compute and where its logits go. */
 struct dllm_pass {
     const int32_t *ids;  /* [n_tokens] token ids at positions 0 .. n_tokens-1 */
@@ -790,6 +804,8 @@ struct dllm_pass {
      */
     int32_t *experts;
     float *expert_margins;
+    /* NULL, or set to the pass's time by phase (left as it was when the pass fails) */
+    struct dllm_pass_phases *phases;
 };
 
 /*

@@ -15,6 +15,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 struct dllm_forward {
     const struct dllm_model *model;
@@ -167,26 +168,73 @@ const char *dllm_forward_kernels(const struct dllm_forward *fwd)
     return fwd->be->ops->variant(fwd->be);
 }
 
+/* The phases of struct dllm_pass_phases, in its order. */
+enum phase { PHASE_GEMM, PHASE_ATTENTION, PHASE_NORMS_ROPE, PHASE_OUTPUT, N_PHASES };
+
+/* A pass's clock: each lap adds the time since the one before to a phase. */
+struct phase_clock {
+    bool on; /* false: the pass is not timed and no lap reads the clock */
+    double last, ms[N_PHASES];
+};
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Adds the time since the last lap to phase p. */
+static void lap(struct phase_clock *clk, enum phase p)
+{
+    if (!clk->on)
+        return;
+    const double t = now_ms();
+    clk->ms[p] += t - clk->last;
+    clk->last = t;
+}
+
+/* Starts the next lap now: the time since the last one counts in no phase. */
+static void skip_lap(struct phase_clock *clk)
+{
+    if (clk->on)
+        clk->last = now_ms();
+}
+
 /*
- * X += Wo attention(rope(Wq a + bq), rope(Wk a + bk), Wv a + bv) with a = RMSNorm(X), for the
+ * ATT = attention(rope(Wq a + bq), rope(Wk a + bk), Wv a + bv) with a = RMSNorm(X), for the
  * rows [r0, r1), whose queries attend over the keys and values of rows [0, n) (those outside
  * [r0, r1) as the bound K/V storage holds them).
  */
-static void attention_block(struct dllm_backend *be, int64_t il, int64_t r0, int64_t r1, int64_t n)
+static void attend(struct dllm_backend *be, struct phase_clock *clk, int64_t il, int64_t r0,
+                   int64_t r1, int64_t n)
 {
     const struct dllm_backend_ops *op = be->ops;
     op->rms_norm(be, DLLM_BUF_X, r0, r1, il, DLLM_V_ATTN_NORM, DLLM_BUF_XN);
+    lap(clk, PHASE_NORMS_ROPE);
     op->matmul(be, il, DLLM_W_Q, DLLM_BUF_XN, r0, r1, false, DLLM_BUF_Q);
     op->matmul(be, il, DLLM_W_K, DLLM_BUF_XN, r0, r1, true, DLLM_BUF_K);
     op->matmul(be, il, DLLM_W_V, DLLM_BUF_XN, r0, r1, true, DLLM_BUF_V);
+    lap(clk, PHASE_GEMM);
     op->add_bias(be, DLLM_BUF_Q, il, DLLM_V_BQ, r0, r1);
     op->add_bias(be, DLLM_BUF_K, il, DLLM_V_BK, r0, r1);
     op->add_bias(be, DLLM_BUF_V, il, DLLM_V_BV, r0, r1);
     op->qk_norm(be, il, r0, r1);
     op->rope(be, r0, r1);
+    lap(clk, PHASE_NORMS_ROPE);
     op->attention(be, r0, r1, n);
-    op->matmul(be, il, DLLM_W_O, DLLM_BUF_ATT, r0, r1, false, DLLM_BUF_XN);
-    op->add(be, DLLM_BUF_XN, r0, r1);
+    lap(clk, PHASE_ATTENTION);
+}
+
+/* X += Wo ATT over the rows [r0, r1), ATT as attend left it. */
+static void attention_block(struct dllm_backend *be, struct phase_clock *clk, int64_t il,
+                            int64_t r0, int64_t r1, int64_t n)
+{
+    attend(be, clk, il, r0, r1, n);
+    be->ops->matmul(be, il, DLLM_W_O, DLLM_BUF_ATT, r0, r1, false, DLLM_BUF_XN);
+    lap(clk, PHASE_GEMM);
+    be->ops->add(be, DLLM_BUF_XN, r0, r1);
+    lap(clk, PHASE_NORMS_ROPE);
 }
 
 /*
@@ -194,11 +242,13 @@ static void attention_block(struct dllm_backend *be, int64_t il, int64_t r0, int
  * model the sum of that over each row's routed experts, weighted by the router, its routing
  * recorded where the pass asks for it.
  */
-static void ffn_block(struct dllm_backend *be, const struct dllm_hparams *hp,
-                      const struct dllm_pass *pass, int64_t il, int64_t r0, int64_t r1)
+static void ffn_block(struct dllm_backend *be, struct phase_clock *clk,
+                      const struct dllm_hparams *hp, const struct dllm_pass *pass, int64_t il,
+                      int64_t r0, int64_t r1)
 {
     const struct dllm_backend_ops *op = be->ops;
     op->rms_norm(be, DLLM_BUF_X, r0, r1, il, DLLM_V_FFN_NORM, DLLM_BUF_XN);
+    lap(clk, PHASE_NORMS_ROPE);
     if (hp->n_expert) {
         const int64_t n = pass->n_tokens;
         op->moe(be, il, r0, r1, pass->experts ? pass->experts + il * n * hp->n_expert_used : NULL,
@@ -206,10 +256,52 @@ static void ffn_block(struct dllm_backend *be, const struct dllm_hparams *hp,
     } else {
         op->matmul(be, il, DLLM_W_GATE, DLLM_BUF_XN, r0, r1, false, DLLM_BUF_GATE);
         op->matmul(be, il, DLLM_W_UP, DLLM_BUF_XN, r0, r1, true, DLLM_BUF_UP);
+        lap(clk, PHASE_GEMM);
         op->swiglu(be, r0, r1);
+        lap(clk, PHASE_NORMS_ROPE);
         op->matmul(be, il, DLLM_W_DOWN, DLLM_BUF_GATE, r0, r1, false, DLLM_BUF_XN);
     }
+    lap(clk, PHASE_GEMM);
     op->add(be, DLLM_BUF_XN, r0, r1);
+    lap(clk, PHASE_NORMS_ROPE);
+}
+
+/*
+ * Whether the last layer may be computed for the asked rows alone (last_layer_rows): the
+ * backend gathers rows, fewer rows are asked than the pass computes, and no MoE routing is
+ * recorded (it is kept for every computed position).
+ */
+static bool rows_alone(const struct dllm_backend *be, const struct dllm_pass *pass, int64_t n)
+{
+    return be->ops->gather && pass->n_rows < n && !pass->experts && !pass->expert_margins;
+}
+
+/*
+ * The last layer il for the pass's rows only, leaving OUT = their final-normed rows: the
+ * attention of all rows [r0, r1) (every row's keys and values are needed; the other queries
+ * are left in), then Wo, the residual and the FFN of the R asked rows gathered into rows
+ * 0 .. R-1 in the pass's order. Every op works row by row, so each row gets the bits of the
+ * whole layer: X row i = Wo a + x is the same sum as x + Wo a.
+ */
+static void last_layer_rows(struct dllm_backend *be, struct phase_clock *clk,
+                            const struct dllm_hparams *hp, const struct dllm_pass *pass, int64_t il,
+                            int64_t r0, int64_t r1)
+{
+    const struct dllm_backend_ops *op = be->ops;
+    const int64_t R = pass->n_rows;
+    attend(be, clk, il, r0, r1, pass->n_tokens);
+    if (R == 0)
+        return;
+    op->gather(be, DLLM_BUF_ATT, pass->rows, R, DLLM_BUF_Q);
+    op->gather(be, DLLM_BUF_X, pass->rows, R, DLLM_BUF_XN);
+    lap(clk, PHASE_NORMS_ROPE);
+    op->matmul(be, il, DLLM_W_O, DLLM_BUF_Q, 0, R, false, DLLM_BUF_X);
+    lap(clk, PHASE_GEMM);
+    op->add(be, DLLM_BUF_XN, 0, R);
+    lap(clk, PHASE_NORMS_ROPE);
+    ffn_block(be, clk, hp, pass, il, 0, R);
+    op->rms_norm(be, DLLM_BUF_X, 0, R, il, DLLM_V_OUTPUT_NORM, DLLM_BUF_OUT);
+    lap(clk, PHASE_OUTPUT);
 }
 
 /* Checks a pass's arguments against the context and the vocabulary. */
@@ -301,26 +393,43 @@ enum dllm_status dllm_forward_run(struct dllm_forward *fwd, const struct dllm_pa
     const int64_t n_layer = fwd->model->hp.n_layer, n = pass->n_tokens;
     const int64_t r0 = pass->cache ? pass->begin : 0, r1 = pass->cache ? pass->end : n;
     struct dllm_backend *be = fwd->be;
+    const bool alone = rows_alone(be, pass, r1 - r0);
+    struct phase_clock clk = {.on = pass->phases != NULL};
     enum dllm_status st = check_run(fwd, pass, err);
+    skip_lap(&clk);
     if (st || (st = be->ops->embed(be, pass->ids, r0, r1, err)))
         return st;
+    lap(&clk, PHASE_NORMS_ROPE);
     for (int64_t il = 0; il < n_layer; il++) {
         if ((st = check_cancel(pass, il, n_layer, err)))
             break;
         report_layer(fwd, il, n_layer);
+        skip_lap(&clk);
         be->ops->bind_kv(be, pass->cache, il);
-        attention_block(be, il, r0, r1, n);
-        ffn_block(be, &fwd->model->hp, pass, il, r0, r1);
+        if (alone && il == n_layer - 1) {
+            last_layer_rows(be, &clk, &fwd->model->hp, pass, il, r0, r1);
+            continue;
+        }
+        attention_block(be, &clk, il, r0, r1, n);
+        ffn_block(be, &clk, &fwd->model->hp, pass, il, r0, r1);
     }
     be->ops->bind_kv(be, NULL, 0);
     if (st || (st = check_cancel(pass, n_layer, n_layer, err)))
         return st;
     report_layer(fwd, n_layer, n_layer);
+    skip_lap(&clk);
     if (pass->n_rows > 0) {
-        be->ops->gather_norm(be, pass->rows, pass->n_rows);
+        if (!alone)
+            be->ops->gather_norm(be, pass->rows, pass->n_rows);
         be->ops->output(be, pass->n_rows, pass->logits);
         if (pass->stats)
             be->ops->row_stats(be, pass->n_rows, pass->stats);
     }
+    lap(&clk, PHASE_OUTPUT);
+    if (pass->phases)
+        *pass->phases = (struct dllm_pass_phases){.gemm_ms = clk.ms[PHASE_GEMM],
+                                                  .attention_ms = clk.ms[PHASE_ATTENTION],
+                                                  .norms_rope_ms = clk.ms[PHASE_NORMS_ROPE],
+                                                  .output_ms = clk.ms[PHASE_OUTPUT]};
     return DLLM_OK;
 }

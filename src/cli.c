@@ -80,6 +80,31 @@ long long cli_parse_int(const struct cli_command *cmd, const char *flag, const c
     return v;
 }
 
+int32_t *cli_parse_list(const struct cli_command *cmd, const char *flag, const char *text,
+                        int32_t min, int32_t max, int64_t *n)
+{
+    size_t cap = 1;
+    for (const char *p = text; *p; p++)
+        cap += *p == ',';
+    int32_t *v = malloc(cap * sizeof *v);
+    if (!v)
+        cli_fail("out of memory");
+    *n = 0;
+    const char *p = text;
+    for (;;) {
+        char *end;
+        errno = 0;
+        long long x = strtoll(p, &end, 10);
+        if (end == p || errno || x < min || x > max || (*end && *end != ','))
+            cli_usage_error(cmd, "%s takes comma-separated whole numbers from %d to %d, not '%s'",
+                            flag, (int)min, (int)max, text);
+        v[(*n)++] = (int32_t)x;
+        if (!*end)
+            return v;
+        p = end + 1;
+    }
+}
+
 double cli_parse_float(const struct cli_command *cmd, const char *flag, const char *text,
                        double min, double max)
 {

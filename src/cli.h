@@ -37,6 +37,13 @@ int cli_getopt(const struct cli_command *cmd, int argc, char **argv, const char 
 long long cli_parse_int(const struct cli_command *cmd, const char *flag, const char *text,
                         long long min, long long max);
 
+/*
+ * Parses "a,b,c" into a new array of n whole numbers in [min, max], or a usage error naming
+ * flag.
+ */
+int32_t *cli_parse_list(const struct cli_command *cmd, const char *flag, const char *text,
+                        int32_t min, int32_t max, int64_t *n);
+
 /* Parses a finite float in [min, max] for the named flag, or a usage error. */
 double cli_parse_float(const struct cli_command *cmd, const char *flag, const char *text,
                        double min, double max);

@@ -36,33 +36,6 @@ const char cmd_logits_usage[] =
     "      --gpu-resident      on a GPU, keep FP16 copies of the weights\n"
     "  -h, --help              this help\n";
 
-/* Parses "a,b,c" into a new array of n values in [0, max], or a usage error naming flag. */
-static int32_t *parse_list(const struct cli_command *cmd, const char *flag, const char *text,
-                           int64_t max, int64_t *n)
-{
-    size_t cap = 1;
-    for (const char *p = text; *p; p++)
-        cap += *p == ',';
-    int32_t *v = malloc(cap * sizeof *v);
-    if (!v)
-        cli_fail("out of memory");
-    *n = 0;
-    const char *p = text;
-    for (;;) {
-        char *end;
-        errno = 0;
-        long long x = strtoll(p, &end, 10);
-        if (end == p || errno || x < 0 || x > max || (*end && *end != ','))
-            cli_usage_error(
-                cmd, "%s takes comma-separated whole numbers from 0 to %" PRId64 ", not '%s'", flag,
-                max, text);
-        v[(*n)++] = (int32_t)x;
-        if (!*end)
-            return v;
-        p = end + 1;
-    }
-}
-
 int cmd_logits(const struct cli_command *cmd, int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -101,7 +74,7 @@ int cmd_logits(const struct cli_command *cmd, int argc, char **argv)
                         : !rows_text ? "rows"
                                      : "out");
     int64_t n, n_rows;
-    int32_t *ids = parse_list(cmd, "--tokens", tokens, INT32_MAX, &n);
+    int32_t *ids = cli_parse_list(cmd, "--tokens", tokens, 0, INT32_MAX, &n);
     int32_t *rows;
     if (strcmp(rows_text, "all") == 0) {
         rows = malloc((size_t)n * sizeof *rows);
@@ -111,7 +84,7 @@ int cmd_logits(const struct cli_command *cmd, int argc, char **argv)
             rows[i] = (int32_t)i;
         n_rows = n;
     } else {
-        rows = parse_list(cmd, "--rows", rows_text, INT32_MAX, &n_rows);
+        rows = cli_parse_list(cmd, "--rows", rows_text, 0, INT32_MAX, &n_rows);
     }
 
     char *path = model_ref_path(model_path, offline);

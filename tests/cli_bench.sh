@@ -11,16 +11,40 @@ D=$FIX/models/dream-tiny-q4km.gguf
 # check_json FILE CANVAS ROWS REPS THREADS PROMPT WEIGHTS OUTPUT: the document has every field
 # with its type, the requested sizes, per-pass times whose median it reports, and gops equal
 # to 2 x (WEIGHTS x CANVAS + OUTPUT x ROWS) / median. WEIGHTS and OUTPUT come from the shapes
-# in the fixtures' README, not from the program.
+# in the fixtures' README, not from the program. Each pass's phases_ms are non-negative and
+# add up to at most its time and at least 80% of it less 5 ms; with a sixth argument (a
+# threads list, e.g. 1,2) threads_sweep holds the same for each of those numbers of threads.
 check_json() {
     python3 - "$@" <<'PY'
 import json, statistics, sys
-path, canvas, rows, reps, threads, prompt, weights, output = sys.argv[1:]
+path, canvas, rows, reps, threads, prompt, weights, output = sys.argv[1:9]
+sweep = [int(t) for t in sys.argv[9].split(",")] if len(sys.argv) > 9 else []
 d = json.load(open(path))
+
+def check_passes(t, name):
+    assert len(t["pass_ms"]) == int(reps) and all(p > 0 for p in t["pass_ms"]), t["pass_ms"]
+    assert len(t["cpu_ms"]) == int(reps) and all(c > 0 for c in t["cpu_ms"]), t["cpu_ms"]
+    assert abs(t["median_ms"] - statistics.median(t["pass_ms"])) < 1e-6, t["median_ms"]
+    assert len(t["phases_ms"]) == int(reps), (name, t["phases_ms"])
+    for ph, p in zip(t["phases_ms"], t["pass_ms"]):
+        assert sorted(ph) == ["attention", "gemm", "norms_rope", "output"], (name, ph)
+        assert all(isinstance(v, float) and v >= 0 for v in ph.values()), (name, ph)
+        total = sum(ph.values())
+        # 5 ms of slack below: on a busy machine the pass may lose its core in a gap
+        # between the phases' clock readings (a progress callback, the argument checks).
+        assert 0.8 * p - 5.0 <= total <= p, "%s: phases add up to %.3f ms of a %.3f ms pass" % (
+            name, total, p)
+
+check_passes(d, "passes")
+assert ("threads_sweep" in d) == bool(sweep), d.keys()
+for t, want in zip(d.get("threads_sweep", []), sweep):
+    assert t["threads"] == want, (t["threads"], want)
+    check_passes(t, "%d threads" % want)
+assert len(d.get("threads_sweep", [])) == len(sweep), d.get("threads_sweep")
 types = {"load_ms": float, "pass_ms": list, "median_ms": float, "canvas": int, "rows": int,
          "threads": int, "kernel": str, "gops": float, "peak_rss_mb": float, "model": str,
          "arch": str, "file_type": str, "prompt_tokens": int, "weight_params": int,
-         "output_params": int, "cpu_ms": list}
+         "output_params": int, "cpu_ms": list, "phases_ms": list}
 for k, t in types.items():
     assert isinstance(d.get(k), t), "%s: %r is not %s" % (k, d.get(k), t.__name__)
 assert d["canvas"] == int(canvas) and d["rows"] == int(rows), (d["canvas"], d["rows"])
@@ -30,9 +54,6 @@ assert d["weight_params"] == int(weights), d["weight_params"]
 assert d["output_params"] == int(output), d["output_params"]
 assert d["kernel"] in ("ref", "avx2", "avxvnni", "avx512"), d["kernel"]
 assert d["file_type"] == "Q4_K_M", d["file_type"]
-assert len(d["pass_ms"]) == int(reps) and all(p > 0 for p in d["pass_ms"]), d["pass_ms"]
-assert len(d["cpu_ms"]) == int(reps) and all(c > 0 for c in d["cpu_ms"]), d["cpu_ms"]
-assert abs(d["median_ms"] - statistics.median(d["pass_ms"])) < 1e-6, d["median_ms"]
 gops = 2 * (int(weights) * int(canvas) + int(output) * int(rows)) / (d["median_ms"] * 1e6)
 assert abs(d["gops"] - gops) <= 1e-6 * gops, (d["gops"], gops)
 assert d["load_ms"] > 0 and d["peak_rss_mb"] > 1, (d["load_ms"], d["peak_rss_mb"])
@@ -51,6 +72,9 @@ if check_json "$TMP/out" 160 32 3 2 32 $LW $OUT; then ok "llada JSON schema and 
 run "dream --json, short flags" 0 "$DLLM" bench -m "$D" -L 200 -r 8 -n 2 -t 1 --json
 if check_json "$TMP/out" 200 8 2 1 72 $DW $OUT; then ok "dream JSON schema and gops"; else
     not_ok "dream JSON schema and gops"; fi
+run "--threads-sweep 1,2" 0 "$DLLM" bench -m "$L" -L 160 -n 2 -t 2 --threads-sweep 1,2 --json
+if check_json "$TMP/out" 160 32 2 2 32 $LW $OUT 1,2; then ok "threads sweep JSON"; else
+    not_ok "threads sweep JSON"; fi
 run "canvas under 128: all masks, rows default to the canvas" 0 "$DLLM" bench -m "$L" -L 20 \
     -n 1 -t 1 --json
 if check_json "$TMP/out" 20 20 1 1 0 $LW $OUT; then ok "short canvas"; else not_ok "short canvas"; fi
@@ -67,6 +91,10 @@ expect_out "canvas line" \
 expect_out "first pass" '^pass 1: [0-9.]+ ms \(CPU [0-9.]+ ms\)$'
 expect_out "second pass" '^pass 2: [0-9.]+ ms \(CPU [0-9.]+ ms\)$'
 expect_out "median line" '^median: [0-9.]+ ms, [0-9.]+ GOPS, peak RSS [0-9]+ MB$'
+expect_out "phases line" \
+    '^phases: median [0-9.]+ ms; phases gemm [0-9.]+, attention [0-9.]+, norms_rope [0-9.]+, out'
+run "text report with a sweep" 0 "$DLLM" bench -m "$L" -L 140 -n 1 -t 1 --threads-sweep 2
+expect_out "sweep line" '^threads 2: median [0-9.]+ ms; phases gemm [0-9.]+, attention'
 
 # Usage errors: exit 2, nothing on stdout, the flag named.
 bad() {
@@ -84,6 +112,11 @@ bad "rows 0" "--rows takes a whole number from 1" -m "$L" --rows 0
 bad "rows beyond the canvas" "--rows 50 is more than the canvas: use 1 to 40" -m "$L" -L 40 -r 50
 bad "reps 0" "--reps takes a whole number from 1 to 1000" -m "$L" --reps 0
 bad "threads 0" "--threads takes a whole number from 1 to 1024" -m "$L" --threads 0
+bad "threads-sweep 0" \
+    "--threads-sweep takes comma-separated whole numbers from 1 to 1024, not '1,0'" -m "$L" \
+    --threads-sweep 1,0
+bad "threads-sweep not a list" "--threads-sweep takes comma-separated whole numbers" -m "$L" \
+    --threads-sweep 1:2
 bad "unknown flag" "unknown option --fast" -m "$L" --fast
 bad "missing value" "option --reps needs a value" -m "$L" --reps
 bad "extra argument" "unexpected argument 'extra'" -m "$L" extra

@@ -536,6 +536,75 @@ START_TEST(test_rows_subset)
 END_TEST
 
 /*
+ * The last layer computes its attention output and FFN for the asked rows only: a pass asking
+ * for some rows (any order, repeated, one, a run, none) gives each the bits of a pass asking
+ * for every row, on every fixture model and kernel variant, with and without a K/V cache
+ * window, and a pass asking for no row fills the cache as one asking for rows does.
+ */
+START_TEST(test_rows_tail)
+{
+    char file[256];
+    snprintf(file, sizeof file, "%s.gguf", fixture_models[_i]);
+    struct dllm_model *model = open_model(file);
+    enum { N = 40, B = 8, E = 32 };
+    const int64_t V = dllm_model_n_vocab(model);
+    int32_t ids[N], other[N], all[N];
+    for (int i = 0; i < N; i++) {
+        ids[i] = i % 3 ? (int32_t)((i * 397 + 11) % V) : dllm_model_mask_id(model);
+        other[i] = (int32_t)((i * 101 + 7) % V);
+        all[i] = i;
+    }
+    static const int32_t some[][5] = {{37, 2, 19, 2, 38}, {0}, {10, 11, 12, 13, 14}};
+    static const int64_t n_some[] = {5, 1, 5};
+    float *full = malloc((size_t)(N * V) * sizeof *full), *part = malloc(5 * V * sizeof *part);
+    size_t n_variants;
+    const struct dllm_kernels *variants = dllm_kernels_all(&n_variants);
+    for (size_t v = 0; v < n_variants; v++) {
+        if (!dllm_kernels_usable(&variants[v])) {
+            printf("SKIP: kernel variant %s: this CPU lacks its instructions\n", variants[v].name);
+            continue;
+        }
+        struct test_forward t = test_forward_new(model, N, N, 2, variants[v].name);
+        struct dllm_error err = {0};
+        ck_assert_int_eq(test_forward_run(t.fwd, ids, N, all, N, full, NULL, 0, 0, &err), DLLM_OK);
+        for (size_t s = 0; s < sizeof n_some / sizeof n_some[0]; s++) {
+            ck_assert_int_eq(
+                test_forward_run(t.fwd, ids, N, some[s], n_some[s], part, NULL, 0, 0, &err),
+                DLLM_OK);
+            for (int64_t r = 0; r < n_some[s]; r++)
+                ck_assert_msg(!memcmp(part + r * V, full + some[s][r] * V, V * sizeof *part),
+                              "%s, %s: row %d differs when asked with %lld others", file,
+                              variants[v].name, some[s][r], (long long)n_some[s] - 1);
+        }
+        /* With a cache: the window [B, E) alone, all its rows against some of them. */
+        struct dllm_kv_cache *kv;
+        ck_assert_msg(dllm_kv_cache_new(t.fwd, N, true, &kv, &err) == DLLM_OK, "%s", err.text);
+        ck_assert_int_eq(test_forward_run(t.fwd, ids, N, all, N, full, kv, 0, N, &err), DLLM_OK);
+        ck_assert_int_eq(test_forward_run(t.fwd, ids, N, all + B, E - B, full, kv, B, E, &err),
+                         DLLM_OK);
+        /* Then again after other tokens' keys and values, replaced by a pass with no rows. */
+        for (int round = 0; round < 2; round++) {
+            ck_assert_int_eq(test_forward_run(t.fwd, ids, N, some[2], 5, part, kv, B, E, &err),
+                             DLLM_OK);
+            for (int64_t r = 0; r < 5; r++)
+                ck_assert_msg(!memcmp(part + r * V, full + (some[2][r] - B) * V, V * sizeof *part),
+                              "%s, %s: row %d differs in a cache window (round %d)", file,
+                              variants[v].name, some[2][r], round);
+            ck_assert_int_eq(test_forward_run(t.fwd, other, N, all, 1, part, kv, 0, N, &err),
+                             DLLM_OK);
+            ck_assert_int_eq(test_forward_run(t.fwd, ids, N, NULL, 0, NULL, kv, 0, N, &err),
+                             DLLM_OK);
+        }
+        dllm_kv_cache_free(kv);
+        test_forward_free(&t);
+    }
+    free(full);
+    free(part);
+    dllm_model_close(model);
+}
+END_TEST
+
+/*
  * The statistics a pass computes for its rows (dllm_pass.stats) against a float64 pass over
  * the logits it returned (libm's exp and log): argmax (first of equal maxima), max, the
  * runner-up, log-sum-exp and entropy; a pass without stats leaves the array as it was.
@@ -1008,6 +1077,7 @@ static Suite *forward_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("rows");
     tcase_add_loop_test(tc, test_rows_subset, 0, 2);
+    tcase_add_loop_test(tc, test_rows_tail, 0, sizeof fixture_models / sizeof fixture_models[0]);
     tcase_add_test(tc, test_run_errors);
     tcase_add_loop_test(tc, test_row_stats, 0, 2);
     tcase_add_loop_test(tc, test_stats_only, 0, 4);
