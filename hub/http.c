@@ -134,18 +134,30 @@ bool dllm_hubhttp_same_origin(const struct dllm_hubhttp *http, const char *url)
     return same;
 }
 
-/* url resolved against base (for relative Location and Link values), or NULL. */
-char *dllm_hubhttp_resolve_url(const char *base, const char *rel)
+/*
+ * rel resolved against base (for relative Location and Link values) into *out: DLLM_ERR_FORMAT
+ * naming where (what) when rel is not a URL, DLLM_ERR_NOMEM when memory runs out.
+ */
+enum dllm_status dllm_hubhttp_resolve_url(const char *base, const char *rel, const char *what,
+                                          char **out, struct dllm_error *err)
 {
     CURLU *u = curl_url();
-    char *full = NULL, *out = NULL;
-    if (u && curl_url_set(u, CURLUPART_URL, base, 0) == CURLUE_OK &&
-        curl_url_set(u, CURLUPART_URL, rel, 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_URL, &full, 0) == CURLUE_OK)
-        out = strdup(full);
+    char *full = NULL;
+    CURLUcode rc = CURLUE_OUT_OF_MEMORY;
+    *out = NULL;
+    if (u && (rc = curl_url_set(u, CURLUPART_URL, base, 0)) == CURLUE_OK &&
+        (rc = curl_url_set(u, CURLUPART_URL, rel, 0)) == CURLUE_OK)
+        rc = curl_url_get(u, CURLUPART_URL, &full, 0);
+    if (rc == CURLUE_OK && !(*out = strdup(full)))
+        rc = CURLUE_OUT_OF_MEMORY;
     curl_free(full);
     curl_url_cleanup(u);
-    return out;
+    if (rc == CURLUE_OUT_OF_MEMORY)
+        return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
+    if (rc != CURLUE_OK)
+        return dllm_error_set(err, DLLM_ERR_FORMAT, "malformed URL in %s: %s", what,
+                              curl_url_strerror(rc));
+    return DLLM_OK;
 }
 
 /* The host of a URL for messages: never the query, which may hold a signature. */
@@ -347,14 +359,17 @@ enum dllm_status dllm_hubhttp_link_next(const char *link, const char *url, char 
         const char *stop = strchr(end, ',');
         size_t rest = stop ? (size_t)(stop - end) : strlen(end);
         char *params = strndup(end, rest);
-        if (params && (strstr(params, "rel=\"next\"") || strstr(params, "rel=next"))) {
-            char *rel = strndup(p + 1, (size_t)(end - p - 1));
-            *next = rel ? dllm_hubhttp_resolve_url(url, rel) : NULL;
-            free(rel);
+        if (!params)
+            return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
+        if (strstr(params, "rel=\"next\"") || strstr(params, "rel=next")) {
             free(params);
-            if (!*next)
+            char *rel = strndup(p + 1, (size_t)(end - p - 1));
+            if (!rel)
                 return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
-            return DLLM_OK;
+            enum dllm_status st =
+                dllm_hubhttp_resolve_url(url, rel, "the hub's Link header", next, err);
+            free(rel);
+            return st;
         }
         free(params);
         p = end;

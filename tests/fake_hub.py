@@ -21,7 +21,8 @@ with kind one of: drop (close mid-body), badsha (a flipped byte), badsize (100 m
 ignore_range (200 to a ranged request), r416, trickle (slow but complete), stall (half the
 body, then silence for 3 s), hang (the headers, then silence for 3 s), longlen (a
 Content-Length 1000 bytes above the body sent), loop (a redirect to the same URL; at "head"
-a relative one), or an HTTP status: 401, 403, 404 (with X-Error-Code from
+a relative one), badurl (at "head" a Location, at "tree" a Link rel=next, that is no URL:
+an unclosed IPv6 bracket), or an HTTP status: 401, 403, 404 (with X-Error-Code from
 &code=), 429 (Retry-After: 1), 500. times=-1 keeps the fault. GET /_log returns the requests
 seen (method, path, host, authorization, range) as JSON; GET /_reset clears faults and log;
 GET /_files?repo=R&rev=V gives the commit and each file's path, size, SHA-256 and etag.
@@ -80,6 +81,7 @@ def make_repos(served=()):
         File("mmproj-tiny-Q4_K_M.gguf", blob("mmproj", 10000)),
         File("sub/../../../escape.Q2_K.gguf", blob("escape", 1000)),
         File("/abs.Q3_K_S.gguf", blob("abs", 1000)),
+        File("ctl\x1b]0;owned\x07\n\r.IQ4_XS.gguf", blob("ctl", 1000)),
         File("tiny-F16.gguf", blob("tiny-F16", 300 * 1024)),
         File("tiny.Q4_K_M.gguf", q4),
         File("tiny.Q8_0.gguf", blob("tiny.Q8_0", 128 * 1024)),
@@ -282,7 +284,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         start = int(query.get("cursor", ["0"])[0])
         page = entries[start:start + PAGE]
         headers = {"Content-Type": "application/json"}
-        if start + PAGE < len(entries):
+        if fault and fault["kind"] == "badurl":
+            headers["Link"] = '<http://[::1/next>; rel="next"'
+        elif start + PAGE < len(entries):
             host = self.headers.get("Host", "127.0.0.1")
             headers["Link"] = '<http://%s/api/models/%s/tree/%s?recursive=true&cursor=%d>; rel="next"' % (
                 host, repo, commit, start + PAGE)
@@ -294,6 +298,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         if fault and fault["kind"] == "loop":
             return self.send(302, b"", {"Location": self.path.split("?")[0]}, head)
+        if fault and fault["kind"] == "badurl":
+            return self.send(302, b"", {"Location": "http://[::1/x"}, head)
         if repo == "test/renamed":
             loc = "/test/tiny-GGUF/resolve/%s/%s" % (rev, urllib.parse.quote(path))
             return self.send(307, b"", {"Location": loc}, head)

@@ -13,6 +13,7 @@
 
 #include <check.h>
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <jansson.h>
@@ -763,13 +764,16 @@ START_TEST(download_renamed)
 }
 END_TEST
 
-/* Names that would leave the cache are never chosen or created; the error lists files. */
+/*
+ * Names that would leave the cache, or carry control characters, are never chosen or created;
+ * the error lists the other files.
+ */
 START_TEST(download_no_traversal)
 {
     struct dllm_hub_params p;
     params_for(&p, NULL);
-    const char *refs[] = {TINY ":Q2_K", TINY ":Q3_K_S", TINY ":escape.Q2_K.gguf"};
-    for (int i = 0; i < 3; i++) {
+    const char *refs[] = {TINY ":Q2_K", TINY ":Q3_K_S", TINY ":escape.Q2_K.gguf", TINY ":IQ4_XS"};
+    for (int i = 0; i < 4; i++) {
         enum dllm_status st;
         struct dllm_error err;
         ck_assert_ptr_null(resolve(refs[i], &p, &st, &err));
@@ -777,6 +781,9 @@ START_TEST(download_no_traversal)
         const char *files = strstr(err.text, "its GGUF files: ");
         ck_assert_msg(files && strstr(files, "tiny.Q4_K_M.gguf"), "%s", err.text);
         ck_assert_msg(!strstr(files, "escape") && !strstr(files, "abs."), "%s", err.text);
+        for (const char *c = err.text; *c; c++)
+            ck_assert_msg((unsigned char)*c >= 0x20 && *c != 0x7f, "control character: %s",
+                          err.text);
     }
     char path[4400];
     snprintf(path, sizeof path, "%s/escape.Q2_K.gguf", tmp);
@@ -785,6 +792,110 @@ START_TEST(download_no_traversal)
     ck_assert_int_eq(file_size(path), -1);
     ck_assert_int_eq(file_size("/abs.Q3_K_S.gguf"), -1);
     ck_assert_int_eq(logged("/cdn/", NULL, 0), 0);
+}
+END_TEST
+
+/* Writes n bytes of data to path, which must not exist. */
+static void write_new(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wx");
+    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+    ck_assert_uint_eq(fwrite(data, 1, n, f), n);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+/* The number of entries in a folder, "." and ".." left out. */
+static int folder_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    ck_assert_msg(d != NULL, "%s: %s", dir, strerror(errno));
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return n;
+}
+
+/*
+ * Links out of the cache are never followed: a snapshot entry linking to a file outside (with
+ * the right bytes, even) and a snapshot folder linking to a folder outside are listed as
+ * broken or not at all, refused by a resolve online and offline, and a remove deletes neither
+ * what they point at nor anything through them.
+ */
+START_TEST(links_out_of_cache)
+{
+    struct dllm_hub_params p;
+    params_for(&p, NULL);
+    struct dllm_hub_model *m = resolve_ok(TINY, &p);
+    char snap[4400], outside[4400], copy[4500], deep[4500], precious[4600], link[4500];
+    snprintf(snap, sizeof snap, "%s", dllm_hub_model_path(m));
+    dllm_hub_model_free(m);
+    /* outside/copy.gguf: the Q4 file's own bytes, outside the cache. */
+    snprintf(outside, sizeof outside, "%s/outside", tmp);
+    ck_assert_int_eq(mkdir(outside, 0755), 0);
+    FILE *f = fopen(snap, "rb");
+    ck_assert_ptr_nonnull(f);
+    char *bytes = malloc(Q4_SIZE);
+    ck_assert_uint_eq(fread(bytes, 1, Q4_SIZE, f), Q4_SIZE);
+    fclose(f);
+    snprintf(copy, sizeof copy, "%s/copy.gguf", outside);
+    write_new(copy, bytes, Q4_SIZE);
+    free(bytes);
+    ck_assert_int_eq(unlink(snap), 0);
+    ck_assert_int_eq(symlink(copy, snap), 0);
+    /* snapshots/<commit>/deep -> outside/deep, where deep/dir/tiny.Q5_K_S.gguf is not the hub's. */
+    snprintf(deep, sizeof deep, "%s/deep", outside);
+    ck_assert_int_eq(mkdir(deep, 0755), 0);
+    snprintf(precious, sizeof precious, "%s/dir", deep);
+    ck_assert_int_eq(mkdir(precious, 0755), 0);
+    snprintf(precious, sizeof precious, "%s/dir/tiny.Q5_K_S.gguf", deep);
+    write_new(precious, "precious", 8);
+    snprintf(link, sizeof link, "%s", snap);
+    snprintf(strrchr(link, '/'), sizeof link - (size_t)(strrchr(link, '/') - link), "/deep");
+    ck_assert_int_eq(symlink(deep, link), 0);
+
+    struct dllm_error err;
+    struct dllm_hub_list *list;
+    ck_assert_int_eq(dllm_hub_list(&p, &list, &err), DLLM_OK);
+    int q4 = 0;
+    for (int64_t i = 0; i < dllm_hub_list_count(list); i++) {
+        const struct dllm_hub_entry *e = dllm_hub_list_get(list, i);
+        ck_assert_msg(!strstr(e->file, "deep"), "listed through a link: %s", e->file);
+        if (strcmp(e->file, Q4) == 0) {
+            q4++;
+            ck_assert_int_eq(e->state, DLLM_HUB_STATE_BROKEN);
+            ck_assert_int_eq(e->size, -1);
+        }
+    }
+    ck_assert_int_eq(q4, 1);
+    dllm_hub_list_free(list);
+
+    static const char *const refs[] = {TINY ":Q4_K_M", TINY ":Q5_K_S"};
+    for (int offline = 0; offline < 2; offline++) {
+        p.offline = offline;
+        for (int i = 0; i < 2; i++) {
+            enum dllm_status st;
+            ck_assert_ptr_null(resolve(refs[i], &p, &st, &err));
+            ck_assert_msg(st == DLLM_ERR_IO && strstr(err.text, "leads out of the cache"),
+                          "%s%s: %s", refs[i], offline ? " offline" : "", err.text);
+        }
+    }
+    p.offline = false;
+    int64_t n_files, bytes_freed;
+    /* The linked folder's file is not the cache's: not found, and left alone. */
+    enum dllm_status st = dllm_hub_remove(refs[1], &p, &n_files, &bytes_freed, &err);
+    ck_assert_msg(st == DLLM_ERR_MISSING, "rm %s: %s", refs[1], err.text);
+    st = dllm_hub_remove(refs[0], &p, &n_files, &bytes_freed, &err);
+    ck_assert_msg(st == DLLM_OK, "rm %s: %s", refs[0], err.text);
+    ck_assert_int_eq(n_files, 1);
+    ck_assert_int_eq(dllm_hub_remove(TINY, &p, &n_files, &bytes_freed, &err), DLLM_OK);
+    ck_assert_int_eq(file_size(copy), Q4_SIZE);
+    ck_assert_int_eq(file_size(precious), 8);
+    ck_assert_int_eq(folder_entries(outside), 2);
+    ck_assert_int_eq(folder_entries(deep), 1);
+    snprintf(precious, sizeof precious, "%s/dir", deep);
+    ck_assert_int_eq(folder_entries(precious), 1);
 }
 END_TEST
 
@@ -971,6 +1082,8 @@ static const struct fault_case fault_cases[] = {
     {"cdn", "longlen", NULL, 1, DLLM_ERR_FORMAT, "a different size than the 262144 bytes"},
     {"cdn", "loop", NULL, -1, DLLM_ERR_IO, "Maximum (10) redirects followed"},
     {"head", "loop", NULL, -1, DLLM_ERR_IO, "too many redirects for tiny.Q4_K_M.gguf"},
+    {"head", "badurl", NULL, 1, DLLM_ERR_FORMAT, "malformed URL in a redirect (Location)"},
+    {"tree", "badurl", NULL, 1, DLLM_ERR_FORMAT, "malformed URL in the hub's Link header"},
 };
 
 /*
@@ -1401,6 +1514,7 @@ static Suite *hub_suite(void)
     tcase_add_loop_test(tc, download_pick, 0, sizeof pick_cases / sizeof pick_cases[0]);
     tcase_add_test(tc, download_renamed);
     tcase_add_test(tc, download_no_traversal);
+    tcase_add_test(tc, links_out_of_cache);
     tcase_add_test(tc, download_split);
     tcase_add_test(tc, local_path);
     suite_add_tcase(s, tc);
