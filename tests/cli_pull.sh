@@ -40,6 +40,9 @@ expect_err "split note" 'split into 3 parts, all downloaded; dllm cannot load sp
 run "unknown quant" 1 "$DLLM" pull test/tiny-GGUF:Q6_K
 expect_err "lists the GGUF files" '^dllm: error: test/tiny-GGUF has no GGUF file for quant Q6_K; its GGUF files: .*tiny.Q4_K_M.gguf'
 expect_err_lines "one error line" 1
+run "a name with control characters from the hub" 1 "$DLLM" pull test/tiny-GGUF:IQ4_XS
+expect_err "not offered" 'has no GGUF file for quant IQ4_XS'
+if LC_ALL=C grep -q '[[:cntrl:]]' "$TMP/out" "$TMP/err"; then not_ok "a control character printed"; else ok "no control character printed"; fi
 run "unknown repo" 1 "$DLLM" pull nobody/nothing
 expect_err "repo not found" '^dllm: error: nobody/nothing: no such repo on http://127.0.0.1'
 run "default model" 1 "$DLLM" pull -q
@@ -65,18 +68,24 @@ assert cdn and all(e["authorization"] is None and e["host"].startswith("localhos
 assert any(e["authorization"] == "Bearer hf_test_token_123" for e in log)'; then
     ok "token sent to the hub, never to the CDN"; else not_ok "token and CDN"; fi
 
+# pull_interrupted SIGNAL DIR: pulls tiny-F16.gguf from a trickling CDN into the cache DIR
+# and sends the pull SIGNAL once its partial download exists; the pull's exit status.
+pull_interrupted() {
+    local sig=$1 dir=$2 pid i=0
+    ctl "/_reset" >/dev/null
+    ctl "/_fault?where=cdn&kind=trickle&times=1" >/dev/null
+    HF_HUB_CACHE=$dir "$DLLM" pull test/tiny-GGUF:F16 >"$TMP/out" 2>"$TMP/err" &
+    pid=$!
+    while ! ls "$dir"/models--test--tiny-GGUF/blobs/*.incomplete >/dev/null 2>&1 && [ $i -lt 250 ]; do
+        sleep 0.02; i=$((i + 1))
+    done
+    sleep 0.1
+    kill -"$sig" $pid
+    wait $pid
+}
+
 # Ctrl+C during a slow download leaves a partial file that the next run resumes.
-ctl "/_reset" >/dev/null
-ctl "/_fault?where=cdn&kind=trickle&times=1" >/dev/null
-"$DLLM" pull test/tiny-GGUF:F16 >"$TMP/out" 2>"$TMP/err" &
-PULL=$!
-i=0
-while ! ls "$CACHE"/models--test--tiny-GGUF/blobs/*.incomplete >/dev/null 2>&1 && [ $i -lt 250 ]; do
-    sleep 0.02; i=$((i + 1))
-done
-sleep 0.1
-kill -INT $PULL
-wait $PULL
+pull_interrupted INT "$CACHE"
 st=$?
 if [ $st -eq 1 ]; then ok "Ctrl+C exits 1"; else not_ok "Ctrl+C: exit $st"; fi
 expect_err "interrupted message" 'interrupted; run the same command again to resume$'
@@ -137,17 +146,7 @@ if [ "$(sha256sum "$(cat "$TMP/out")" | cut -d' ' -f1)" = "$(sha tiny.Q8_0.gguf)
 # SIGKILL mid-file (no chance to clean up): the partial stays, unlinked; the next pull checks
 # it and resumes.
 KILLED=$TMP/killed
-ctl "/_reset" >/dev/null
-ctl "/_fault?where=cdn&kind=trickle&times=1" >/dev/null
-HF_HUB_CACHE=$KILLED "$DLLM" pull test/tiny-GGUF:F16 >"$TMP/out" 2>"$TMP/err" &
-PULL=$!
-i=0
-while ! ls "$KILLED"/models--test--tiny-GGUF/blobs/*.incomplete >/dev/null 2>&1 && [ $i -lt 250 ]; do
-    sleep 0.02; i=$((i + 1))
-done
-sleep 0.1
-kill -KILL $PULL
-wait $PULL
+pull_interrupted KILL "$KILLED"
 if [ $? -eq 137 ] && cache_valid "$KILLED" && ls "$KILLED"/models--test--tiny-GGUF/blobs/*.incomplete >/dev/null 2>&1 &&
     ! ls "$KILLED"/models--test--tiny-GGUF/snapshots/*/tiny-F16.gguf >/dev/null 2>&1; then
     ok "SIGKILL mid-file: partial kept, nothing linked"; else not_ok "after SIGKILL"; fi
