@@ -134,12 +134,8 @@ bool dllm_hubhttp_same_origin(const struct dllm_hubhttp *http, const char *url)
     return same;
 }
 
-/*
- * rel resolved against base (for relative Location and Link values) into *out: DLLM_ERR_FORMAT
- * naming where (what) when rel is not a URL, DLLM_ERR_NOMEM when memory runs out.
- */
-enum dllm_status dllm_hubhttp_resolve_url(const char *base, const char *rel, const char *what,
-                                          char **out, struct dllm_error *err)
+/* rel resolved against base into *out (NULL on failure); libcurl's result. */
+static CURLUcode resolve_once(const char *base, const char *rel, char **out)
 {
     CURLU *u = curl_url();
     char *full = NULL;
@@ -152,6 +148,27 @@ enum dllm_status dllm_hubhttp_resolve_url(const char *base, const char *rel, con
         rc = CURLUE_OUT_OF_MEMORY;
     curl_free(full);
     curl_url_cleanup(u);
+    return rc;
+}
+
+/*
+ * rel resolved against base (for relative Location and Link values) into *out: DLLM_ERR_FORMAT
+ * naming where (what) when rel is not a URL, DLLM_ERR_NOMEM when memory runs out.
+ */
+enum dllm_status dllm_hubhttp_resolve_url(const char *base, const char *rel, const char *what,
+                                          char **out, struct dllm_error *err)
+{
+    CURLUcode rc = resolve_once(base, rel, out);
+    if (rc != CURLUE_OK && rc != CURLUE_OUT_OF_MEMORY) {
+        /*
+         * libcurl (7.88) reports some failed allocations as a parse error ("Bad scheme" when
+         * copying the base fails): a URL that resolves on a second try met one of those.
+         */
+        char *again;
+        if (resolve_once(base, rel, &again) == CURLUE_OK)
+            rc = CURLUE_OUT_OF_MEMORY;
+        free(again);
+    }
     if (rc == CURLUE_OUT_OF_MEMORY)
         return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
     if (rc != CURLUE_OK)
@@ -498,16 +515,51 @@ static enum dllm_status load_token(const struct dllm_hub_params *p, char **out,
     return DLLM_OK;
 }
 
-/* libcurl's global setup, once per process. */
+/*
+ * libcurl's allocator: the C library's, through these functions so that the allocation-failure
+ * torture (tests/torture.h renames malloc and the others here) counts and fails libcurl's too.
+ */
+static void *curl_mem_malloc(size_t n)
+{
+    return malloc(n);
+}
+
+static void curl_mem_free(void *p)
+{
+    free(p);
+}
+
+static void *curl_mem_realloc(void *p, size_t n)
+{
+    return realloc(p, n);
+}
+
+static char *curl_mem_strdup(const char *s)
+{
+    return strdup(s);
+}
+
+static void *curl_mem_calloc(size_t n, size_t size)
+{
+    return calloc(n, size);
+}
+
+/* libcurl's global setup with dllm's allocator, once per process. */
 static void curl_init_once(void)
 {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
+    curl_global_init_mem(CURL_GLOBAL_DEFAULT, curl_mem_malloc, curl_mem_free, curl_mem_realloc,
+                         curl_mem_strdup, curl_mem_calloc);
+}
+
+void dllm_hubhttp_global_init(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, curl_init_once);
 }
 
 /* Readies the network side of a session: the endpoint's origin, a curl handle, the token. */
 enum dllm_status dllm_hubhttp_connect(struct dllm_hubhttp *http, struct dllm_error *err)
 {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
     if (strncasecmp(http->endpoint, "http://", 7) != 0 &&
         strncasecmp(http->endpoint, "https://", 8) != 0) {
         return dllm_error_set(err, DLLM_ERR_ARG,
@@ -515,7 +567,7 @@ enum dllm_status dllm_hubhttp_connect(struct dllm_hubhttp *http, struct dllm_err
                               "(HF_ENDPOINT)",
                               http->endpoint);
     }
-    pthread_once(&once, curl_init_once);
+    dllm_hubhttp_global_init();
     http->origin = origin_of(http->endpoint);
     http->curl = curl_easy_init();
     if (!http->origin || !http->curl)

@@ -127,6 +127,12 @@ enum dllm_status dllm_hubhttp_api_get(struct dllm_hubhttp *h, const char *url, c
 enum dllm_status dllm_hubhttp_link_next(const char *link, const char *url, char **next,
                                         struct dllm_error *err);
 
+/*
+ * libcurl's global setup, once per process, with its allocations through dllm's allocator
+ * (curl_global_init_mem); dllm_hubhttp_connect calls it first.
+ */
+void dllm_hubhttp_global_init(void);
+
 /* Whether url is on the hub's own origin, where the token may go. */
 bool dllm_hubhttp_same_origin(const struct dllm_hubhttp *h, const char *url);
 /*
