@@ -36,6 +36,10 @@ static pid_t hub_pid;
 #define Q4      "tiny.Q4_K_M.gguf"
 #define Q4_SIZE (256 * 1024)
 
+/* Bounds for a listing of 100 000 files (the hub's paths and hashes are ~15 MB). */
+#define HUGE_SECONDS 60.0
+#define HUGE_PEAK_KB (256 * 1024)
+
 /* ---- the fake hub ----------------------------------------------------------------------- */
 
 static size_t collect(char *data, size_t size, size_t nmemb, void *user)
@@ -899,6 +903,51 @@ START_TEST(links_out_of_cache)
 }
 END_TEST
 
+/* The peak resident memory of this process so far (VmHWM), in kB. */
+static long peak_kb(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    ck_assert_ptr_nonnull(f);
+    char line[256];
+    long kb = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %ld kB", &kb) == 1)
+            break;
+    fclose(f);
+    ck_assert_int_gt(kb, 0);
+    return kb;
+}
+
+/*
+ * A repo of 100 000 files (test/huge), listed as the hub pages it (1 000 an answer, Link
+ * rel="next": 101 answers) and in one answer: the model resolves, in bounded time and memory.
+ */
+START_TEST(huge_listing)
+{
+    struct dllm_hub_params p;
+    params_for(&p, NULL);
+    p.stall_seconds = 30; /* the fake hub takes a few seconds to write 10 MB of JSON */
+    if (_i == 1)
+        fault("tree", "onebody", 1, NULL);
+    long before = peak_kb();
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    struct dllm_hub_model *m = resolve_ok("test/huge:Q4_K_M", &p);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    long grew = peak_kb() - before;
+    ck_assert_ptr_nonnull(strstr(dllm_hub_model_path(m), "/huge.Q4_K_M.gguf"));
+    dllm_hub_model_free(m);
+    int answers = logged("/api/models/test/huge/tree/", NULL, 0);
+    fprintf(stderr, "100 000 files %s: %d answers, %.1f s, peak memory +%ld kB\n",
+            _i ? "in one answer" : "paged", answers, secs, grew);
+    ck_assert_int_eq(answers, (_i ? 1 : 101));
+    ck_assert_msg(secs < HUGE_SECONDS, "%.1f s", secs);
+    ck_assert_msg(grew < HUGE_PEAK_KB, "+%ld kB", grew);
+    check_cache_valid();
+}
+END_TEST
+
 /* Every part of a split model is downloaded; the path is part 1. */
 START_TEST(download_split)
 {
@@ -1515,6 +1564,7 @@ static Suite *hub_suite(void)
     tcase_add_test(tc, download_renamed);
     tcase_add_test(tc, download_no_traversal);
     tcase_add_test(tc, links_out_of_cache);
+    tcase_add_loop_test(tc, huge_listing, 0, 2);
     tcase_add_test(tc, download_split);
     tcase_add_test(tc, local_path);
     suite_add_tcase(s, tc);
