@@ -567,16 +567,48 @@ struct path_case {
 };
 
 static const struct path_case path_cases[] = {
-    {"x.gguf", true},    {"a/b/x.gguf", true}, {"a.b/..x", true}, {"", false},
-    {"/x.gguf", false},  {"../x", false},      {"a/../x", false}, {"a/./x", false},
-    {"a//x", false},     {"a/", false},        {".", false},      {"..", false},
-    {"a\\..\\x", false}, {"a\nb", false},      {"a\x7f", false},
+    {"x.gguf", true},
+    {"a/b/x.gguf", true},
+    {"a.b/..x", true},
+    {"", false},
+    {"/x.gguf", false},
+    {"../x", false},
+    {"a/../x", false},
+    {"a/./x", false},
+    {"a//x", false},
+    {"a/", false},
+    {".", false},
+    {"..", false},
+    {"a\\..\\x", false},
+    {"a\nb", false},
+    {"a\x7f", false},
+    {"a\xc2\x9b"
+     "2Jb",
+     false},
+    {"caf\xc3\xa9/\xe6\x97\xa5.gguf", true},
 };
 
 START_TEST(path_valid)
 {
     const struct path_case *c = &path_cases[_i];
     ck_assert_msg(dllm_hub_path_valid(c->path) == c->valid, "'%s'", c->path);
+}
+END_TEST
+
+/* A name no file system takes (over 255 bytes) is refused; 255 bytes is a name. */
+START_TEST(path_long)
+{
+    char path[600];
+    memset(path, 'a', 255);
+    strcpy(path + 255, "/x.gguf");
+    ck_assert(dllm_hub_path_valid(path));
+    memset(path, 'b', 256);
+    strcpy(path + 256, "/x.gguf");
+    ck_assert(!dllm_hub_path_valid(path));
+    strcpy(path, "dir/");
+    memset(path + 4, 'c', 256);
+    path[260] = 0;
+    ck_assert(!dllm_hub_path_valid(path));
 }
 END_TEST
 
@@ -1552,6 +1584,7 @@ static Suite *hub_suite(void)
     tcase_add_test(tc, ref_home);
     tcase_add_test(tc, params_env);
     tcase_add_loop_test(tc, path_valid, 0, sizeof path_cases / sizeof path_cases[0]);
+    tcase_add_test(tc, path_long);
     tcase_add_loop_test(tc, select_files, 0, sizeof select_cases / sizeof select_cases[0]);
     tcase_add_test(tc, select_lists_files);
     suite_add_tcase(s, tc);
