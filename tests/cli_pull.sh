@@ -1,7 +1,8 @@
 #!/bin/sh
 # dllm pull, ls and rm against the fake hub (tests/fake_hub.py) on 127.0.0.1: output on a
-# pipe, exit codes, offline use, tokens, Ctrl+C then resume, a full disk (the ENOSPC shim),
-# SIGKILL then resume, four pulls of one file at once, and usage errors.
+# pipe, exit codes, offline use, tokens, Ctrl+C then resume, a full disk (the ENOSPC shim, and a
+# real 16 MB tmpfs where one can be mounted), SIGKILL then resume, four pulls of one file at
+# once, and usage errors.
 . "${DLLM_TESTS_SRC:-$(dirname "$0")}/lib.sh"
 start_fake_hub
 
@@ -142,6 +143,59 @@ run "resumed with space" 0 env HF_HUB_CACHE="$FULL" "$DLLM" pull test/tiny-GGUF:
 if ctl /_log | grep -q '"range": "bytes=[1-9]'; then ok "resumed with Range"; else not_ok "no Range request after ENOSPC"; fi
 if [ "$(sha256sum "$(cat "$TMP/out")" | cut -d' ' -f1)" = "$(sha tiny.Q8_0.gguf)" ] && cache_valid "$FULL"; then
     ok "resumed file verified, cache valid"; else not_ok "resumed file or cache after ENOSPC"; fi
+
+# A full disk on a real file system: a 16 MB tmpfs in a private mount namespace (unshare -m,
+# or -rm without the privilege). A filler file leaves 100 kB for a 128 kB file; then another
+# file takes the rest while a download runs; then, with space again, the download resumes.
+TMPFS=$TMP/tmpfs
+TMPFS_OUT=$TMP/tmpfs-out
+mkdir -p "$TMPFS" "$TMPFS_OUT"
+cat >"$TMP/tmpfs.sh" <<'SH'
+mount -t tmpfs -o size=16m tmpfs "$TMPFS" || exit 3
+blobs=$TMPFS/hub/models--test--tiny-GGUF/blobs
+head -c $((16 * 1024 * 1024 - 100 * 1024)) /dev/zero >"$TMPFS/filler" 2>/dev/null
+HF_HUB_CACHE=$TMPFS/hub "$DLLM" pull test/tiny-GGUF:Q8_0 >"$TMPFS_OUT/out1" 2>"$TMPFS_OUT/err1"
+echo $? >"$TMPFS_OUT/rc1"
+rm -f "$TMPFS/filler"
+HF_HUB_CACHE=$TMPFS/hub "$DLLM" pull test/tiny-GGUF:F16 >"$TMPFS_OUT/out2" 2>"$TMPFS_OUT/err2" &
+pid=$! i=0
+until [ "$(cat "$blobs"/*.incomplete 2>/dev/null | wc -c)" -gt 0 ] || [ $i -ge 250 ]; do
+    sleep 0.02; i=$((i + 1))
+done
+head -c $((16 * 1024 * 1024)) /dev/zero >"$TMPFS/filler" 2>/dev/null
+wait $pid
+echo $? >"$TMPFS_OUT/rc2"
+cat "$blobs"/*.incomplete 2>/dev/null | wc -c >"$TMPFS_OUT/partial2"
+ls "$TMPFS"/hub/models--test--tiny-GGUF/snapshots/*/tiny-F16.gguf >"$TMPFS_OUT/linked2" 2>/dev/null
+rm -f "$TMPFS/filler"
+HF_HUB_CACHE=$TMPFS/hub "$DLLM" pull test/tiny-GGUF:F16 >"$TMPFS_OUT/out3" 2>"$TMPFS_OUT/err3"
+echo $? >"$TMPFS_OUT/rc3"
+sha256sum "$(cat "$TMPFS_OUT/out3")" | cut -d' ' -f1 >"$TMPFS_OUT/sha3"
+cp -a "$TMPFS/hub" "$TMPFS_OUT/cache"
+umount "$TMPFS"
+SH
+NS=
+for ns in "unshare -m" "unshare -rm"; do
+    if why=$($ns sh -c 'mount -t tmpfs -o size=16m tmpfs "$1"' sh "$TMPFS" 2>&1); then NS=$ns; break; fi
+done
+if [ -n "$NS" ]; then
+    ctl "/_reset" >/dev/null
+    ctl "/_fault?where=cdn&kind=trickle&times=1&file=F16" >/dev/null
+    TMPFS=$TMPFS TMPFS_OUT=$TMPFS_OUT DLLM=$DLLM $NS sh "$TMP/tmpfs.sh"
+    if [ "$(cat "$TMPFS_OUT/rc1")" = 1 ] && grep -q 'not enough free space for tiny.Q8_0.gguf' "$TMPFS_OUT/err1"; then
+        ok "a 16 MB tmpfs with 100 kB free: the 128 kB file is refused"; else not_ok "tmpfs space check: $(cat "$TMPFS_OUT/err1")"; fi
+    if [ "$(cat "$TMPFS_OUT/rc2")" = 1 ] && grep -q 'is full (No space left on device)' "$TMPFS_OUT/err2" &&
+        [ "$(cat "$TMPFS_OUT/partial2")" -gt 0 ] && [ ! -s "$TMPFS_OUT/linked2" ]; then
+        ok "the tmpfs fills mid-file: named, partial kept ($(cat "$TMPFS_OUT/partial2") bytes), nothing linked"
+    else not_ok "tmpfs full mid-file: $(cat "$TMPFS_OUT/err2")"; fi
+    if [ "$(cat "$TMPFS_OUT/rc3")" = 0 ] && [ "$(cat "$TMPFS_OUT/sha3")" = "$(sha tiny-F16.gguf)" ] &&
+        cache_valid "$TMPFS_OUT/cache" && ctl /_log | grep -q '"range": "bytes=[1-9]'; then
+        ok "resumed on the tmpfs with Range, verified, cache valid"; else not_ok "tmpfs resume: $(cat "$TMPFS_OUT/err3")"; fi
+elif [ "${CI:-}" = true ]; then
+    ok "a full disk: the ENOSPC shim cases above stand for the tmpfs, which cannot be mounted here ($why)"
+else
+    echo "SKIP: a full 16 MB tmpfs: cannot mount one here ($why); the ENOSPC shim cases cover the full disk"
+fi
 
 # SIGKILL mid-file (no chance to clean up): the partial stays, unlinked; the next pull checks
 # it and resumes.
