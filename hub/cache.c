@@ -74,6 +74,50 @@ char *dllm_hubcache_snapshot(const struct dllm_hubcache *c, const char *commit, 
     return dllm_hub_fmt("%s/snapshots/%s/%s", c->dir, commit, path);
 }
 
+/* Whether the link at path leads to a file directly in the repo's blobs/ folder. */
+static bool links_to_blob(const struct dllm_hubcache *c, const char *path)
+{
+    char *blobs = dllm_hub_fmt("%s/blobs", c->dir);
+    char *real_blobs = blobs ? realpath(blobs, NULL) : NULL;
+    char *real = realpath(path, NULL);
+    size_t n = real_blobs ? strlen(real_blobs) : 0;
+    bool ok = real_blobs && real && strncmp(real, real_blobs, n) == 0 && real[n] == '/' &&
+              !strchr(real + n + 1, '/');
+    free(real);
+    free(real_blobs);
+    free(blobs);
+    return ok;
+}
+
+bool dllm_hubcache_folders_real(const struct dllm_hubcache *c, const char *path)
+{
+    size_t n = strlen(c->dir);
+    if (strncmp(path, c->dir, n) != 0 || path[n] != '/')
+        return false;
+    char *p = strdup(path);
+    if (!p)
+        return false;
+    struct stat sb;
+    bool ok = true;
+    for (char *s = p + n + 1; ok && (s = strchr(s, '/')); s++) {
+        *s = 0;
+        ok = lstat(p, &sb) != 0 || S_ISDIR(sb.st_mode);
+        *s = '/';
+    }
+    free(p);
+    return ok;
+}
+
+bool dllm_hubcache_inside(const struct dllm_hubcache *c, const char *path)
+{
+    struct stat sb;
+    if (!dllm_hubcache_folders_real(c, path))
+        return false;
+    if (lstat(path, &sb) != 0 || S_ISREG(sb.st_mode))
+        return true;
+    return S_ISLNK(sb.st_mode) && links_to_blob(c, path);
+}
+
 enum dllm_status dllm_hubcache_mkdirs(const char *path, struct dllm_error *err)
 {
     char *p = strdup(path);
@@ -333,8 +377,8 @@ fail:
  * Adds the files under dir (rel: their path prefix inside the snapshot) to out, each with its
  * size and the etag its link's blob name gives.
  */
-static enum dllm_status scan_dir(const char *dir, const char *rel, int depth,
-                                 struct dllm_hub_listing *out, struct dllm_error *err)
+static enum dllm_status scan_dir(const struct dllm_hubcache *c, const char *dir, const char *rel,
+                                 int depth, struct dllm_hub_listing *out, struct dllm_error *err)
 {
     if (depth > DLLM_HUBCACHE_MAX_DEPTH)
         return DLLM_OK;
@@ -354,13 +398,16 @@ static enum dllm_status scan_dir(const char *dir, const char *rel, int depth,
         if (!full || !sub) {
             st = dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
         } else if (lstat(full, &ls) == 0 && S_ISDIR(ls.st_mode)) {
-            st = scan_dir(full, sub, depth + 1, out, err);
+            st = scan_dir(c, full, sub, depth + 1, out, err);
         } else if (dllm_hub_path_valid(sub)) {
+            /* A link out of the cache is listed as broken and never followed. */
+            bool inside = dllm_hubcache_inside(c, full);
             struct dllm_hub_file f = {.path = sub, .size = -1};
-            if (stat(full, &ts) == 0 && S_ISREG(ts.st_mode))
+            if (inside && stat(full, &ts) == 0 && S_ISREG(ts.st_mode))
                 f.size = ts.st_size;
             char target[4096];
-            ssize_t n = S_ISLNK(ls.st_mode) ? readlink(full, target, sizeof target - 1) : -1;
+            ssize_t n =
+                inside && S_ISLNK(ls.st_mode) ? readlink(full, target, sizeof target - 1) : -1;
             if (n > 0) {
                 target[n] = 0;
                 const char *base = strrchr(target, '/');
@@ -393,7 +440,7 @@ enum dllm_status dllm_hubcache_scan(const struct dllm_hubcache *c, const char *c
         st = dllm_error_set(err, DLLM_ERR_MISSING, "no snapshot %s of %s in the cache", commit,
                             c->repo);
     else
-        st = scan_dir(dir, "", 0, out, err);
+        st = scan_dir(c, dir, "", 0, out, err);
     if (st != DLLM_OK)
         dllm_hub_listing_fini(out);
     free(dir);

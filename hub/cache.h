@@ -46,6 +46,13 @@ void dllm_hubcache_fini(struct dllm_hubcache *c);
 char *dllm_hubcache_blob(const struct dllm_hubcache *c, const char *etag);
 char *dllm_hubcache_partial(const struct dllm_hubcache *c, const char *etag);
 char *dllm_hubcache_snapshot(const struct dllm_hubcache *c, const char *commit, const char *path);
+/* Whether path is in the repo's folder and no folder between them is a link. */
+bool dllm_hubcache_folders_real(const struct dllm_hubcache *c, const char *path);
+/*
+ * Whether path, in the repo's folder, stays in the cache: no folder on the way there is a
+ * link, and path is absent, a regular file, or a link to a file directly in blobs/.
+ */
+bool dllm_hubcache_inside(const struct dllm_hubcache *c, const char *path);
 
 /* Creates a folder and its parents. */
 enum dllm_status dllm_hubcache_mkdirs(const char *path, struct dllm_error *err);

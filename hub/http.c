@@ -134,18 +134,47 @@ bool dllm_hubhttp_same_origin(const struct dllm_hubhttp *http, const char *url)
     return same;
 }
 
-/* url resolved against base (for relative Location and Link values), or NULL. */
-char *dllm_hubhttp_resolve_url(const char *base, const char *rel)
+/* rel resolved against base into *out (NULL on failure); libcurl's result. */
+static CURLUcode resolve_once(const char *base, const char *rel, char **out)
 {
     CURLU *u = curl_url();
-    char *full = NULL, *out = NULL;
-    if (u && curl_url_set(u, CURLUPART_URL, base, 0) == CURLUE_OK &&
-        curl_url_set(u, CURLUPART_URL, rel, 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_URL, &full, 0) == CURLUE_OK)
-        out = strdup(full);
+    char *full = NULL;
+    CURLUcode rc = CURLUE_OUT_OF_MEMORY;
+    *out = NULL;
+    if (u && (rc = curl_url_set(u, CURLUPART_URL, base, 0)) == CURLUE_OK &&
+        (rc = curl_url_set(u, CURLUPART_URL, rel, 0)) == CURLUE_OK)
+        rc = curl_url_get(u, CURLUPART_URL, &full, 0);
+    if (rc == CURLUE_OK && !(*out = strdup(full)))
+        rc = CURLUE_OUT_OF_MEMORY;
     curl_free(full);
     curl_url_cleanup(u);
-    return out;
+    return rc;
+}
+
+/*
+ * rel resolved against base (for relative Location and Link values) into *out: DLLM_ERR_FORMAT
+ * naming where (what) when rel is not a URL, DLLM_ERR_NOMEM when memory runs out.
+ */
+enum dllm_status dllm_hubhttp_resolve_url(const char *base, const char *rel, const char *what,
+                                          char **out, struct dllm_error *err)
+{
+    CURLUcode rc = resolve_once(base, rel, out);
+    if (rc != CURLUE_OK && rc != CURLUE_OUT_OF_MEMORY) {
+        /*
+         * libcurl (7.88) reports some failed allocations as a parse error ("Bad scheme" when
+         * copying the base fails): a URL that resolves on a second try met one of those.
+         */
+        char *again;
+        if (resolve_once(base, rel, &again) == CURLUE_OK)
+            rc = CURLUE_OUT_OF_MEMORY;
+        free(again);
+    }
+    if (rc == CURLUE_OUT_OF_MEMORY)
+        return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
+    if (rc != CURLUE_OK)
+        return dllm_error_set(err, DLLM_ERR_FORMAT, "malformed URL in %s: %s", what,
+                              curl_url_strerror(rc));
+    return DLLM_OK;
 }
 
 /* The host of a URL for messages: never the query, which may hold a signature. */
@@ -347,14 +376,17 @@ enum dllm_status dllm_hubhttp_link_next(const char *link, const char *url, char 
         const char *stop = strchr(end, ',');
         size_t rest = stop ? (size_t)(stop - end) : strlen(end);
         char *params = strndup(end, rest);
-        if (params && (strstr(params, "rel=\"next\"") || strstr(params, "rel=next"))) {
-            char *rel = strndup(p + 1, (size_t)(end - p - 1));
-            *next = rel ? dllm_hubhttp_resolve_url(url, rel) : NULL;
-            free(rel);
+        if (!params)
+            return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
+        if (strstr(params, "rel=\"next\"") || strstr(params, "rel=next")) {
             free(params);
-            if (!*next)
+            char *rel = strndup(p + 1, (size_t)(end - p - 1));
+            if (!rel)
                 return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
-            return DLLM_OK;
+            enum dllm_status st =
+                dllm_hubhttp_resolve_url(url, rel, "the hub's Link header", next, err);
+            free(rel);
+            return st;
         }
         free(params);
         p = end;
@@ -483,16 +515,51 @@ static enum dllm_status load_token(const struct dllm_hub_params *p, char **out,
     return DLLM_OK;
 }
 
-/* libcurl's global setup, once per process. */
+/*
+ * libcurl's allocator: the C library's, through these functions so that the allocation-failure
+ * torture (tests/torture.h renames malloc and the others here) counts and fails libcurl's too.
+ */
+static void *curl_mem_malloc(size_t n)
+{
+    return malloc(n);
+}
+
+static void curl_mem_free(void *p)
+{
+    free(p);
+}
+
+static void *curl_mem_realloc(void *p, size_t n)
+{
+    return realloc(p, n);
+}
+
+static char *curl_mem_strdup(const char *s)
+{
+    return strdup(s);
+}
+
+static void *curl_mem_calloc(size_t n, size_t size)
+{
+    return calloc(n, size);
+}
+
+/* libcurl's global setup with dllm's allocator, once per process. */
 static void curl_init_once(void)
 {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
+    curl_global_init_mem(CURL_GLOBAL_DEFAULT, curl_mem_malloc, curl_mem_free, curl_mem_realloc,
+                         curl_mem_strdup, curl_mem_calloc);
+}
+
+void dllm_hubhttp_global_init(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, curl_init_once);
 }
 
 /* Readies the network side of a session: the endpoint's origin, a curl handle, the token. */
 enum dllm_status dllm_hubhttp_connect(struct dllm_hubhttp *http, struct dllm_error *err)
 {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
     if (strncasecmp(http->endpoint, "http://", 7) != 0 &&
         strncasecmp(http->endpoint, "https://", 8) != 0) {
         return dllm_error_set(err, DLLM_ERR_ARG,
@@ -500,7 +567,7 @@ enum dllm_status dllm_hubhttp_connect(struct dllm_hubhttp *http, struct dllm_err
                               "(HF_ENDPOINT)",
                               http->endpoint);
     }
-    pthread_once(&once, curl_init_once);
+    dllm_hubhttp_global_init();
     http->origin = origin_of(http->endpoint);
     http->curl = curl_easy_init();
     if (!http->origin || !http->curl)

@@ -122,15 +122,25 @@ enum dllm_status dllm_hubhttp_api_get(struct dllm_hubhttp *h, const char *url, c
 
 /*
  * The URL of a Link header's rel="next" entry, resolved against url, into *next (malloc'd;
- * NULL when link is NULL or has none).
+ * NULL when link is NULL or has none); DLLM_ERR_FORMAT when that URL is malformed.
  */
 enum dllm_status dllm_hubhttp_link_next(const char *link, const char *url, char **next,
                                         struct dllm_error *err);
 
+/*
+ * libcurl's global setup, once per process, with its allocations through dllm's allocator
+ * (curl_global_init_mem); dllm_hubhttp_connect calls it first.
+ */
+void dllm_hubhttp_global_init(void);
+
 /* Whether url is on the hub's own origin, where the token may go. */
 bool dllm_hubhttp_same_origin(const struct dllm_hubhttp *h, const char *url);
-/* rel resolved against base (for relative Location and Link values), or NULL. Malloc'd. */
-char *dllm_hubhttp_resolve_url(const char *base, const char *rel);
+/*
+ * rel resolved against base (for relative Location and Link values) into *out (malloc'd):
+ * DLLM_ERR_FORMAT naming where (what) when rel is not a URL, DLLM_ERR_NOMEM without memory.
+ */
+enum dllm_status dllm_hubhttp_resolve_url(const char *base, const char *rel, const char *what,
+                                          char **out, struct dllm_error *err);
 /* The host of a URL for messages: never the query, which may hold a signature. Malloc'd. */
 char *dllm_hubhttp_host(const char *url);
 /* A percent-encoded copy of s; with keep_slash, '/' stays as it is. Malloc'd. */

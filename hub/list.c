@@ -306,10 +306,12 @@ static enum dllm_status remove_tagged(const struct dllm_hubcache *c, const struc
         for (size_t k = 0; k < n_idx; k++) {
             char *p = dllm_hubcache_snapshot(c, e->d_name, all.files[idx[k]].path);
             struct stat sb;
-            if (p && lstat(p, &sb) == 0 && unlink(p) == 0)
+            /* Through a linked folder, the path would be outside the cache: left alone. */
+            bool real = p && dllm_hubcache_folders_real(c, p);
+            if (real && lstat(p, &sb) == 0 && unlink(p) == 0)
                 ++*n_files;
             /* Empty folders the file was in, up to the snapshot. */
-            for (char *slash; p && (slash = strrchr(p, '/')) && strlen(p) > strlen(snaps);) {
+            for (char *slash; real && (slash = strrchr(p, '/')) && strlen(p) > strlen(snaps);) {
                 *slash = 0;
                 if (rmdir(p) != 0)
                     break;

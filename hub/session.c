@@ -314,13 +314,14 @@ static enum outcome probe(struct dllm_hubfetch *hub, struct fetch *fx, const cha
         }
         const char *loc = r.h[H_LOCATION];
         if (r.status >= 300 && r.status < 400 && loc) {
-            char *next = dllm_hubhttp_resolve_url(url, loc);
             bool absolute = strstr(loc, "://") || strncmp(loc, "//", 2) == 0;
-            if (!next || hops >= DLLM_HUBHTTP_REDIRECTS_MAX) {
-                free(next);
+            if (hops >= DLLM_HUBHTTP_REDIRECTS_MAX) {
                 dllm_error_set(err, DLLM_ERR_IO, "too many redirects for %s", fx->f->path);
                 goto fail;
             }
+            char *next;
+            if (dllm_hubhttp_resolve_url(url, loc, "a redirect (Location)", &next, err) != DLLM_OK)
+                goto fail;
             free(url);
             url = next;
             if (absolute)
@@ -738,6 +739,14 @@ static enum dllm_status fetch_one(struct dllm_hubfetch *hub, struct fetch *fx, c
     struct stat sb;
     if (!snap || !blob) {
         st = dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    /* Nothing is read, replaced or deleted through a link that leaves the cache. */
+    if (!dllm_hubcache_inside(&hub->cache, snap)) {
+        st = dllm_error_set(err, DLLM_ERR_IO,
+                            "%s: the cache entry %s leads out of the cache through a link; "
+                            "remove that link and the file is downloaded again",
+                            hub->cache.repo, snap);
         goto fail;
     }
     if (!fx->etag[0]) {

@@ -3,6 +3,7 @@
 
 #include "util.h"
 
+#include <limits.h>
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -42,12 +43,18 @@ bool dllm_hub_path_valid(const char *path)
     size_t len = strlen(path);
     if (len == 0 || len > 1024 || path[0] == '/' || path[len - 1] == '/')
         return false;
-    for (const char *p = path; *p; p++)
+    for (const char *p = path; *p; p++) {
         if ((unsigned char)*p < 0x20 || *p == 0x7f || *p == '\\')
             return false;
+        /* U+0080 to U+009F in UTF-8: C1 controls (U+009B is a terminal's CSI). */
+        if ((unsigned char)p[0] == 0xc2 && (unsigned char)p[1] >= 0x80 &&
+            (unsigned char)p[1] <= 0x9f)
+            return false;
+    }
     for (const char *p = path; *p;) {
         size_t n = strcspn(p, "/");
-        if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+        if (n == 0 || n > NAME_MAX || (n == 1 && p[0] == '.') ||
+            (n == 2 && p[0] == '.' && p[1] == '.'))
             return false;
         p += n;
         if (*p == '/')

@@ -22,8 +22,8 @@ bool dllm_hub_is_hex(const char *s, size_t n);
 
 /*
  * Whether a path taken from a hub listing may be created under a snapshot folder: relative,
- * components that are not empty, "." or "..", no backslash or control character, at most
- * 1024 bytes.
+ * components that are not empty, "." or ".." and at most NAME_MAX bytes, no backslash or
+ * control character (C0, DEL, or C1 in UTF-8), at most 1024 bytes.
  */
 bool dllm_hub_path_valid(const char *path);
 

@@ -1,7 +1,8 @@
 #!/bin/sh
 # dllm pull, ls and rm against the fake hub (tests/fake_hub.py) on 127.0.0.1: output on a
-# pipe, exit codes, offline use, tokens, Ctrl+C then resume, a full disk (the ENOSPC shim),
-# SIGKILL then resume, four pulls of one file at once, and usage errors.
+# pipe, exit codes, offline use, tokens, Ctrl+C then resume, a full disk (the ENOSPC shim, and a
+# real 16 MB tmpfs where one can be mounted), SIGKILL then resume, four pulls of one file at
+# once, and usage errors.
 . "${DLLM_TESTS_SRC:-$(dirname "$0")}/lib.sh"
 start_fake_hub
 
@@ -40,6 +41,9 @@ expect_err "split note" 'split into 3 parts, all downloaded; dllm cannot load sp
 run "unknown quant" 1 "$DLLM" pull test/tiny-GGUF:Q6_K
 expect_err "lists the GGUF files" '^dllm: error: test/tiny-GGUF has no GGUF file for quant Q6_K; its GGUF files: .*tiny.Q4_K_M.gguf'
 expect_err_lines "one error line" 1
+run "a name with control characters from the hub" 1 "$DLLM" pull test/tiny-GGUF:IQ4_XS
+expect_err "not offered" 'has no GGUF file for quant IQ4_XS'
+if LC_ALL=C grep -q '[[:cntrl:]]' "$TMP/out" "$TMP/err"; then not_ok "a control character printed"; else ok "no control character printed"; fi
 run "unknown repo" 1 "$DLLM" pull nobody/nothing
 expect_err "repo not found" '^dllm: error: nobody/nothing: no such repo on http://127.0.0.1'
 run "default model" 1 "$DLLM" pull -q
@@ -65,18 +69,24 @@ assert cdn and all(e["authorization"] is None and e["host"].startswith("localhos
 assert any(e["authorization"] == "Bearer hf_test_token_123" for e in log)'; then
     ok "token sent to the hub, never to the CDN"; else not_ok "token and CDN"; fi
 
+# pull_interrupted SIGNAL DIR: pulls tiny-F16.gguf from a trickling CDN into the cache DIR
+# and sends the pull SIGNAL once its partial download exists; the pull's exit status.
+pull_interrupted() {
+    local sig=$1 dir=$2 pid i=0
+    ctl "/_reset" >/dev/null
+    ctl "/_fault?where=cdn&kind=trickle&times=1" >/dev/null
+    HF_HUB_CACHE=$dir "$DLLM" pull test/tiny-GGUF:F16 >"$TMP/out" 2>"$TMP/err" &
+    pid=$!
+    while ! ls "$dir"/models--test--tiny-GGUF/blobs/*.incomplete >/dev/null 2>&1 && [ $i -lt 250 ]; do
+        sleep 0.02; i=$((i + 1))
+    done
+    sleep 0.1
+    kill -"$sig" $pid
+    wait $pid
+}
+
 # Ctrl+C during a slow download leaves a partial file that the next run resumes.
-ctl "/_reset" >/dev/null
-ctl "/_fault?where=cdn&kind=trickle&times=1" >/dev/null
-"$DLLM" pull test/tiny-GGUF:F16 >"$TMP/out" 2>"$TMP/err" &
-PULL=$!
-i=0
-while ! ls "$CACHE"/models--test--tiny-GGUF/blobs/*.incomplete >/dev/null 2>&1 && [ $i -lt 250 ]; do
-    sleep 0.02; i=$((i + 1))
-done
-sleep 0.1
-kill -INT $PULL
-wait $PULL
+pull_interrupted INT "$CACHE"
 st=$?
 if [ $st -eq 1 ]; then ok "Ctrl+C exits 1"; else not_ok "Ctrl+C: exit $st"; fi
 expect_err "interrupted message" 'interrupted; run the same command again to resume$'
@@ -134,20 +144,63 @@ if ctl /_log | grep -q '"range": "bytes=[1-9]'; then ok "resumed with Range"; el
 if [ "$(sha256sum "$(cat "$TMP/out")" | cut -d' ' -f1)" = "$(sha tiny.Q8_0.gguf)" ] && cache_valid "$FULL"; then
     ok "resumed file verified, cache valid"; else not_ok "resumed file or cache after ENOSPC"; fi
 
+# A full disk on a real file system: a 16 MB tmpfs in a private mount namespace (unshare -m,
+# or -rm without the privilege). A filler file leaves 100 kB for a 128 kB file; then another
+# file takes the rest while a download runs; then, with space again, the download resumes.
+TMPFS=$TMP/tmpfs
+TMPFS_OUT=$TMP/tmpfs-out
+mkdir -p "$TMPFS" "$TMPFS_OUT"
+cat >"$TMP/tmpfs.sh" <<'SH'
+mount -t tmpfs -o size=16m tmpfs "$TMPFS" || exit 3
+blobs=$TMPFS/hub/models--test--tiny-GGUF/blobs
+head -c $((16 * 1024 * 1024 - 100 * 1024)) /dev/zero >"$TMPFS/filler" 2>/dev/null
+HF_HUB_CACHE=$TMPFS/hub "$DLLM" pull test/tiny-GGUF:Q8_0 >"$TMPFS_OUT/out1" 2>"$TMPFS_OUT/err1"
+echo $? >"$TMPFS_OUT/rc1"
+rm -f "$TMPFS/filler"
+HF_HUB_CACHE=$TMPFS/hub "$DLLM" pull test/tiny-GGUF:F16 >"$TMPFS_OUT/out2" 2>"$TMPFS_OUT/err2" &
+pid=$! i=0
+until [ "$(cat "$blobs"/*.incomplete 2>/dev/null | wc -c)" -gt 0 ] || [ $i -ge 250 ]; do
+    sleep 0.02; i=$((i + 1))
+done
+head -c $((16 * 1024 * 1024)) /dev/zero >"$TMPFS/filler" 2>/dev/null
+wait $pid
+echo $? >"$TMPFS_OUT/rc2"
+cat "$blobs"/*.incomplete 2>/dev/null | wc -c >"$TMPFS_OUT/partial2"
+ls "$TMPFS"/hub/models--test--tiny-GGUF/snapshots/*/tiny-F16.gguf >"$TMPFS_OUT/linked2" 2>/dev/null
+rm -f "$TMPFS/filler"
+HF_HUB_CACHE=$TMPFS/hub "$DLLM" pull test/tiny-GGUF:F16 >"$TMPFS_OUT/out3" 2>"$TMPFS_OUT/err3"
+echo $? >"$TMPFS_OUT/rc3"
+sha256sum "$(cat "$TMPFS_OUT/out3")" | cut -d' ' -f1 >"$TMPFS_OUT/sha3"
+cp -a "$TMPFS/hub" "$TMPFS_OUT/cache"
+umount "$TMPFS"
+SH
+NS=
+for ns in "unshare -m" "unshare -rm"; do
+    if why=$($ns sh -c 'mount -t tmpfs -o size=16m tmpfs "$1"' sh "$TMPFS" 2>&1); then NS=$ns; break; fi
+done
+if [ -n "$NS" ]; then
+    ctl "/_reset" >/dev/null
+    ctl "/_fault?where=cdn&kind=trickle&times=1&file=F16" >/dev/null
+    TMPFS=$TMPFS TMPFS_OUT=$TMPFS_OUT DLLM=$DLLM $NS sh "$TMP/tmpfs.sh"
+    if [ "$(cat "$TMPFS_OUT/rc1")" = 1 ] && grep -q 'not enough free space for tiny.Q8_0.gguf' "$TMPFS_OUT/err1"; then
+        ok "a 16 MB tmpfs with 100 kB free: the 128 kB file is refused"; else not_ok "tmpfs space check: $(cat "$TMPFS_OUT/err1")"; fi
+    if [ "$(cat "$TMPFS_OUT/rc2")" = 1 ] && grep -q 'is full (No space left on device)' "$TMPFS_OUT/err2" &&
+        [ "$(cat "$TMPFS_OUT/partial2")" -gt 0 ] && [ ! -s "$TMPFS_OUT/linked2" ]; then
+        ok "the tmpfs fills mid-file: named, partial kept ($(cat "$TMPFS_OUT/partial2") bytes), nothing linked"
+    else not_ok "tmpfs full mid-file: $(cat "$TMPFS_OUT/err2")"; fi
+    if [ "$(cat "$TMPFS_OUT/rc3")" = 0 ] && [ "$(cat "$TMPFS_OUT/sha3")" = "$(sha tiny-F16.gguf)" ] &&
+        cache_valid "$TMPFS_OUT/cache" && ctl /_log | grep -q '"range": "bytes=[1-9]'; then
+        ok "resumed on the tmpfs with Range, verified, cache valid"; else not_ok "tmpfs resume: $(cat "$TMPFS_OUT/err3")"; fi
+elif [ "${CI:-}" = true ]; then
+    ok "a full disk: the ENOSPC shim cases above stand for the tmpfs, which cannot be mounted here ($why)"
+else
+    echo "SKIP: a full 16 MB tmpfs: cannot mount one here ($why); the ENOSPC shim cases cover the full disk"
+fi
+
 # SIGKILL mid-file (no chance to clean up): the partial stays, unlinked; the next pull checks
 # it and resumes.
 KILLED=$TMP/killed
-ctl "/_reset" >/dev/null
-ctl "/_fault?where=cdn&kind=trickle&times=1" >/dev/null
-HF_HUB_CACHE=$KILLED "$DLLM" pull test/tiny-GGUF:F16 >"$TMP/out" 2>"$TMP/err" &
-PULL=$!
-i=0
-while ! ls "$KILLED"/models--test--tiny-GGUF/blobs/*.incomplete >/dev/null 2>&1 && [ $i -lt 250 ]; do
-    sleep 0.02; i=$((i + 1))
-done
-sleep 0.1
-kill -KILL $PULL
-wait $PULL
+pull_interrupted KILL "$KILLED"
 if [ $? -eq 137 ] && cache_valid "$KILLED" && ls "$KILLED"/models--test--tiny-GGUF/blobs/*.incomplete >/dev/null 2>&1 &&
     ! ls "$KILLED"/models--test--tiny-GGUF/snapshots/*/tiny-F16.gguf >/dev/null 2>&1; then
     ok "SIGKILL mid-file: partial kept, nothing linked"; else not_ok "after SIGKILL"; fi

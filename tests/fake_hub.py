@@ -12,6 +12,7 @@ It serves what dllm's client uses, in the hub's shapes (shared/docs/hub.md 1.2 t
                                                     X-Linked-Size; other files served directly
   GET  /cdn/{sha256}?sig=...                        the content, with Range (206) support
 
+test/huge lists 100 000 small files besides its GGUF file, 1 000 a page as the hub pages.
 test/gated answers 401 without "Authorization: Bearer hf_test_token_123"; test/renamed
 answers /resolve with a relative 307 to test/tiny-GGUF, as the hub does for renamed repos.
 
@@ -21,7 +22,9 @@ with kind one of: drop (close mid-body), badsha (a flipped byte), badsize (100 m
 ignore_range (200 to a ranged request), r416, trickle (slow but complete), stall (half the
 body, then silence for 3 s), hang (the headers, then silence for 3 s), longlen (a
 Content-Length 1000 bytes above the body sent), loop (a redirect to the same URL; at "head"
-a relative one), or an HTTP status: 401, 403, 404 (with X-Error-Code from
+a relative one), badurl (at "head" a Location, at "tree" a Link rel=next, that is no URL:
+an unclosed IPv6 bracket), onebody (at "tree", the whole listing in one answer), or an
+HTTP status: 401, 403, 404 (with X-Error-Code from
 &code=), 429 (Retry-After: 1), 500. times=-1 keeps the fault. GET /_log returns the requests
 seen (method, path, host, authorization, range) as JSON; GET /_reset clears faults and log;
 GET /_files?repo=R&rev=V gives the commit and each file's path, size, SHA-256 and etag.
@@ -80,6 +83,7 @@ def make_repos(served=()):
         File("mmproj-tiny-Q4_K_M.gguf", blob("mmproj", 10000)),
         File("sub/../../../escape.Q2_K.gguf", blob("escape", 1000)),
         File("/abs.Q3_K_S.gguf", blob("abs", 1000)),
+        File("ctl\x1b]0;owned\x07\n\r.IQ4_XS.gguf", blob("ctl", 1000)),
         File("tiny-F16.gguf", blob("tiny-F16", 300 * 1024)),
         File("tiny.Q4_K_M.gguf", q4),
         File("tiny.Q8_0.gguf", blob("tiny.Q8_0", 128 * 1024)),
@@ -95,6 +99,7 @@ def make_repos(served=()):
         "test/q8-only": {"main": [File("m-F16.gguf", blob("mf16", 4000)), File("m-Q8_0.gguf", blob("mq8", 3000))]},
         "test/f16-only": {"main": [File("b-F16.gguf", blob("bf16", 3000)), File("a-BF16.gguf", blob("abf16", 3000))]},
         "test/gated": {"main": [File("g.Q4_K_M.gguf", blob("gated", 30000))]},
+        "test/huge": {"main": [File("huge.Q4_K_M.gguf", blob("huge", 2000))]},
     }
     for repo, path, data in served:
         repos.setdefault(repo, {"main": []})["main"].append(File(path, data))
@@ -116,6 +121,20 @@ def make_repos(served=()):
 
 
 COMMITS, REFS, BY_SHA = make_repos()
+
+HUGE_FILES = 100000
+HUGE_PAGE = 1000
+HUGE = []
+
+
+def huge_entries():
+    """test/huge's other files: 100 folders of 1 000 small files each (made on first use)."""
+    if not HUGE:
+        for d in range(HUGE_FILES // 1000):
+            HUGE.append({"type": "directory", "oid": "%040x" % (HUGE_FILES + d), "size": 0, "path": "d%02d" % d})
+            HUGE.extend({"type": "file", "oid": "%040x" % i, "size": 10, "path": "d%02d/f%05d.txt" % (d, i)}
+                        for i in range(d * 1000, d * 1000 + 1000))
+    return HUGE
 
 
 class State:
@@ -279,13 +298,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if f.lfs:
                 e["lfs"] = {"oid": f.sha256, "size": len(f.data), "pointerSize": 134}
             entries.append(e)
+        size = PAGE
+        if canon == "test/huge":
+            entries = entries + huge_entries()
+            size = HUGE_PAGE
+        if fault and fault["kind"] == "onebody":
+            size = len(entries)
         start = int(query.get("cursor", ["0"])[0])
-        page = entries[start:start + PAGE]
+        page = entries[start:start + size]
         headers = {"Content-Type": "application/json"}
-        if start + PAGE < len(entries):
+        if fault and fault["kind"] == "badurl":
+            headers["Link"] = '<http://[::1/next>; rel="next"'
+        elif start + size < len(entries):
             host = self.headers.get("Host", "127.0.0.1")
             headers["Link"] = '<http://%s/api/models/%s/tree/%s?recursive=true&cursor=%d>; rel="next"' % (
-                host, repo, commit, start + PAGE)
+                host, repo, commit, start + size)
         self.send(200, json.dumps(page).encode(), headers, head)
 
     def resolve(self, repo, rev, path, head):
@@ -294,6 +321,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         if fault and fault["kind"] == "loop":
             return self.send(302, b"", {"Location": self.path.split("?")[0]}, head)
+        if fault and fault["kind"] == "badurl":
+            return self.send(302, b"", {"Location": "http://[::1/x"}, head)
         if repo == "test/renamed":
             loc = "/test/tiny-GGUF/resolve/%s/%s" % (rev, urllib.parse.quote(path))
             return self.send(307, b"", {"Location": loc}, head)

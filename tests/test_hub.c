@@ -13,6 +13,7 @@
 
 #include <check.h>
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <jansson.h>
@@ -34,6 +35,10 @@ static pid_t hub_pid;
 #define TINY    "test/tiny-GGUF"
 #define Q4      "tiny.Q4_K_M.gguf"
 #define Q4_SIZE (256 * 1024)
+
+/* Bounds for a listing of 100 000 files (the hub's paths and hashes are ~15 MB). */
+#define HUGE_SECONDS 60.0
+#define HUGE_PEAK_KB (256 * 1024)
 
 /* ---- the fake hub ----------------------------------------------------------------------- */
 
@@ -562,16 +567,48 @@ struct path_case {
 };
 
 static const struct path_case path_cases[] = {
-    {"x.gguf", true},    {"a/b/x.gguf", true}, {"a.b/..x", true}, {"", false},
-    {"/x.gguf", false},  {"../x", false},      {"a/../x", false}, {"a/./x", false},
-    {"a//x", false},     {"a/", false},        {".", false},      {"..", false},
-    {"a\\..\\x", false}, {"a\nb", false},      {"a\x7f", false},
+    {"x.gguf", true},
+    {"a/b/x.gguf", true},
+    {"a.b/..x", true},
+    {"", false},
+    {"/x.gguf", false},
+    {"../x", false},
+    {"a/../x", false},
+    {"a/./x", false},
+    {"a//x", false},
+    {"a/", false},
+    {".", false},
+    {"..", false},
+    {"a\\..\\x", false},
+    {"a\nb", false},
+    {"a\x7f", false},
+    {"a\xc2\x9b"
+     "2Jb",
+     false},
+    {"caf\xc3\xa9/\xe6\x97\xa5.gguf", true},
 };
 
 START_TEST(path_valid)
 {
     const struct path_case *c = &path_cases[_i];
     ck_assert_msg(dllm_hub_path_valid(c->path) == c->valid, "'%s'", c->path);
+}
+END_TEST
+
+/* A name no file system takes (over 255 bytes) is refused; 255 bytes is a name. */
+START_TEST(path_long)
+{
+    char path[600];
+    memset(path, 'a', 255);
+    strcpy(path + 255, "/x.gguf");
+    ck_assert(dllm_hub_path_valid(path));
+    memset(path, 'b', 256);
+    strcpy(path + 256, "/x.gguf");
+    ck_assert(!dllm_hub_path_valid(path));
+    strcpy(path, "dir/");
+    memset(path + 4, 'c', 256);
+    path[260] = 0;
+    ck_assert(!dllm_hub_path_valid(path));
 }
 END_TEST
 
@@ -763,13 +800,16 @@ START_TEST(download_renamed)
 }
 END_TEST
 
-/* Names that would leave the cache are never chosen or created; the error lists files. */
+/*
+ * Names that would leave the cache, or carry control characters, are never chosen or created;
+ * the error lists the other files.
+ */
 START_TEST(download_no_traversal)
 {
     struct dllm_hub_params p;
     params_for(&p, NULL);
-    const char *refs[] = {TINY ":Q2_K", TINY ":Q3_K_S", TINY ":escape.Q2_K.gguf"};
-    for (int i = 0; i < 3; i++) {
+    const char *refs[] = {TINY ":Q2_K", TINY ":Q3_K_S", TINY ":escape.Q2_K.gguf", TINY ":IQ4_XS"};
+    for (int i = 0; i < 4; i++) {
         enum dllm_status st;
         struct dllm_error err;
         ck_assert_ptr_null(resolve(refs[i], &p, &st, &err));
@@ -777,6 +817,9 @@ START_TEST(download_no_traversal)
         const char *files = strstr(err.text, "its GGUF files: ");
         ck_assert_msg(files && strstr(files, "tiny.Q4_K_M.gguf"), "%s", err.text);
         ck_assert_msg(!strstr(files, "escape") && !strstr(files, "abs."), "%s", err.text);
+        for (const char *c = err.text; *c; c++)
+            ck_assert_msg((unsigned char)*c >= 0x20 && *c != 0x7f, "control character: %s",
+                          err.text);
     }
     char path[4400];
     snprintf(path, sizeof path, "%s/escape.Q2_K.gguf", tmp);
@@ -785,6 +828,155 @@ START_TEST(download_no_traversal)
     ck_assert_int_eq(file_size(path), -1);
     ck_assert_int_eq(file_size("/abs.Q3_K_S.gguf"), -1);
     ck_assert_int_eq(logged("/cdn/", NULL, 0), 0);
+}
+END_TEST
+
+/* Writes n bytes of data to path, which must not exist. */
+static void write_new(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wx");
+    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+    ck_assert_uint_eq(fwrite(data, 1, n, f), n);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+/* The number of entries in a folder, "." and ".." left out. */
+static int folder_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    ck_assert_msg(d != NULL, "%s: %s", dir, strerror(errno));
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return n;
+}
+
+/*
+ * Links out of the cache are never followed: a snapshot entry linking to a file outside (with
+ * the right bytes, even) and a snapshot folder linking to a folder outside are listed as
+ * broken or not at all, refused by a resolve online and offline, and a remove deletes neither
+ * what they point at nor anything through them.
+ */
+START_TEST(links_out_of_cache)
+{
+    struct dllm_hub_params p;
+    params_for(&p, NULL);
+    struct dllm_hub_model *m = resolve_ok(TINY, &p);
+    char snap[4400], outside[4400], copy[4500], deep[4500], precious[4600], link[4500];
+    snprintf(snap, sizeof snap, "%s", dllm_hub_model_path(m));
+    dllm_hub_model_free(m);
+    /* outside/copy.gguf: the Q4 file's own bytes, outside the cache. */
+    snprintf(outside, sizeof outside, "%s/outside", tmp);
+    ck_assert_int_eq(mkdir(outside, 0755), 0);
+    FILE *f = fopen(snap, "rb");
+    ck_assert_ptr_nonnull(f);
+    char *bytes = malloc(Q4_SIZE);
+    ck_assert_uint_eq(fread(bytes, 1, Q4_SIZE, f), Q4_SIZE);
+    fclose(f);
+    snprintf(copy, sizeof copy, "%s/copy.gguf", outside);
+    write_new(copy, bytes, Q4_SIZE);
+    free(bytes);
+    ck_assert_int_eq(unlink(snap), 0);
+    ck_assert_int_eq(symlink(copy, snap), 0);
+    /* snapshots/<commit>/deep -> outside/deep, where deep/dir/tiny.Q5_K_S.gguf is not the hub's. */
+    snprintf(deep, sizeof deep, "%s/deep", outside);
+    ck_assert_int_eq(mkdir(deep, 0755), 0);
+    snprintf(precious, sizeof precious, "%s/dir", deep);
+    ck_assert_int_eq(mkdir(precious, 0755), 0);
+    snprintf(precious, sizeof precious, "%s/dir/tiny.Q5_K_S.gguf", deep);
+    write_new(precious, "precious", 8);
+    snprintf(link, sizeof link, "%s", snap);
+    snprintf(strrchr(link, '/'), sizeof link - (size_t)(strrchr(link, '/') - link), "/deep");
+    ck_assert_int_eq(symlink(deep, link), 0);
+
+    struct dllm_error err;
+    struct dllm_hub_list *list;
+    ck_assert_int_eq(dllm_hub_list(&p, &list, &err), DLLM_OK);
+    int q4 = 0;
+    for (int64_t i = 0; i < dllm_hub_list_count(list); i++) {
+        const struct dllm_hub_entry *e = dllm_hub_list_get(list, i);
+        ck_assert_msg(!strstr(e->file, "deep"), "listed through a link: %s", e->file);
+        if (strcmp(e->file, Q4) == 0) {
+            q4++;
+            ck_assert_int_eq(e->state, DLLM_HUB_STATE_BROKEN);
+            ck_assert_int_eq(e->size, -1);
+        }
+    }
+    ck_assert_int_eq(q4, 1);
+    dllm_hub_list_free(list);
+
+    static const char *const refs[] = {TINY ":Q4_K_M", TINY ":Q5_K_S"};
+    for (int offline = 0; offline < 2; offline++) {
+        p.offline = offline;
+        for (int i = 0; i < 2; i++) {
+            enum dllm_status st;
+            ck_assert_ptr_null(resolve(refs[i], &p, &st, &err));
+            ck_assert_msg(st == DLLM_ERR_IO && strstr(err.text, "leads out of the cache"),
+                          "%s%s: %s", refs[i], offline ? " offline" : "", err.text);
+        }
+    }
+    p.offline = false;
+    int64_t n_files, bytes_freed;
+    /* The linked folder's file is not the cache's: not found, and left alone. */
+    enum dllm_status st = dllm_hub_remove(refs[1], &p, &n_files, &bytes_freed, &err);
+    ck_assert_msg(st == DLLM_ERR_MISSING, "rm %s: %s", refs[1], err.text);
+    st = dllm_hub_remove(refs[0], &p, &n_files, &bytes_freed, &err);
+    ck_assert_msg(st == DLLM_OK, "rm %s: %s", refs[0], err.text);
+    ck_assert_int_eq(n_files, 1);
+    ck_assert_int_eq(dllm_hub_remove(TINY, &p, &n_files, &bytes_freed, &err), DLLM_OK);
+    ck_assert_int_eq(file_size(copy), Q4_SIZE);
+    ck_assert_int_eq(file_size(precious), 8);
+    ck_assert_int_eq(folder_entries(outside), 2);
+    ck_assert_int_eq(folder_entries(deep), 1);
+    snprintf(precious, sizeof precious, "%s/dir", deep);
+    ck_assert_int_eq(folder_entries(precious), 1);
+}
+END_TEST
+
+/* The peak resident memory of this process so far (VmHWM), in kB. */
+static long peak_kb(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    ck_assert_ptr_nonnull(f);
+    char line[256];
+    long kb = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %ld kB", &kb) == 1)
+            break;
+    fclose(f);
+    ck_assert_int_gt(kb, 0);
+    return kb;
+}
+
+/*
+ * A repo of 100 000 files (test/huge), listed as the hub pages it (1 000 an answer, Link
+ * rel="next": 101 answers) and in one answer: the model resolves, in bounded time and memory.
+ */
+START_TEST(huge_listing)
+{
+    struct dllm_hub_params p;
+    params_for(&p, NULL);
+    p.stall_seconds = 30; /* the fake hub takes a few seconds to write 10 MB of JSON */
+    if (_i == 1)
+        fault("tree", "onebody", 1, NULL);
+    long before = peak_kb();
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    struct dllm_hub_model *m = resolve_ok("test/huge:Q4_K_M", &p);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    long grew = peak_kb() - before;
+    ck_assert_ptr_nonnull(strstr(dllm_hub_model_path(m), "/huge.Q4_K_M.gguf"));
+    dllm_hub_model_free(m);
+    int answers = logged("/api/models/test/huge/tree/", NULL, 0);
+    fprintf(stderr, "100 000 files %s: %d answers, %.1f s, peak memory +%ld kB\n",
+            _i ? "in one answer" : "paged", answers, secs, grew);
+    ck_assert_int_eq(answers, (_i ? 1 : 101));
+    ck_assert_msg(secs < HUGE_SECONDS, "%.1f s", secs);
+    ck_assert_msg(grew < HUGE_PEAK_KB, "+%ld kB", grew);
+    check_cache_valid();
 }
 END_TEST
 
@@ -971,6 +1163,8 @@ static const struct fault_case fault_cases[] = {
     {"cdn", "longlen", NULL, 1, DLLM_ERR_FORMAT, "a different size than the 262144 bytes"},
     {"cdn", "loop", NULL, -1, DLLM_ERR_IO, "Maximum (10) redirects followed"},
     {"head", "loop", NULL, -1, DLLM_ERR_IO, "too many redirects for tiny.Q4_K_M.gguf"},
+    {"head", "badurl", NULL, 1, DLLM_ERR_FORMAT, "malformed URL in a redirect (Location)"},
+    {"tree", "badurl", NULL, 1, DLLM_ERR_FORMAT, "malformed URL in the hub's Link header"},
 };
 
 /*
@@ -1390,6 +1584,7 @@ static Suite *hub_suite(void)
     tcase_add_test(tc, ref_home);
     tcase_add_test(tc, params_env);
     tcase_add_loop_test(tc, path_valid, 0, sizeof path_cases / sizeof path_cases[0]);
+    tcase_add_test(tc, path_long);
     tcase_add_loop_test(tc, select_files, 0, sizeof select_cases / sizeof select_cases[0]);
     tcase_add_test(tc, select_lists_files);
     suite_add_tcase(s, tc);
@@ -1401,6 +1596,8 @@ static Suite *hub_suite(void)
     tcase_add_loop_test(tc, download_pick, 0, sizeof pick_cases / sizeof pick_cases[0]);
     tcase_add_test(tc, download_renamed);
     tcase_add_test(tc, download_no_traversal);
+    tcase_add_test(tc, links_out_of_cache);
+    tcase_add_loop_test(tc, huge_listing, 0, 2);
     tcase_add_test(tc, download_split);
     tcase_add_test(tc, local_path);
     suite_add_tcase(s, tc);

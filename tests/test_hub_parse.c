@@ -45,11 +45,53 @@ START_TEST(status_line)
 }
 END_TEST
 
+#define TREE "https://huggingface.co/api/models/org/name/tree/main"
+
+/* A Link header, and the next URL RFC 8288 and RFC 3986 make of it (or the error). */
+static const struct link_case {
+    const char *link;
+    enum dllm_status want;
+    const char *next; /* or the error's text */
+} link_cases[] = {
+    {NULL, DLLM_OK, NULL},
+    {"<https://huggingface.co/api/x?cursor=2>; rel=\"next\"", DLLM_OK,
+     "https://huggingface.co/api/x?cursor=2"},
+    {"</api/x?cursor=3>; rel=next", DLLM_OK, "https://huggingface.co/api/x?cursor=3"},
+    {"<https://x/a>; rel=\"prev\", <b?c=1>; rel=\"next\"", DLLM_OK,
+     "https://huggingface.co/api/models/org/name/tree/b?c=1"},
+    {"<https://x/a>; rel=\"prev\"", DLLM_OK, NULL},
+    {"<https://x/a; rel=\"next\"", DLLM_OK, NULL},
+    {"<http://[::1/next>; rel=\"next\"", DLLM_ERR_FORMAT, "malformed URL in the hub's Link header"},
+    {"<http://exa mple.com/x>; rel=\"next\"", DLLM_ERR_FORMAT,
+     "malformed URL in the hub's Link header"},
+};
+
+/* A malformed next URL is a format error, not "out of memory" as it once was. */
+START_TEST(link_next)
+{
+    const struct link_case *c = &link_cases[_i];
+    struct dllm_error err = {0};
+    char *next = (char *)&next;
+    enum dllm_status st = dllm_hubhttp_link_next(c->link, TREE, &next, &err);
+    ck_assert_msg(st == c->want, "%s: %s (%s)", c->link, dllm_status_str(st), err.text);
+    if (st != DLLM_OK) {
+        ck_assert_ptr_null(next);
+        ck_assert_msg(strstr(err.text, c->next), "'%s' lacks '%s'", err.text, c->next);
+    } else if (c->next) {
+        ck_assert_str_eq(next, c->next);
+    } else {
+        ck_assert_ptr_null(next);
+    }
+    free(next);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("hub_parse");
     TCase *tc = tcase_create("headers");
     tcase_add_test(tc, status_line);
+    tcase_add_loop_test(tc, link_next, 0, sizeof link_cases / sizeof link_cases[0]);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

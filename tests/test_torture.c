@@ -1,17 +1,18 @@
 /*
  * Allocation-failure torture (curl's torture tests): each operation runs once to count its
  * allocations (the engine, ui/ and hub/ code here is built with tests/torture.h, PCRE2's
- * allocations go through the tokenizer's general context and jansson's through
- * json_set_alloc_funcs), then once for every N up to that count with the Nth failing, and
- * must fail cleanly each time: DLLM_ERR_NOMEM (or false with ENOMEM), nothing leaked (the
- * sanitizer build's LeakSanitizer checks at exit), the object still usable or freed. With the
- * count plus one it succeeds.
+ * allocations go through the tokenizer's general context, jansson's through
+ * json_set_alloc_funcs and libcurl's through the hub's curl_global_init_mem), then once for every N
+ * up to that count with the Nth failing, and must fail cleanly each time: DLLM_ERR_NOMEM (or false
+ * with ENOMEM), nothing leaked (the sanitizer build's LeakSanitizer checks at exit), the object
+ * still usable or freed. With the count plus one it succeeds.
  */
 #include "config.h"
 
 #include "cache.h"
 #include "dllm.h"
 #include "fixtures.h"
+#include "http.h"
 #include "listing.h"
 #include "scrollback.h"
 #include "torture.h"
@@ -344,6 +345,40 @@ START_TEST(hub_listing)
 }
 END_TEST
 
+/* ---- hub: a Link header's next page, through libcurl's URL parser ---------------------- */
+
+#define TREE "https://huggingface.co/api/models/org/name/tree/main"
+
+/*
+ * The next-page URL of a Link header with another entry before it, relative to the page:
+ * dllm's copies and libcurl's URL parser allocate (libcurl through curl_global_init_mem).
+ */
+static enum dllm_status op_link_next(void *ctx, struct dllm_error *err)
+{
+    (void)ctx;
+    char *next = (char *)&next; /* not NULL: must be reset */
+    enum dllm_status st =
+        dllm_hubhttp_link_next("<https://x/a?cursor=1>; rel=\"prev\", "
+                               "<../tree/main?recursive=true&cursor=2>; rel=\"next\"",
+                               TREE, &next, err);
+    if (st != DLLM_OK) {
+        ck_assert_ptr_null(next);
+        return st;
+    }
+    ck_assert_str_eq(
+        next, "https://huggingface.co/api/models/org/name/tree/main?recursive=true&cursor=2");
+    free(next);
+    return DLLM_OK;
+}
+
+START_TEST(hub_link_next)
+{
+    dllm_hubhttp_global_init();
+    long count = torture("a Link header's next URL", op_link_next, NULL, NULL);
+    ck_assert_int_gt(count, 4); /* dllm makes 4 (copies), libcurl the others */
+}
+END_TEST
+
 /* ---- the TUI's transcript and its wrapped scrollback ------------------------------------ */
 
 /* A ui/ function's false: DLLM_ERR_NOMEM when errno says memory ran out. */
@@ -417,6 +452,7 @@ static Suite *torture_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("hub");
     tcase_add_test(tc, hub_listing);
+    tcase_add_test(tc, hub_link_next);
     suite_add_tcase(s, tc);
     tc = tcase_create("ui");
     tcase_add_test(tc, transcript);

@@ -21,4 +21,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  */
 char *fuzz_fixture(const char *rel);
 
+struct dllm_vocab;
+
+/*
+ * The vocabularies of the n fixture files rels into out (fuzz_vocabs.c); exits with a message
+ * when one does not load.
+ */
+void fuzz_load_vocabs(const char *const *rels, size_t n, struct dllm_vocab **out);
+
 #endif

@@ -9,7 +9,6 @@
 #include "dllm.h"
 #include "fuzz.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,19 +24,10 @@ static const char *const vocab_files[] = {
 
 static struct dllm_vocab *vocabs[N_VOCABS];
 
+/* Loads the vocabularies once, from $DLLM_FIXTURES or the fixtures beside the checkout. */
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    for (size_t i = 0; i < N_VOCABS; i++) {
-        char *path = fuzz_fixture(vocab_files[i]);
-        struct dllm_gguf *g;
-        struct dllm_error err;
-        if (dllm_gguf_open(path, &g, &err) || dllm_vocab_load(g, &vocabs[i], &err)) {
-            fprintf(stderr, "fuzz_chat: %s: %s\n", path, err.text);
-            exit(1);
-        }
-        dllm_gguf_close(g);
-        free(path);
-    }
+    fuzz_load_vocabs(vocab_files, N_VOCABS, vocabs);
     return 0;
 }
 

@@ -54,7 +54,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     dllm_hubfetch_range_ok(r.h[H_CONTENT_RANGE], 0, total);
     dllm_hubfetch_range_ok(r.h[H_CONTENT_RANGE], total / 2, total);
     if (r.h[H_LOCATION]) {
-        char *next = dllm_hubhttp_resolve_url(BASE, r.h[H_LOCATION]);
+        char *next = NULL;
+        dllm_hubhttp_resolve_url(BASE, r.h[H_LOCATION], "Location", &next, NULL);
         char *host = dllm_hubhttp_host(next ? next : r.h[H_LOCATION]);
         if (!host)
             abort();
