@@ -313,14 +313,16 @@ enum dllm_status dllm_forward_run(struct dllm_forward *fwd, const struct dllm_pa
         ffn_block(be, &fwd->model->hp, pass, il, r0, r1);
     }
     be->ops->bind_kv(be, NULL, 0);
-    if (st || (st = check_cancel(pass, n_layer, n_layer, err)))
-        return st;
-    report_layer(fwd, n_layer, n_layer);
-    if (pass->n_rows > 0) {
-        be->ops->gather_norm(be, pass->rows, pass->n_rows);
-        be->ops->output(be, pass->n_rows, pass->logits);
-        if (pass->stats)
-            be->ops->row_stats(be, pass->n_rows, pass->stats);
+    if (!st && !(st = check_cancel(pass, n_layer, n_layer, err))) {
+        report_layer(fwd, n_layer, n_layer);
+        if (pass->n_rows > 0) {
+            be->ops->gather_norm(be, pass->rows, pass->n_rows);
+            be->ops->output(be, pass->n_rows, pass->logits);
+            if (pass->stats)
+                be->ops->row_stats(be, pass->n_rows, pass->stats);
+        }
     }
-    return DLLM_OK;
+    /* A failure of the backend's ops outranks a cancel: the context is unusable after it. */
+    const enum dllm_status failed = be->ops->finish(be, err);
+    return failed ? failed : st;
 }
