@@ -3,13 +3,16 @@
 # bin/ (dllm, dllm-tui and kernel_check of a --with-cuda build), lib/ (libdllm, libdllm-hub
 # and the shared libraries ldd names that are neither glibc's nor CUDA's: the device uses its
 # own CUDA runtime and cuBLAS), a make dist tarball for a fallback build there, and the
-# fixtures but the realvocab model (models, and of the logits the cases and the float64
-# reference: not llama.cpp's rows, whose figures the cases hold; not the tokenizer's or
-# dequant's). Binaries and dllm's libraries lose their debug information.
+# fixtures but the realvocab model and the Q8_0 mixture-of-experts models (the GPU refuses
+# MoE models: one file of each MoE architecture proves the refusal); of the logits the cases
+# and the float64 reference, not llama.cpp's rows, whose figures the cases hold, nor the
+# tokenizer's or dequant's. Binaries and dllm's libraries lose their debug information.
 #   tests/gpu/prepare.sh [BUILD_DIR]
 # BUILD_DIR (default build-gpu, configured here --with-cuda=yes for CUDA_ARCHS, default 90) must
 # be a CUDA build; the size is checked at the end.
 set -eu
+# A make of its own, even when a make (make check) runs this script: not its jobserver's client.
+unset MAKEFLAGS MFLAGS MAKELEVEL
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "${1:-$ROOT/build-gpu}"
 BUILD=$(cd "${1:-$ROOT/build-gpu}" && pwd)
@@ -46,10 +49,10 @@ done
 strip -g "$BUNDLE"/bin/* "$BUNDLE"/lib/libdllm*
 cp "$BUILD"/dllm-*.tar.gz "$BUNDLE/"
 for f in "$FIX"/models/*.gguf; do
-    case "$f" in *realvocab*) ;; *) cp "$f" "$BUNDLE/fixtures/models/" ;; esac
+    case "$f" in *realvocab* | *moe*-q80* | *rnd1*-q80*) ;; *) cp "$f" "$BUNDLE/fixtures/models/" ;; esac
 done
 for f in "$FIX"/logits/*; do
-    case "$f" in *realvocab* | *.llamacpp.f32) ;; *) cp "$f" "$BUNDLE/fixtures/logits/" ;; esac
+    case "$f" in *realvocab* | *moe*-q80* | *rnd1*-q80* | *.llamacpp.f32) ;; *) cp "$f" "$BUNDLE/fixtures/logits/" ;; esac
 done
 bytes=$(du -sb "$BUNDLE" | cut -f1)
 echo "prepare.sh: $BUNDLE is $((bytes / 1024 / 1024)) MiB ($(ls "$BUNDLE/lib" | tr '\n' ' '))"
