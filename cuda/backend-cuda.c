@@ -7,7 +7,8 @@
  * Activations, K/V caches and the logits rows live on the device; only the rows a pass asks
  * for and their statistics are copied back. Every runtime and cuBLAS call goes through
  * call.h; an op that fails keeps the first error, writes NaN where it owed results, and the
- * next pass's embed returns the error. MoE models are refused at create.
+ * pass's finish returns the error (as every later pass's embed does). MoE models are refused
+ * at create.
  */
 #include "config.h"
 
@@ -404,12 +405,17 @@ static enum dllm_status make_arena(struct cuda *c, const struct plan *p, struct 
     return st;
 }
 
-/* The GPU the config names, checked for the capability and the free memory the plan needs. */
+/*
+ * The GPU the config names, checked for the capability and the free memory the plan needs;
+ * nothing in a test's dry run (call.h), which has no GPU.
+ */
 static enum dllm_status check_device(const struct dllm_backend_config *cfg, const struct plan *p,
                                      struct dllm_error *err)
 {
     struct dllm_gpu_info gpu;
     enum dllm_status st;
+    if (dllm_cuda_dry())
+        return DLLM_OK;
     if ((st = dllm_cuda_probe(cfg->device, &gpu, err)) ||
         (st = dllm_cuda_check_capability(&gpu, err)))
         return st;
@@ -714,6 +720,9 @@ static void cuda_output(struct dllm_backend *be, int64_t R, float *logits)
     if (live(c))
         product(c, &c->mats[c->model->hp.n_layer * M_PER_LAYER], c->buf[DLLM_BUF_OUT], R, false,
                 c->logits, V);
+    /* Without logits the rows stay here for row_stats. */
+    if (!logits)
+        return;
     if (live(c) && ok(c, DLLM_CUDA(&c->error, cudaMemcpyAsync(logits, c->logits,
                                                               (size_t)(R * V) * sizeof(float),
                                                               cudaMemcpyDeviceToHost, c->stream))))
@@ -736,6 +745,20 @@ static void cuda_row_stats(struct dllm_backend *be, int64_t R, struct dllm_row_s
         for (int64_t i = 0; i < R; i++)
             out[i] = (struct dllm_row_stats){
                 .argmax = -1, .max = NAN, .second = NAN, .lse = NAN, .entropy = NAN};
+}
+
+/*
+ * The pass's end: a launch or an asynchronous failure the GPU has not reported yet (a pass
+ * without rows has no synchronisation of its own) surfaces at the stream's synchronisation.
+ */
+static enum dllm_status cuda_finish(struct dllm_backend *be, struct dllm_error *err)
+{
+    struct cuda *c = (struct cuda *)be;
+    if (live(c))
+        ok(c, DLLM_CUDA(&c->error, cudaStreamSynchronize(c->stream)));
+    if (c->status)
+        *err = c->error;
+    return c->status;
 }
 
 /* MoE models are refused at create, so the graph never routes on this backend. */
@@ -762,4 +785,5 @@ const struct dllm_backend_ops dllm_backend_cuda = {
     .add = cuda_add,
     .output = cuda_output,
     .row_stats = cuda_row_stats,
+    .finish = cuda_finish,
 };

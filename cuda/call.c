@@ -10,6 +10,7 @@ static struct {
     char prefix[128];
     int code;
     bool armed;
+    bool dry;
 } fault;
 
 static _Thread_local int last_code;
@@ -30,10 +31,22 @@ void dllm_cuda_fault_inject(enum dllm_cuda_lib lib, const char *prefix, int code
     fault.prefix[sizeof fault.prefix - 1] = '\0';
 }
 
+void dllm_cuda_fault_dry(bool dry)
+{
+    fault.dry = dry;
+}
+
+bool dllm_cuda_dry(void)
+{
+    return fault.dry;
+}
+
 bool dllm_cuda_fault_take(enum dllm_cuda_lib lib, const char *call, int *code)
 {
-    if (!fault.armed || fault.lib != lib || strncmp(call, fault.prefix, strlen(fault.prefix)))
-        return false;
+    if (!fault.armed || fault.lib != lib || strncmp(call, fault.prefix, strlen(fault.prefix))) {
+        *code = 0;
+        return fault.dry;
+    }
     fault.armed = false;
     *code = fault.code;
     return true;

@@ -3,7 +3,9 @@
  * DLLM_CUDA(err, call) and DLLM_CUBLAS(err, call) run the call and, when it fails, record in
  * err the call's text and the library's error string ("cudaMalloc(&p, bytes) failed: out of
  * memory (cudaErrorMemoryAllocation)"). A test may inject a failure into the next call whose
- * text starts with a given prefix (dllm_cuda_fault_inject); the call then does not run.
+ * text starts with a given prefix (dllm_cuda_fault_inject); the call then does not run. A test
+ * may also run dry (dllm_cuda_fault_dry): every call succeeds without running, so that a
+ * context and its passes run on a machine without a GPU and the injected failure is the one.
  */
 #ifndef DLLM_CUDA_CALL_H
 #define DLLM_CUDA_CALL_H
@@ -24,7 +26,18 @@ enum dllm_cuda_lib { DLLM_CUDA_RUNTIME, DLLM_CUDA_CUBLAS };
  */
 void dllm_cuda_fault_inject(enum dllm_cuda_lib lib, const char *prefix, int code);
 
-/* Whether a fault is injected for this call (and *code, consuming it). */
+/*
+ * Tests only: while dry, every call that no injected fault takes succeeds without running
+ * (the runtime is never asked) and the backend does not look for a GPU; its device pointers
+ * stay NULL and no result it copies out is written. Not thread-safe, not exported.
+ */
+void dllm_cuda_fault_dry(bool dry);
+
+/* Whether calls run dry (dllm_cuda_fault_dry). */
+bool dllm_cuda_dry(void);
+
+/* Whether a fault is injected for this call (and *code, consuming it), or the call runs dry
+ * (*code 0). */
 bool dllm_cuda_fault_take(enum dllm_cuda_lib lib, const char *call, int *code);
 
 /* DLLM_OK for a success (code 0), else the status of code with err naming call and code. */

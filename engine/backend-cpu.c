@@ -781,6 +781,12 @@ static void cpu_row_stats(struct dllm_backend *be, int64_t R, struct dllm_row_st
     dllm_threadpool_run(c->pool, R, stats_row, &job);
 }
 
+/* The CPU's ops run to completion and cannot fail. */
+static enum dllm_status cpu_finish(struct dllm_backend *be, struct dllm_error *err)
+{
+    return DLLM_OK;
+}
+
 const struct dllm_backend_ops dllm_backend_cpu = {
     .name = "cpu",
     .host_bytes = cpu_host_bytes,
@@ -805,4 +811,5 @@ const struct dllm_backend_ops dllm_backend_cpu = {
     .add = cpu_add,
     .output = cpu_output,
     .row_stats = cpu_row_stats,
+    .finish = cpu_finish,
 };

@@ -72,8 +72,10 @@ struct dllm_kv_cache;
  * A backend's operations. Rows are canvas positions: an op on [r0, r1) reads and writes rows
  * r0 .. r1-1 of its buffers, so a pass may compute a window of the canvas and leave the rest.
  * DLLM_BUF_K and DLLM_BUF_V are the K/V storage bind_kv names: the backend's own buffers, or a
- * layer of a K/V cache that outlives the pass. Ops run to completion on the calling thread
- * (using the pool as they like) and cannot fail, except where they return a status.
+ * layer of a K/V cache that outlives the pass. Ops run on the calling thread (using the pool
+ * as they like) and return nothing but embed's status: a backend whose ops can fail (a GPU's)
+ * keeps the first failure, does nothing after it, and returns it from finish, which the graph
+ * calls at the end of every pass.
  */
 struct dllm_backend_ops {
     const char *name; /* "cpu" */
@@ -142,6 +144,12 @@ struct dllm_backend_ops {
     void (*output)(struct dllm_backend *be, int64_t R, float *logits);
     /* out[0 .. R-1] = the statistics of the R rows the last output computed. */
     void (*row_stats)(struct dllm_backend *be, int64_t R, struct dllm_row_stats *out);
+    /*
+     * Waits until the pass's work is done; the first failure of an op since create (DLLM_OK
+     * when none), its text in err. After a failure the context refuses every pass (embed
+     * returns it) and is only good for destroy.
+     */
+    enum dllm_status (*finish)(struct dllm_backend *be, struct dllm_error *err);
 };
 
 /* A K/V cache starts with the backend that made it and its length. */

@@ -810,7 +810,9 @@ struct dllm_pass {
 
 /*
  * One bidirectional forward pass. The logits are the model's raw output rows: no Dream shift
- * is applied (see dllm_model_shift_logits).
+ * is applied (see dllm_model_shift_logits). A failure on a GPU (a kernel launch, a cuBLAS call,
+ * an error the device reports asynchronously) ends the pass that met it with DLLM_ERR_DEVICE,
+ * the text naming the call and the CUDA error string; the context then refuses every pass.
  */
 DLLM_API enum dllm_status dllm_forward_run(struct dllm_forward *fwd, const struct dllm_pass *pass,
                                            struct dllm_error *err);
@@ -943,6 +945,10 @@ struct dllm_session_params {
      * DLLM_MAX_CANVAS_DEFAULT, or the model's context length when shorter. The memory check
      * of dllm_forward_new runs for it. */
     int64_t max_canvas;
+    /* The logits rows one pass may return, 1 .. max_canvas: a request's block length (its
+     * gen_length without blocks) may not exceed it; 0 (the default): max_canvas. A GPU holds
+     * that many rows of n_vocab floats. */
+    int64_t max_rows;
     /* Threads of the session's own pool, the worker included; 0 (the default): one per core. */
     int threads;
     const char *kernels;    /* as struct dllm_forward_params' */

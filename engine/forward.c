@@ -414,22 +414,24 @@ enum dllm_status dllm_forward_run(struct dllm_forward *fwd, const struct dllm_pa
         ffn_block(be, &clk, &fwd->model->hp, pass, il, r0, r1);
     }
     be->ops->bind_kv(be, NULL, 0);
-    if (st || (st = check_cancel(pass, n_layer, n_layer, err)))
-        return st;
-    report_layer(fwd, n_layer, n_layer);
-    skip_lap(&clk);
-    if (pass->n_rows > 0) {
-        if (!alone)
-            be->ops->gather_norm(be, pass->rows, pass->n_rows);
-        be->ops->output(be, pass->n_rows, pass->logits);
-        if (pass->stats)
-            be->ops->row_stats(be, pass->n_rows, pass->stats);
+    if (!st && !(st = check_cancel(pass, n_layer, n_layer, err))) {
+        report_layer(fwd, n_layer, n_layer);
+        skip_lap(&clk);
+        if (pass->n_rows > 0) {
+            if (!alone)
+                be->ops->gather_norm(be, pass->rows, pass->n_rows);
+            be->ops->output(be, pass->n_rows, pass->logits);
+            if (pass->stats)
+                be->ops->row_stats(be, pass->n_rows, pass->stats);
+        }
+        lap(&clk, PHASE_OUTPUT);
+        if (pass->phases)
+            *pass->phases = (struct dllm_pass_phases){.gemm_ms = clk.ms[PHASE_GEMM],
+                                                      .attention_ms = clk.ms[PHASE_ATTENTION],
+                                                      .norms_rope_ms = clk.ms[PHASE_NORMS_ROPE],
+                                                      .output_ms = clk.ms[PHASE_OUTPUT]};
     }
-    lap(&clk, PHASE_OUTPUT);
-    if (pass->phases)
-        *pass->phases = (struct dllm_pass_phases){.gemm_ms = clk.ms[PHASE_GEMM],
-                                                  .attention_ms = clk.ms[PHASE_ATTENTION],
-                                                  .norms_rope_ms = clk.ms[PHASE_NORMS_ROPE],
-                                                  .output_ms = clk.ms[PHASE_OUTPUT]};
-    return DLLM_OK;
+    /* A failure of the backend's ops outranks a cancel: the context is unusable after it. */
+    const enum dllm_status failed = be->ops->finish(be, err);
+    return failed ? failed : st;
 }

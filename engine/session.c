@@ -45,6 +45,7 @@ struct dllm_session {
     void *progress_user;
     bool skip_memory_check; /* the creator's, for the K/V caches too */
     int64_t max_canvas, n_vocab;
+    int64_t max_rows; /* logits rows a pass may return: the longest block a request may use */
     int32_t mask_id;
     int32_t eog[DLLM_SAMPLER_MAX_EOG];
     int n_eog;
@@ -683,11 +684,17 @@ enum dllm_status dllm_session_new(const struct dllm_model *model,
         return dllm_error_set(err, DLLM_ERR_ARG,
                               "a canvas of %lld tokens does not fit the model's context of %lld",
                               (long long)max_canvas, (long long)n_ctx);
+    const int64_t max_rows = params->max_rows ? params->max_rows : max_canvas;
+    if (max_rows < 1 || max_rows > max_canvas)
+        return dllm_error_set(err, DLLM_ERR_ARG,
+                              "%lld logits rows a pass for a canvas of %lld: ask for 1 to %lld",
+                              (long long)max_rows, (long long)max_canvas, (long long)max_canvas);
     struct dllm_session *s = calloc(1, sizeof *s);
     if (!s)
         return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
     s->model = model;
     s->max_canvas = max_canvas;
+    s->max_rows = max_rows;
     s->n_vocab = dllm_model_n_vocab(model);
     s->mask_id = dllm_model_mask_id(model);
     atomic_init(&s->cancel, false);
@@ -713,7 +720,7 @@ enum dllm_status dllm_session_new(const struct dllm_model *model,
     struct dllm_forward_params fp;
     dllm_forward_params_init(&fp);
     fp.max_tokens = max_canvas;
-    fp.max_rows = max_canvas;
+    fp.max_rows = max_rows;
     fp.kernels = params->kernels;
     fp.backend = params->backend;
     fp.device = params->device;
@@ -810,6 +817,11 @@ enum dllm_status dllm_session_generate(struct dllm_session *s, const struct dllm
                               "a request was started from inside the session's own event "
                               "callback: start it after dllm_session_wait, from another thread");
     int64_t rows = p->block_length ? p->block_length : p->gen_length;
+    if (rows > s->max_rows)
+        return dllm_error_set(err, DLLM_ERR_ARG,
+                              "a block of %lld tokens needs as many logits rows a pass; the "
+                              "session was made for %lld (dllm_session_params.max_rows)",
+                              (long long)rows, (long long)s->max_rows);
     pthread_mutex_lock(&s->lock);
     while (s->busy && s->finishing)
         pthread_cond_wait(&s->cond, &s->lock);

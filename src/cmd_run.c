@@ -414,18 +414,18 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
     dllm_session_params_init(&session_params);
     session_params.threads = o.threads;
     session_params.kernels = cli_kernels();
+    /* The context is sized for this request: its canvas, and a block's rows a pass. */
+    session_params.max_canvas = n_prompt + sp.gen_length < 2 ? 2 : n_prompt + sp.gen_length;
+    session_params.max_rows = sp.block_length ? sp.block_length : sp.gen_length;
     char device[300];
-    {
-        const int64_t canvas = dllm_model_n_ctx(model) < DLLM_MAX_CANVAS_DEFAULT
-                                   ? dllm_model_n_ctx(model)
-                                   : DLLM_MAX_CANVAS_DEFAULT;
-        struct dllm_forward_params fp;
-        dllm_forward_params_init(&fp);
-        device_choose(cmd, &o.device, model, canvas, canvas, &fp, device, sizeof device);
-        session_params.backend = fp.backend;
-        session_params.device = fp.device;
-        session_params.gpu_resident = fp.gpu_resident;
-    }
+    struct dllm_forward_params fp;
+    dllm_forward_params_init(&fp);
+    fp.max_tokens = session_params.max_canvas;
+    fp.max_rows = session_params.max_rows;
+    device_choose(cmd, &o.device, model, fp.max_tokens, fp.max_rows, &fp, device, sizeof device);
+    session_params.backend = fp.backend;
+    session_params.device = fp.device;
+    session_params.gpu_resident = fp.gpu_resident;
     session_params.progress = model_ref_progress;
     session_params.progress_user = model_ref_progress_user(verbose);
     session_params.cancel = &interrupted;
@@ -453,6 +453,11 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
                 (long long)p->gen_length, (long long)p->steps, (long long)p->block_length,
                 p->temperature, p->threshold, (unsigned long long)p->seed,
                 p->early_stop ? "on" : "off", dllm_cache_mode_name(p->cache));
+        if (fp.backend)
+            fprintf(stderr,
+                    "gpu memory: %.2f GB planned for a canvas of %lld and %lld logits rows\n",
+                    (double)dllm_gpu_bytes(model, &fp) / 1e9, (long long)fp.max_tokens,
+                    (long long)fp.max_rows);
         if (p->threshold > 0)
             fprintf(stderr, "note: with --threshold each block runs until it is full; --steps "
                             "does not apply\n");

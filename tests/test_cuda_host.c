@@ -8,6 +8,7 @@
 
 #include "../cuda/dequant.h"
 #include "../cuda/rowstats.h"
+#include "dequant_fixture.h"
 #include "fixtures.h"
 #include "forward_util.h"
 #include "gguf/quant.h"
@@ -162,13 +163,6 @@ END_TEST
 
 /* ---- decoders against the fixtures ------------------------------------------------------ */
 
-static const char *entry_str(const json_t *entry, const char *key)
-{
-    const char *s = json_string_value(json_object_get(entry, key));
-    ck_assert_msg(s != NULL, "manifest entry lacks string \"%s\"", key);
-    return s;
-}
-
 /*
  * One manifest tensor decoded whole by the HD decoders: within 1e-6 relative of the values
  * the `gguf` package dequantized (the bar test_quant sets for the CPU decoders), and bit for
@@ -176,38 +170,17 @@ static const char *entry_str(const json_t *entry, const char *key)
  */
 START_TEST(test_fixture)
 {
-    const json_t *entry = json_array_get(manifest, (size_t)_i);
-    char rel[512], what[512];
-    snprintf(rel, sizeof rel, "models/%s", entry_str(entry, "model"));
-    snprintf(what, sizeof what, "%s %s", entry_str(entry, "model"), entry_str(entry, "tensor"));
-    char *path = fixture_path(rel);
-    struct dllm_gguf *gguf = NULL;
-    struct dllm_error err = {0};
-    ck_assert_msg(dllm_gguf_open(path, &gguf, &err) == DLLM_OK, "%s: %s", path, err.text);
-    free(path);
-    const struct dllm_gguf_tensor *t = dllm_gguf_find_tensor(gguf, entry_str(entry, "tensor"));
-    ck_assert_msg(t != NULL, "%s: no such tensor", what);
-    int64_t n = json_integer_value(json_object_get(entry, "n"));
-    ck_assert_int_eq(n, t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
-    ck_assert_msg(dllm_hd_block_elems(t->type) > 0, "%s: type %u not decoded", what, t->type);
-
-    snprintf(rel, sizeof rel, "dequant/%s", entry_str(entry, "values"));
-    size_t size;
-    float *want = fixture_read(rel, &size);
-    ck_assert_uint_eq(size, (size_t)n * sizeof(float));
-    float *got = malloc((size_t)n * sizeof(float));
+    struct dequant_case c;
+    dequant_case_open(manifest, (size_t)_i, &c);
+    const struct dllm_gguf_tensor *t = c.t;
+    ck_assert_msg(dllm_hd_block_elems(t->type) > 0, "%s: type %u not decoded", c.what, t->type);
+    float *got = malloc((size_t)c.n * sizeof(float));
     ck_assert_ptr_nonnull(got);
-    hd_decode(t->type, t->data, n, got);
-    for (int64_t i = 0; i < n; i++) {
-        double tol = 1e-6 * fmax(fabs(want[i]), FLT_MIN);
-        if (!(fabs((double)got[i] - want[i]) <= tol))
-            ck_abort_msg("%s: element %" PRId64 " decodes to %.9g, expected %.9g", what, i, got[i],
-                         want[i]);
-    }
-    free(want);
-    expect_as_cpu(t->type, t->data, n, what);
+    hd_decode(t->type, t->data, c.n, got);
+    dequant_expect_close(got, c.want, c.n, c.what);
+    expect_as_cpu(t->type, t->data, c.n, c.what);
     free(got);
-    dllm_gguf_close(gguf);
+    dequant_case_close(&c);
 }
 END_TEST
 
@@ -420,15 +393,7 @@ static Suite *cuda_host_suite(void)
 
 int main(void)
 {
-    size_t size;
-    char *text = fixture_read("dequant/manifest.json", &size);
-    json_error_t jerr;
-    manifest = json_loadb(text, size, 0, &jerr);
-    free(text);
-    if (!json_is_array(manifest) || json_array_size(manifest) == 0) {
-        fprintf(stderr, "dequant/manifest.json: not a non-empty array (%s)\n", jerr.text);
-        return EXIT_FAILURE;
-    }
+    manifest = dequant_manifest_load();
     int status = test_run_suite(cuda_host_suite());
     json_decref(manifest);
     return status;

@@ -13,10 +13,12 @@
 
 #ifdef DLLM_HAVE_CUDA
 #include "call.h"
+#include "model.h"
 #include "probe.h"
 #endif
 
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -161,6 +163,247 @@ START_TEST(test_backend_create)
 }
 END_TEST
 
+/* A forward context of the CUDA backend that runs dry (call.h): no call reaches a GPU. */
+struct dry {
+    struct dllm_model *model;
+    struct dllm_threadpool *pool;
+    struct dllm_forward *fwd;
+    int32_t ids[8], rows[1];
+    float *logits; /* [1, n_vocab] */
+    struct dllm_pass pass;
+};
+
+static void dry_open(struct dry *d, int64_t n_rows)
+{
+    struct dllm_error err = {0};
+    char *path = fixture_path("models/llada-tiny-q4km.gguf");
+    dllm_cuda_fault_dry(true);
+    ck_assert_int_eq(dllm_model_open(path, NULL, &d->model, &err), DLLM_OK);
+    ck_assert_int_eq(dllm_threadpool_new(1, &d->pool, &err), DLLM_OK);
+    struct dllm_forward_params fp;
+    dllm_forward_params_init(&fp);
+    fp.max_tokens = 8;
+    fp.max_rows = 1;
+    fp.pool = d->pool;
+    fp.backend = "cuda";
+    ck_assert_msg(dllm_forward_new(d->model, &fp, &d->fwd, &err) == DLLM_OK, "%s", err.text);
+    for (int i = 0; i < 8; i++)
+        d->ids[i] = 100 + i;
+    d->rows[0] = 7;
+    d->logits = calloc((size_t)dllm_model_n_vocab(d->model), sizeof *d->logits);
+    d->pass = (struct dllm_pass){
+        .ids = d->ids, .n_tokens = 8, .rows = d->rows, .n_rows = n_rows, .logits = d->logits};
+    free(path);
+}
+
+static void dry_close(struct dry *d)
+{
+    dllm_forward_free(d->fwd);
+    dllm_threadpool_free(d->pool);
+    dllm_model_close(d->model);
+    free(d->logits);
+    dllm_cuda_fault_dry(false);
+}
+
+/*
+ * A kernel launch that fails inside a pass ends that pass: dllm_forward_run returns the
+ * failure naming the launch and the CUDA error string (not DLLM_OK with rows of NaN), and the
+ * context refuses the next pass with the same error.
+ */
+START_TEST(test_pass_failure)
+{
+    struct dry d;
+    dry_open(&d, 1);
+    struct dllm_error err = {0}, again = {0};
+    dllm_cuda_fault_inject(DLLM_CUDA_RUNTIME, "dllm_cuda_swiglu", cudaErrorLaunchFailure);
+    ck_assert_int_eq(dllm_forward_run(d.fwd, &d.pass, &err), DLLM_ERR_DEVICE);
+    ck_assert_msg(strncmp(err.text, "dllm_cuda_swiglu(", 17) == 0, "%s", err.text);
+    ck_assert_msg(strstr(err.text, ") failed: unspecified launch failure (cudaErrorLaunchFailure)"),
+                  "%s", err.text);
+    ck_assert_int_eq(dllm_forward_run(d.fwd, &d.pass, &again), DLLM_ERR_DEVICE);
+    ck_assert_str_eq(again.text, err.text);
+    dry_close(&d);
+}
+END_TEST
+
+/*
+ * An error the GPU reports only at a synchronisation ends the pass it happened in, also a pass
+ * that returns no rows (a cache-filling pass, which copies nothing back); a cuBLAS failure
+ * names the cuBLAS call.
+ */
+START_TEST(test_pass_async_failure)
+{
+    struct dry d;
+    dry_open(&d, 0);
+    struct dllm_error err = {0};
+    ck_assert_int_eq(dllm_forward_run(d.fwd, &d.pass, &err), DLLM_OK);
+    dllm_cuda_fault_inject(DLLM_CUDA_RUNTIME, "cudaStreamSynchronize", cudaErrorIllegalAddress);
+    ck_assert_int_eq(dllm_forward_run(d.fwd, &d.pass, &err), DLLM_ERR_DEVICE);
+    ck_assert_str_eq(err.text, "cudaStreamSynchronize(c->stream) failed: an illegal memory access "
+                               "was encountered (cudaErrorIllegalAddress)");
+    dry_close(&d);
+    dry_open(&d, 1);
+    dllm_cuda_fault_inject(DLLM_CUDA_CUBLAS, "cublasGemmEx", CUBLAS_STATUS_EXECUTION_FAILED);
+    ck_assert_int_eq(dllm_forward_run(d.fwd, &d.pass, &err), DLLM_ERR_DEVICE);
+    ck_assert_msg(strncmp(err.text, "cublasGemmEx(", 13) == 0, "%s", err.text);
+    ck_assert_msg(strstr(err.text, "(CUBLAS_STATUS_EXECUTION_FAILED)"), "%s", err.text);
+    dry_close(&d);
+}
+END_TEST
+
+/* What a request's events said: the error's message, whether it finished. */
+struct outcome {
+    bool failed, done;
+    char message[512];
+};
+
+static void on_event(const struct dllm_event *ev, void *user)
+{
+    struct outcome *o = user;
+    if (ev->kind == DLLM_EVENT_ERROR) {
+        o->failed = true;
+        snprintf(o->message, sizeof o->message, "%s", ev->message);
+    }
+    o->done |= ev->kind == DLLM_EVENT_DONE;
+}
+
+/* A pass that fails on the GPU ends the request with one error event naming the call. */
+START_TEST(test_request_failure)
+{
+    struct dllm_error err = {0};
+    char *path = fixture_path("models/llada-tiny-q4km.gguf");
+    struct dllm_model *m = NULL;
+    dllm_cuda_fault_dry(true);
+    ck_assert_int_eq(dllm_model_open(path, NULL, &m, &err), DLLM_OK);
+    struct dllm_session_params sp;
+    dllm_session_params_init(&sp);
+    sp.max_canvas = 64;
+    sp.threads = 1;
+    sp.backend = "cuda";
+    struct dllm_session *s = NULL;
+    ck_assert_msg(dllm_session_new(m, &sp, &s, &err) == DLLM_OK, "%s", err.text);
+    struct dllm_request req = {.raw_prompt = "hello"};
+    dllm_sampler_params_init(&req.sampler, DLLM_SAMPLER_LLADA);
+    req.sampler.gen_length = 8;
+    req.sampler.steps = 8;
+    req.sampler.block_length = 8;
+    struct outcome o = {0};
+    dllm_cuda_fault_inject(DLLM_CUDA_RUNTIME, "dllm_cuda_rope", cudaErrorLaunchFailure);
+    ck_assert_msg(dllm_session_generate(s, &req, on_event, &o, &err) == DLLM_OK, "%s", err.text);
+    dllm_session_wait(s);
+    ck_assert(o.failed);
+    ck_assert(!o.done);
+    ck_assert_msg(strstr(o.message, "dllm_cuda_rope(") &&
+                      strstr(o.message, "failed: unspecified launch failure "
+                                        "(cudaErrorLaunchFailure)"),
+                  "%s", o.message);
+    dllm_session_free(s);
+    dllm_model_close(m);
+    dllm_cuda_fault_dry(false);
+    free(path);
+}
+END_TEST
+
+/*
+ * LLaDA-8B's shape (32 layers, d_model 4096, 32/32 heads of 128, ffn 12288, vocab 126464)
+ * with every matrix and the embedding in Q4_K and the output in Q6_K, as a model the planner
+ * reads (no file: the tensors have sizes but no data).
+ */
+struct shape8b {
+    struct dllm_model model;
+    struct dllm_layer layers[32];
+    struct dllm_gguf_tensor attn[4], ffn_in[2], ffn_out, embd, output;
+    float vector; /* a stand-in the norms point at: present, never read */
+};
+
+static struct dllm_gguf_tensor q_tensor(uint32_t type, int64_t k, int64_t n, const void *data)
+{
+    const size_t block = type == DLLM_TYPE_Q4_K ? 144 : 210; /* bytes per 256 weights */
+    return (struct dllm_gguf_tensor){.type = type,
+                                     .n_dims = 2,
+                                     .ne = {k, n, 1, 1},
+                                     .size = (size_t)(k * n / 256) * block,
+                                     .data = data};
+}
+
+static void shape8b_init(struct shape8b *s)
+{
+    memset(s, 0, sizeof *s);
+    s->model.arch = "llada";
+    s->model.hp = (struct dllm_hparams){.n_layer = 32,
+                                        .n_embd = 4096,
+                                        .n_head = 32,
+                                        .n_head_kv = 32,
+                                        .head_dim = 128,
+                                        .n_rot = 128,
+                                        .n_ff = 12288,
+                                        .n_vocab = 126464,
+                                        .n_ctx = 4096};
+    for (int i = 0; i < 4; i++)
+        s->attn[i] = q_tensor(DLLM_TYPE_Q4_K, 4096, 4096, s);
+    s->ffn_in[0] = s->ffn_in[1] = q_tensor(DLLM_TYPE_Q4_K, 4096, 12288, s);
+    s->ffn_out = q_tensor(DLLM_TYPE_Q4_K, 12288, 4096, s);
+    s->embd = q_tensor(DLLM_TYPE_Q4_K, 4096, 126464, &s->embd);
+    s->output = q_tensor(DLLM_TYPE_Q6_K, 4096, 126464, &s->output);
+    for (int il = 0; il < 32; il++)
+        s->layers[il] = (struct dllm_layer){.attn_norm = &s->vector,
+                                            .wq = &s->attn[0],
+                                            .wk = &s->attn[1],
+                                            .wv = &s->attn[2],
+                                            .wo = &s->attn[3],
+                                            .ffn_norm = &s->vector,
+                                            .w_gate = &s->ffn_in[0],
+                                            .w_up = &s->ffn_in[1],
+                                            .w_down = &s->ffn_out};
+    s->model.layers = s->layers;
+    s->model.tok_embd = &s->embd;
+    s->model.output = &s->output;
+    s->model.output_norm = &s->vector;
+}
+
+/* dllm_gpu_bytes of the 8B shape for a canvas and logits rows (the default, scratch mode). */
+static uint64_t plan_8b(const struct shape8b *s, int64_t canvas, int64_t rows)
+{
+    struct dllm_forward_params fp;
+    dllm_forward_params_init(&fp);
+    fp.max_tokens = canvas;
+    fp.max_rows = rows;
+    return dllm_gpu_bytes(&s->model, &fp);
+}
+
+/*
+ * The device memory planned for LLaDA-8B's shape, by hand. Weights: per layer 4 matrices of
+ * 4096 x 4096 and 3 of 4096 x 12288 in Q4_K (144 bytes a 256), 122,683,392 bytes, times 32;
+ * the embedding 291,373,056 (Q4_K) and the output 424,919,040 (Q6_K, 210 bytes a 256): in
+ * all 4,642,160,640. Norms: (4096 + 32 * 2 * 4096) floats, 1,064,960 bytes. The runtime's
+ * margin: 256 MiB. Per canvas position L: the activations X, XN, Q, K, V, ATT (4096 floats
+ * each), GATE and UP (12288 each), 196,608 bytes, the FP16 copy of the widest input (12288
+ * halves), 24,576 bytes, and the ids, rows and positions (4 bytes each, each part rounded up
+ * to 256). Per logits row R: the final-normed row (16,384 bytes), the logits (126464
+ * floats, 505,856 bytes) and the row's statistics (32 bytes). The FP16 scratch for slices
+ * of a matrix: 64 Mi halves (no layer matrix is larger), 134,217,728 bytes.
+ */
+START_TEST(test_plan_8b)
+{
+    static struct shape8b s;
+    shape8b_init(&s);
+    const uint64_t fixed = 4642160640u + 1064960u + 268435456u + 134217728u;
+    /* Canvas 160 (a 32-token prompt and 128 to generate), 32 rows (a block of 32). */
+    const uint64_t at160 =
+        fixed + 160 * (196608u + 24576u) + 3 * 768 + 32 * (16384u + 505856u) + 1024;
+    ck_assert_uint_eq(plan_8b(&s, 160, 32), at160);
+    ck_assert_uint_eq(at160, 5097983232u);
+    /* Canvas 512, 32 rows. */
+    const uint64_t at512 =
+        fixed + 512 * (196608u + 24576u) + 3 * 2048 + 32 * (16384u + 505856u) + 1024;
+    ck_assert_uint_eq(plan_8b(&s, 512, 32), at512);
+    /* The target: at canvas 512, at most the file's tensors plus 1.5 GB. */
+    ck_assert_uint_le(at512 - 4642160640u - 1064960u, 1500000000u);
+    /* Sized for a default canvas of 4096 with a row for each position it would not hold. */
+    ck_assert_uint_gt(plan_8b(&s, 4096, 4096) - 4642160640u - 1064960u, 1500000000u);
+}
+END_TEST
+
 /* The real runtime: without a driver or a GPU it says which; with a GPU it counts it. */
 START_TEST(test_real_runtime)
 {
@@ -214,6 +457,10 @@ static Suite *gpu_suite(void)
     tcase_add_test(tc, test_fault_once);
     tcase_add_test(tc, test_real_runtime);
     tcase_add_test(tc, test_backend_create);
+    tcase_add_test(tc, test_pass_failure);
+    tcase_add_test(tc, test_pass_async_failure);
+    tcase_add_test(tc, test_request_failure);
+    tcase_add_test(tc, test_plan_8b);
 #else
     tcase_add_test(tc, test_not_built);
 #endif

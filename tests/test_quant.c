@@ -4,6 +4,7 @@
  */
 #include "config.h"
 
+#include "dequant_fixture.h"
 #include "fixtures.h"
 #include "gguf/quant.h"
 
@@ -18,67 +19,29 @@
 
 static json_t *manifest; /* fixtures/dequant/manifest.json: an array of tensors */
 
-/* Fails unless every got[i] is within 1e-6 relative of want[i]. */
-static void expect_close(const float *got, const float *want, int64_t n, const char *what)
-{
-    for (int64_t i = 0; i < n; i++) {
-        double tol = 1e-6 * fmax(fabs(want[i]), FLT_MIN);
-        if (!(fabs((double)got[i] - want[i]) <= tol))
-            ck_abort_msg("%s: element %" PRId64 " decodes to %.9g, expected %.9g", what, i, got[i],
-                         want[i]);
-    }
-}
-
-static const char *entry_str(const json_t *entry, const char *key)
-{
-    const char *s = json_string_value(json_object_get(entry, key));
-    ck_assert_msg(s != NULL, "manifest entry lacks string \"%s\"", key);
-    return s;
-}
-
 /* Decodes one manifest tensor whole, then one of its rows alone, and compares with the file. */
 START_TEST(test_fixture)
 {
-    const json_t *entry = json_array_get(manifest, (size_t)_i);
-    const char *model = entry_str(entry, "model");
-    const char *name = entry_str(entry, "tensor");
-    char rel[512], what[512];
-    snprintf(rel, sizeof rel, "models/%s", model);
-    snprintf(what, sizeof what, "%s %s", model, name);
-    char *path = fixture_path(rel);
-    struct dllm_gguf *gguf = NULL;
-    struct dllm_error err = {0};
-    ck_assert_msg(dllm_gguf_open(path, &gguf, &err) == DLLM_OK, "%s: %s", path, err.text);
-    free(path);
-
-    const struct dllm_gguf_tensor *t = dllm_gguf_find_tensor(gguf, name);
-    ck_assert_msg(t != NULL, "%s: no such tensor", what);
-    ck_assert_str_eq(dllm_type_name(t->type), entry_str(entry, "type"));
-    const json_t *shape = json_object_get(entry, "shape_gguf");
+    struct dequant_case c;
+    dequant_case_open(manifest, (size_t)_i, &c);
+    const struct dllm_gguf_tensor *t = c.t;
+    ck_assert_str_eq(dllm_type_name(t->type), dequant_entry_str(c.entry, "type"));
+    const json_t *shape = json_object_get(c.entry, "shape_gguf");
     ck_assert_int_eq(json_array_size(shape), t->n_dims);
     for (int d = 0; d < t->n_dims; d++)
         ck_assert_int_eq(t->ne[d], json_integer_value(json_array_get(shape, (size_t)d)));
-    int64_t n = json_integer_value(json_object_get(entry, "n"));
-    ck_assert_int_eq(n, t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
-
-    snprintf(rel, sizeof rel, "dequant/%s", entry_str(entry, "values"));
-    size_t size;
-    float *want = fixture_read(rel, &size);
-    ck_assert_uint_eq(size, (size_t)n * sizeof(float));
-    float *got = malloc((size_t)n * sizeof(float));
+    float *got = malloc((size_t)c.n * sizeof(float));
     ck_assert_ptr_nonnull(got);
+    struct dllm_error err = {0};
+    ck_assert_msg(dllm_gguf_tensor_decode(t, 0, c.n, got, &err) == DLLM_OK, "%s", err.text);
+    dequant_expect_close(got, c.want, c.n, c.what);
 
-    ck_assert_msg(dllm_gguf_tensor_decode(t, 0, n, got, &err) == DLLM_OK, "%s", err.text);
-    expect_close(got, want, n, what);
-
-    int64_t row = t->ne[0], r = n / row / 2 + 1;
+    int64_t row = t->ne[0], r = c.n / row / 2 + 1;
     memset(got, 0, (size_t)row * sizeof(float));
     ck_assert_msg(dllm_gguf_tensor_decode(t, r * row, row, got, &err) == DLLM_OK, "%s", err.text);
-    expect_close(got, want + r * row, row, what);
-
+    dequant_expect_close(got, c.want + r * row, row, c.what);
     free(got);
-    free(want);
-    dllm_gguf_close(gguf);
+    dequant_case_close(&c);
 }
 END_TEST
 
@@ -428,15 +391,7 @@ static Suite *quant_suite(void)
 
 int main(void)
 {
-    size_t size;
-    char *text = fixture_read("dequant/manifest.json", &size);
-    json_error_t jerr;
-    manifest = json_loadb(text, size, 0, &jerr);
-    free(text);
-    if (!json_is_array(manifest) || json_array_size(manifest) == 0) {
-        fprintf(stderr, "dequant/manifest.json: not a non-empty array (%s)\n", jerr.text);
-        return EXIT_FAILURE;
-    }
+    manifest = dequant_manifest_load();
     int status = test_run_suite(quant_suite());
     json_decref(manifest);
     return status;

@@ -697,6 +697,41 @@ START_TEST(generate_stats_fallback)
 }
 END_TEST
 
+/*
+ * A session made for fewer logits rows than its canvas (max_rows) runs requests whose blocks
+ * fit them and refuses a longer block before it starts, naming the limit; the limit itself
+ * is checked against the canvas.
+ */
+START_TEST(generate_max_rows)
+{
+    struct fixture f;
+    struct dllm_error err;
+    char *path = fixture_path(models[0]);
+    ck_assert_msg(dllm_model_open(path, NULL, &f.model, &err) == DLLM_OK, "%s", err.text);
+    free(path);
+    struct dllm_session_params sp;
+    dllm_session_params_init(&sp);
+    sp.max_canvas = 96;
+    sp.max_rows = 97;
+    sp.threads = 1;
+    ck_assert_int_eq(dllm_session_new(f.model, &sp, &f.session, &err), DLLM_ERR_ARG);
+    ck_assert_str_eq(err.text, "97 logits rows a pass for a canvas of 96: ask for 1 to 96");
+    sp.max_rows = 8;
+    ck_assert_msg(dllm_session_new(f.model, &sp, &f.session, &err) == DLLM_OK, "%s", err.text);
+    struct dllm_chat_message msg;
+    struct dllm_request req = user_request(DLLM_SAMPLER_LLADA, "hi", &msg);
+    static struct record r;
+    generate(&f, &req, &r);
+    ck_assert_int_eq(r.n_error, 0);
+    ck_assert_int_eq(r.n_done, 1);
+    req.sampler.block_length = 16;
+    ck_assert_int_eq(dllm_session_generate(f.session, &req, on_event, &r, &err), DLLM_ERR_ARG);
+    ck_assert_str_eq(err.text, "a block of 16 tokens needs as many logits rows a pass; the "
+                               "session was made for 8 (dllm_session_params.max_rows)");
+    close_session(&f);
+}
+END_TEST
+
 /* A raw prompt skips the chat template. */
 START_TEST(generate_raw)
 {
@@ -727,6 +762,7 @@ static Suite *session_suite(void)
     tcase_add_test(tc, generate_multi_turn);
     tcase_add_test(tc, generate_refused);
     tcase_add_test(tc, generate_raw);
+    tcase_add_test(tc, generate_max_rows);
     tcase_add_loop_test(tc, generate_stats, 0, 4);
     tcase_add_test(tc, generate_stats_fallback);
     suite_add_tcase(s, tc);
