@@ -72,7 +72,8 @@ struct dllm_kv_cache;
  * A backend's operations. Rows are canvas positions: an op on [r0, r1) reads and writes rows
  * r0 .. r1-1 of its buffers, so a pass may compute a window of the canvas and leave the rest.
  * DLLM_BUF_K and DLLM_BUF_V are the K/V storage bind_kv names: the backend's own buffers, or a
- * layer of a K/V cache that outlives the pass. Ops run to completion on the calling thread
+ * layer of a K/V cache that outlives the pass (a float16 cache's layer converted into the own
+ * buffers, store_kv writing the computed rows back). Ops run to completion on the calling thread
  * (using the pool as they like) and cannot fail, except where they return a status.
  */
 struct dllm_backend_ops {
