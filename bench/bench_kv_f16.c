@@ -1,15 +1,15 @@
 /*
- * bench_kv_f16: what storing a K/V cache in float16 would add to the cache's own divergence.
- * One block after the prompt: a refresh pass fills the cache, then the block's masks are
- * committed over --steps steps (left to right, each the exact pass's argmax; a measurement,
- * not a sampler). At each step the candidate rows (the block's masked slots) of the exact pass
- * over the canvas are compared with those of a cached step of each window (dual: the block;
- * prefix: the block to the end) reading the refresh's keys and values as float32, and as the
- * same values rounded to float16 (round to nearest even) and read back. The keys and values
- * the step computes itself stay float32 in both, as they would in a float16 cache converted
- * to float32 as each layer is bound. Prints one JSON object: per step and window, the largest
- * and mean relative L2 error |a - e| / |e| of the rows against the exact pass and the smallest
- * cosine, for float32 and float16, and the float16 rows' error against the float32 ones.
+ * bench_kv_f16: what storing a K/V cache in float16 adds to the cache's own divergence.
+ * One block after the prompt: a refresh pass fills a float32 cache and a float16 one, then the
+ * block's masks are committed over --steps steps (left to right, each the exact pass's argmax;
+ * a measurement, not a sampler). At each step the candidate rows (the block's masked slots) of
+ * the exact pass over the canvas (no cache) are compared with those of a cached step of each
+ * window (dual: the block; prefix: the block to the end) on each cache, restored to what its
+ * refresh left. The float16 cache runs as dllm does: every key and value its passes' attention
+ * reads, the refresh's included, is rounded to binary16, so its step-0 rows already differ
+ * from the exact pass's. Prints one JSON object: per step and window, the largest and mean
+ * relative L2 error |a - e| / |e| of the rows against the exact pass and the smallest cosine,
+ * for float32 and float16, and the float16 rows' error against the float32 ones.
  *
  *   bench_kv_f16 MODEL (--ids I0,I1,... --prompt P | --prompt P --canvas N) [--block 32]
  *                [--steps 4] [--threads 2]
@@ -19,7 +19,6 @@
 #include "backend.h"
 #include "bench_util.h"
 #include "dllm.h"
-#include "gguf/quant.h"
 
 #include <getopt.h>
 #include <math.h>
@@ -101,31 +100,39 @@ static int32_t *parse_ids(const char *text, int64_t *n)
     return ids;
 }
 
+/* A new cache of a type for the whole canvas, exiting on failure. */
+static struct dllm_kv_cache *new_cache(const struct setup *s, enum dllm_cache_type type)
+{
+    struct dllm_kv_cache *kv;
+    struct dllm_error err = {0};
+    if (dllm_kv_cache_new(s->fwd, s->n, type, false, &kv, &err) != DLLM_OK) {
+        fprintf(stderr, "bench_kv_f16: %s\n", err.text);
+        exit(1);
+    }
+    return kv;
+}
+
 /*
  * The measured block: refresh, then at each step the exact rows and the cached ones of both
- * windows with float32 and float16 keys and values, then the step's commits.
+ * windows on the float32 and the float16 cache, then the step's commits.
  */
 static void measure(struct setup *s, int64_t steps)
 {
     const int32_t mask = (int32_t)dllm_model_mask_id(s->model);
     const int64_t V = s->n_vocab, W = s->b1 - s->b0, begin = s->shift ? s->b0 - 1 : s->b0;
-    struct dllm_kv_cache *kv;
-    struct dllm_error err = {0};
-    if (dllm_kv_cache_new(s->fwd, s->n, false, &kv, &err) != DLLM_OK) {
-        fprintf(stderr, "bench_kv_f16: %s\n", err.text);
-        exit(1);
-    }
-    const size_t count = dllm_kv_cache_bytes(s->fwd, s->n) / sizeof(float);
-    float *cache = dllm_backend_cpu_kv_layer(kv, 0);
-    float *f32 = malloc(count * sizeof *f32), *f16 = malloc(count * sizeof *f16);
+    struct dllm_kv_cache *kv = new_cache(s, DLLM_CACHE_F32), *kv16 = new_cache(s, DLLM_CACHE_F16);
+    const size_t bytes = dllm_kv_cache_bytes(s->fwd, s->n, DLLM_CACHE_F32),
+                 bytes16 = dllm_kv_cache_bytes(s->fwd, s->n, DLLM_CACHE_F16);
+    void *cache = dllm_backend_cpu_kv_layer(kv, 0), *cache16 = dllm_backend_cpu_kv_layer(kv16, 0);
+    void *f32 = malloc(bytes), *f16 = malloc(bytes16);
     float *exact = malloc((size_t)(W * V) * sizeof *exact);
     float *a32 = malloc((size_t)(W * V) * sizeof *a32),
           *a16 = malloc((size_t)(W * V) * sizeof *a16);
     int32_t *rows = malloc((size_t)W * sizeof *rows), *slots = malloc((size_t)W * sizeof *slots);
     run_pass(s, NULL, 0, NULL, kv, 0, s->n);
-    memcpy(f32, cache, count * sizeof *f32);
-    for (size_t i = 0; i < count; i++)
-        f16[i] = dllm_fp16_to_f32(dllm_f32_to_fp16(f32[i]));
+    run_pass(s, NULL, 0, NULL, kv16, 0, s->n);
+    memcpy(f32, cache, bytes);
+    memcpy(f16, cache16, bytes16);
     printf("\"steps\": [");
     for (int64_t k = 0; k < steps; k++) {
         int64_t R = 0, left;
@@ -142,10 +149,10 @@ static void measure(struct setup *s, int64_t steps)
         const int64_t ends[2] = {s->b1, s->n};
         const char *names[2] = {"dual", "prefix"};
         for (int w = 0; w < 2; w++) {
-            memcpy(cache, f32, count * sizeof *f32);
+            memcpy(cache, f32, bytes);
             run_pass(s, rows, R, a32, kv, begin, ends[w]);
-            memcpy(cache, f16, count * sizeof *f16);
-            run_pass(s, rows, R, a16, kv, begin, ends[w]);
+            memcpy(cache16, f16, bytes16);
+            run_pass(s, rows, R, a16, kv16, begin, ends[w]);
             printf(", \"%s\": {", names[w]);
             print_figures("f32", a32, exact, R, V);
             printf(", ");
@@ -166,6 +173,7 @@ static void measure(struct setup *s, int64_t steps)
     }
     printf("]");
     dllm_kv_cache_free(kv);
+    dllm_kv_cache_free(kv16);
     free(f32);
     free(f16);
     free(exact);

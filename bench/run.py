@@ -484,23 +484,25 @@ def kv_f16_summary(runs):
     return out
 
 
-def part_kv_f16(bench, paths, threads, fixtures):
+def part_kv_f16(bench, paths, threads, fixtures, synth_steps):
     """bench_kv_f16 on every case of the fixture models (a block of at most 32 after the
-    prompt, 4 steps) and on the synth shapes (64 random prompt ids, canvas 192, block 32)."""
+    prompt, 4 steps) and on the synth shapes (64 random prompt ids, canvas 192, block 32,
+    synth_steps steps)."""
     out = []
     jobs = []
     for name, path in fixture_models(fixtures):
         with open(os.path.join(fixtures, "logits", name + ".cases.json")) as f:
             cases = json.load(f)
         jobs.append((name, [[bench, path, "--ids", ",".join(map(str, c["ids"])), "--prompt",
-                             str(c["prompt_len"])] for c in cases
+                             str(c["prompt_len"]), "--steps", "4"] for c in cases
                             if len(c["ids"]) - c["prompt_len"] >= 4]))
     for name, path in paths.items():
-        jobs.append((MODELS[name]["label"], [[bench, path, "--prompt", "64", "--canvas", "192"]]))
+        jobs.append((MODELS[name]["label"], [[bench, path, "--prompt", "64", "--canvas", "192",
+                                              "--steps", str(synth_steps)]]))
     for label, cmds in jobs:
         try:
-            runs = [json.loads(run(cmd + ["--block", "32", "--steps", "4", "--threads",
-                                          str(threads)])[0]) for cmd in cmds]
+            runs = [json.loads(run(cmd + ["--block", "32", "--threads", str(threads)])[0])
+                    for cmd in cmds]
             out.append({"model": label, "cases": len(runs), **kv_f16_summary(runs),
                         "runs": runs})
         except RunError as e:
@@ -697,6 +699,9 @@ def main():
     ap.add_argument("--compare-canvas", type=int, default=160)
     ap.add_argument("--forward-canvas", default="160,512",
                     help="the canvases of the forward part (default 160,512)")
+    ap.add_argument("--kvf16-steps", type=int, default=4,
+                    help="steps of the kvf16 part on the synth shapes (default 4; the fixture "
+                         "cases take 4)")
     ap.add_argument("--note", help="a remark stored with the results")
     a = ap.parse_args()
     parts = a.parts.split(",")
@@ -740,10 +745,11 @@ def main():
                       "argmax agreement over all checked rows); token agreement = share of "
                       "answer tokens equal to none's",
         "kvf16": "bench_kv_f16: one block after the prompt, refreshed, then committed over 4 "
-                 "steps (left to right, the exact pass's argmax); at each step the candidate "
+                 "steps (the synth shapes: %d) (left to right, the exact pass's argmax); at each step the candidate "
                  "rows of the exact pass against a cached step (dual and prefix windows) reading "
                  "the refresh's K/V as float32 and rounded to float16; relative L2 error "
-                 "|cached - exact| / |exact| per row; summaries over the steps after the first",
+                 "|cached - exact| / |exact| per row; summaries over the steps after the first"
+                 % a.kvf16_steps,
         "moe": "dllm bench --canvas 160 --rows 32 --reps N on the LLaDA-MoE-7B-A1B and "
                "LLaDA-8B synth files (Q4_K_M, random weights and routers), alternating per "
                "round; ratio = median over rounds of the MoE pass / the dense pass (target at "
@@ -797,7 +803,8 @@ def main():
         res["kvf16"] = part_kv_f16(os.path.join(build, "bench", "bench_kv_f16"), paths,
                                    a.threads, os.environ.get(
                                        "DLLM_FIXTURES",
-                                       os.path.join(HERE, "..", "..", "shared", "fixtures")))
+                                       os.path.join(HERE, "..", "..", "shared", "fixtures")),
+                                   a.kvf16_steps)
         save()
     if "moe" in parts:
         bg = os.path.abspath(a.bench_gemm or os.path.join(build, "bench", "bench_gemm"))

@@ -5,8 +5,8 @@
   bench/table.py --update README.md         replace what lies between the markers
                                             <!-- bench:start --> and <!-- bench:end -->
 
-Each section (gemm, forward, generate, compare) comes from the newest result file that has
-it; the line under each table names that file's commit, date and machine.
+Each section (gemm, forward, generate, kvf16, moe) comes from the newest result file that has
+it (cache, divergence and compare: each model's newest rows); the line under each table names that file's commit, date and machine.
 """
 import argparse
 import json
@@ -167,6 +167,31 @@ def divergence_section(docs):
     return lines + [""] + [source(d) for d in sources]
 
 
+def kvf16_section(doc):
+    """The float16 cache against the float32 one, per model and window (bench_kv_f16)."""
+    rows = []
+    for r in doc["kvf16"]:
+        label = LABEL.get(r["model"], r["model"]) if r["model"] in LABEL else r["model"]
+        if "error" in r:
+            rows.append([label, "", failed(r["error"])] + [""] * 6)
+            continue
+        for window in ("dual", "prefix"):
+            w = r.get(window)
+            if not w:
+                continue
+            rows.append([label, window, "%d / %d" % (r["cases"], w["steps"]), fmt(w["own"], 4),
+                         fmt(w["f16"], 4), "%+.1f%%" % (100 * w["extra_share"]),
+                         fmt(100 * w["direct_share"], 1) + "%", fmt(w["step0_f16"], 4),
+                         "yes" if w["rule_f16"] else "no"])
+    lines = ["**K/V cache in float16** (`bench/bench_kv_f16`: one block after the prompt, "
+             "refreshed, then filled left to right; each cached step's candidate rows against the "
+             "exact pass; mean relative L2 error over the steps that read a stale cache; rule: "
+             "float16 unless its extra error exceeds 10% of float32's; random weights)", ""]
+    lines += table(["model", "window", "cases / steps", "f32 error", "f16 error",
+                    "f16 extra", "f16 vs f32", "f16 at step 0", "rule met"], rows)
+    return lines + ["", source(doc)]
+
+
 def pair(a, b, digits=2):
     return "%s / %s" % (secs(a, digits), secs(b, digits))
 
@@ -294,7 +319,7 @@ def render(docs):
               "compare": compare_section}
     for section, fn in (("forward", forward_section), ("compare", None),
                         ("generate", generate_section), ("cache", None), ("divergence", None),
-                        ("moe", moe_section), ("gemm", gemm_section)):
+                        ("kvf16", kvf16_section), ("moe", moe_section), ("gemm", gemm_section)):
         doc = newest(docs, section)
         if doc and fn is None:
             out += merged[section](docs) + [""]

@@ -40,10 +40,13 @@ struct dmat {
     uint16_t *f16;      /* device FP16 [N, K] in resident mode, else NULL */
 };
 
-/* A K/V cache on the device: per layer, K then V, each [n_tokens, n_head_kv * head_dim]. */
+/*
+ * A K/V cache on the device: per layer, K then V, each [n_tokens, n_head_kv * head_dim], float
+ * or binary16 by base.type.
+ */
 struct cuda_kv {
     struct dllm_kv_cache base;
-    float *data;
+    void *data;
 };
 
 /* A layer's vectors on the device (NULL where the model has none). */
@@ -68,8 +71,9 @@ struct cuda {
     float *output_norm;
     float *buf[DLLM_N_BUFS];
     float *own_k, *own_v;
-    void *arena;       /* the activations, the scratch and the small arrays */
-    uint16_t *scratch; /* FP16 slice of a matrix, scratch_elems long */
+    uint16_t *bound_k, *bound_v; /* a bound float16 cache layer, converted into own_k/v */
+    void *arena;                 /* the activations, the scratch and the small arrays */
+    uint16_t *scratch;           /* FP16 slice of a matrix, scratch_elems long */
     int64_t scratch_elems;
     uint16_t *act; /* FP16 activations [max_tokens, the widest K] */
     float *logits; /* [max_rows, n_vocab] */
@@ -476,25 +480,27 @@ static const char *cuda_variant(const struct dllm_backend *be)
     return ((const struct cuda *)be)->resident ? "cublas-resident" : "cublas";
 }
 
-static size_t cuda_kv_bytes(const struct dllm_backend *be, int64_t n_tokens)
+static size_t cuda_kv_bytes(const struct dllm_backend *be, int64_t n_tokens,
+                            enum dllm_cache_type type)
 {
-    return dllm_kv_storage_bytes(((const struct cuda *)be)->model, n_tokens);
+    return dllm_kv_storage_bytes(((const struct cuda *)be)->model, n_tokens, type);
 }
 
 static enum dllm_status cuda_kv_new(struct dllm_backend *be, int64_t n_tokens,
-                                    struct dllm_kv_cache **out, struct dllm_error *err)
+                                    enum dllm_cache_type type, struct dllm_kv_cache **out,
+                                    struct dllm_error *err)
 {
     struct cuda_kv *kv = calloc(1, sizeof *kv);
     if (!kv)
         return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
-    enum dllm_status st =
-        DLLM_CUDA(err, cudaMalloc((void **)&kv->data, cuda_kv_bytes(be, n_tokens)));
+    enum dllm_status st = DLLM_CUDA(err, cudaMalloc(&kv->data, cuda_kv_bytes(be, n_tokens, type)));
     if (st) {
         free(kv);
         return st;
     }
     kv->base.be = be;
     kv->base.n_tokens = n_tokens;
+    kv->base.type = type;
     *out = &kv->base;
     return DLLM_OK;
 }
@@ -508,18 +514,43 @@ static void cuda_kv_free(struct dllm_kv_cache *kv)
     free(kv);
 }
 
+/* A float32 cache's layer becomes K and V; a float16 one's is converted into own_k and own_v. */
 static void cuda_bind_kv(struct dllm_backend *be, struct dllm_kv_cache *kv, int64_t layer)
 {
     struct cuda *c = (struct cuda *)be;
-    if (!kv) {
-        c->buf[DLLM_BUF_K] = c->own_k;
-        c->buf[DLLM_BUF_V] = c->own_v;
+    c->buf[DLLM_BUF_K] = c->own_k;
+    c->buf[DLLM_BUF_V] = c->own_v;
+    c->bound_k = c->bound_v = NULL;
+    if (!kv)
+        return;
+    const size_t n = dllm_kv_layer_floats(c->model, kv->n_tokens);
+    if (kv->type == DLLM_CACHE_F32) {
+        float *k = (float *)((struct cuda_kv *)kv)->data + 2 * (size_t)layer * n;
+        c->buf[DLLM_BUF_K] = k;
+        c->buf[DLLM_BUF_V] = k + n;
         return;
     }
-    const size_t n = dllm_kv_layer_floats(c->model, kv->n_tokens);
-    float *k = ((struct cuda_kv *)kv)->data + 2 * (size_t)layer * n;
-    c->buf[DLLM_BUF_K] = k;
-    c->buf[DLLM_BUF_V] = k + n;
+    c->bound_k = (uint16_t *)((struct cuda_kv *)kv)->data + 2 * (size_t)layer * n;
+    c->bound_v = c->bound_k + n;
+    if (ok(c,
+           DLLM_CUDA(&c->error, dllm_cuda_f16_to_f32(c->bound_k, (int64_t)n, c->own_k, c->stream))))
+        ok(c,
+           DLLM_CUDA(&c->error, dllm_cuda_f16_to_f32(c->bound_v, (int64_t)n, c->own_v, c->stream)));
+}
+
+/* K and V rows [r0, r1) into the bound float16 layer, and back rounded; nothing otherwise. */
+static void cuda_store_kv(struct dllm_backend *be, int64_t r0, int64_t r1)
+{
+    struct cuda *c = (struct cuda *)be;
+    if (!c->bound_k)
+        return;
+    const int64_t w = c->model->hp.n_head_kv * c->model->hp.head_dim, o = r0 * w, n = (r1 - r0) * w;
+    float *const f[2] = {c->own_k, c->own_v};
+    uint16_t *const h[2] = {c->bound_k, c->bound_v};
+    for (int i = 0; i < 2; i++) {
+        if (ok(c, DLLM_CUDA(&c->error, dllm_cuda_f32_to_f16(f[i] + o, n, h[i] + o, c->stream))))
+            ok(c, DLLM_CUDA(&c->error, dllm_cuda_f16_to_f32(h[i] + o, n, f[i] + o, c->stream)));
+    }
 }
 
 /* The width of a buffer's rows. */
@@ -772,6 +803,7 @@ const struct dllm_backend_ops dllm_backend_cuda = {
     .kv_new = cuda_kv_new,
     .kv_free = cuda_kv_free,
     .bind_kv = cuda_bind_kv,
+    .store_kv = cuda_store_kv,
     .embed = cuda_embed,
     .rms_norm = cuda_rms_norm,
     .gather_norm = cuda_gather_norm,

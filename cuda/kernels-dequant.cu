@@ -84,3 +84,20 @@ extern "C" cudaError_t dllm_cuda_f32_to_f16(const float *src, int64_t n, uint16_
     f32_to_f16_kernel<<<dllm_cuda_blocks(n), DLLM_CUDA_THREADS, 0, s>>>(src, n, dst);
     return cudaGetLastError();
 }
+
+static __global__ void f16_to_f32_kernel(const uint16_t *src, int64_t n, float *dst)
+{
+    for (int64_t i = dllm_cuda_first(); i < n; i += dllm_cuda_stride())
+        dst[i] = dllm_hd_fp16_to_f32(src[i]);
+}
+
+extern "C" cudaError_t dllm_cuda_f16_to_f32(const uint16_t *src, int64_t n, float *dst,
+                                            cudaStream_t s)
+{
+    if (n < 0 || !src || !dst)
+        return cudaErrorInvalidValue;
+    if (n == 0)
+        return cudaSuccess;
+    f16_to_f32_kernel<<<dllm_cuda_blocks(n), DLLM_CUDA_THREADS, 0, s>>>(src, n, dst);
+    return cudaGetLastError();
+}

@@ -35,6 +35,9 @@ cudaError_t dllm_cuda_get_rows(uint32_t type, const void *blocks, int64_t n_cols
 /* dst[0..n) (binary16) = src (float), round to nearest even. */
 cudaError_t dllm_cuda_f32_to_f16(const float *src, int64_t n, uint16_t *dst, cudaStream_t s);
 
+/* dst[0..n) (float) = src (binary16), exactly. */
+cudaError_t dllm_cuda_f16_to_f32(const uint16_t *src, int64_t n, float *dst, cudaStream_t s);
+
 /*
  * dst[r, :] = (src[r, :] * s_r) * g with s_r = 1 / sqrtf(mean(src[r, :]^2) + eps), the mean
  * in double rounded to float as engine/kernels/ops-ref.c's dllm_rms_norm_ref, for rows*n

@@ -10,6 +10,7 @@
 #include "dllm.h"
 #include "gguf/gguf.h"
 #include "kernels/cpu.h"
+#include "kernels/fp16.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "kernels/route.h"
@@ -63,10 +64,13 @@ enum {
     N_PARTS
 };
 
-/* A K/V cache of the CPU backend: per layer, K then V, each [n_tokens, n_head_kv * head_dim]. */
+/*
+ * A K/V cache of the CPU backend: per layer, K then V, each [n_tokens, n_head_kv * head_dim],
+ * float or dllm_fp16 by base.type.
+ */
 struct cpu_kv {
     struct dllm_kv_cache base;
-    float *data;
+    void *data;
 };
 
 struct cpu {
@@ -76,6 +80,9 @@ struct cpu {
     void *arena;
     float *buf[DLLM_N_BUFS];
     float *own_k, *own_v; /* the arena's K and V, which buf[] names unless a cache is bound */
+    /* the bound float16 cache layer's K and V, converted into own_k and own_v; else NULL */
+    dllm_fp16 *bound_k, *bound_v;
+    const struct dllm_fp16_kernels *fp16;
     /* the rows the last output wrote (the caller's memory); NULL: it wrote none and left
      * their statistics in stats */
     const float *logits;
@@ -350,6 +357,7 @@ static enum dllm_status cpu_create(const struct dllm_backend_config *cfg, struct
     c->max_tokens = cfg->max_tokens;
     c->kernels = kernels;
     c->ops = dllm_ops_for(kernels);
+    c->fp16 = dllm_fp16_for(kernels);
     c->pool = cfg->pool;
     void *parts[N_PARTS];
     char *p = c->arena;
@@ -421,15 +429,17 @@ static const float *vector(const struct cpu *c, int64_t layer, enum dllm_vector 
     }
 }
 
-static size_t cpu_kv_bytes(const struct dllm_backend *be, int64_t n_tokens)
+static size_t cpu_kv_bytes(const struct dllm_backend *be, int64_t n_tokens,
+                           enum dllm_cache_type type)
 {
-    return dllm_kv_storage_bytes(((const struct cpu *)be)->model, n_tokens);
+    return dllm_kv_storage_bytes(((const struct cpu *)be)->model, n_tokens, type);
 }
 
 static enum dllm_status cpu_kv_new(struct dllm_backend *be, int64_t n_tokens,
-                                   struct dllm_kv_cache **out, struct dllm_error *err)
+                                   enum dllm_cache_type type, struct dllm_kv_cache **out,
+                                   struct dllm_error *err)
 {
-    const size_t bytes = cpu_kv_bytes(be, n_tokens);
+    const size_t bytes = cpu_kv_bytes(be, n_tokens, type);
     struct cpu_kv *kv = calloc(1, sizeof *kv);
     if (kv)
         kv->data =
@@ -441,6 +451,7 @@ static enum dllm_status cpu_kv_new(struct dllm_backend *be, int64_t n_tokens,
     }
     kv->base.be = be;
     kv->base.n_tokens = n_tokens;
+    kv->base.type = type;
     *out = &kv->base;
     return DLLM_OK;
 }
@@ -453,23 +464,49 @@ static void cpu_kv_free(struct dllm_kv_cache *kv)
     free(kv);
 }
 
-float *dllm_backend_cpu_kv_layer(struct dllm_kv_cache *kv, int64_t layer)
+void *dllm_backend_cpu_kv_layer(struct dllm_kv_cache *kv, int64_t layer)
 {
     const size_t n = dllm_kv_layer_floats(((const struct cpu *)kv->be)->model, kv->n_tokens);
-    return ((struct cpu_kv *)kv)->data + 2 * (size_t)layer * n;
+    return (char *)((struct cpu_kv *)kv)->data +
+           2 * (size_t)layer * n * dllm_kv_elem_bytes(kv->type);
 }
 
 static void cpu_bind_kv(struct dllm_backend *be, struct dllm_kv_cache *kv, int64_t layer)
 {
     struct cpu *c = (struct cpu *)be;
-    if (!kv) {
-        c->buf[DLLM_BUF_K] = c->own_k;
-        c->buf[DLLM_BUF_V] = c->own_v;
+    c->buf[DLLM_BUF_K] = c->own_k;
+    c->buf[DLLM_BUF_V] = c->own_v;
+    c->bound_k = c->bound_v = NULL;
+    if (!kv)
+        return;
+    const size_t n = dllm_kv_layer_floats(c->model, kv->n_tokens);
+    if (kv->type == DLLM_CACHE_F32) {
+        float *k = dllm_backend_cpu_kv_layer(kv, layer);
+        c->buf[DLLM_BUF_K] = k;
+        c->buf[DLLM_BUF_V] = k + n;
         return;
     }
-    float *k = dllm_backend_cpu_kv_layer(kv, layer);
-    c->buf[DLLM_BUF_K] = k;
-    c->buf[DLLM_BUF_V] = k + dllm_kv_layer_floats(c->model, kv->n_tokens);
+    c->bound_k = dllm_backend_cpu_kv_layer(kv, layer);
+    c->bound_v = c->bound_k + n;
+    c->fp16->to_f32(c->bound_k, (int64_t)n, c->own_k);
+    c->fp16->to_f32(c->bound_v, (int64_t)n, c->own_v);
+}
+
+/* Rounds rows [r0, r1) of a float buffer through binary16, the rounded rows into h as well. */
+static void round_rows(const struct cpu *c, float *buf, dllm_fp16 *h, int64_t r0, int64_t r1)
+{
+    const int64_t w = c->model->hp.n_head_kv * c->model->hp.head_dim;
+    c->fp16->from_f32(buf + r0 * w, (r1 - r0) * w, h + r0 * w);
+    c->fp16->to_f32(h + r0 * w, (r1 - r0) * w, buf + r0 * w);
+}
+
+static void cpu_store_kv(struct dllm_backend *be, int64_t r0, int64_t r1)
+{
+    struct cpu *c = (struct cpu *)be;
+    if (!c->bound_k)
+        return;
+    round_rows(c, c->own_k, c->bound_k, r0, r1);
+    round_rows(c, c->own_v, c->bound_v, r0, r1);
 }
 
 static enum dllm_status cpu_embed(struct dllm_backend *be, const int32_t *ids, int64_t r0,
@@ -797,6 +834,7 @@ const struct dllm_backend_ops dllm_backend_cpu = {
     .kv_new = cpu_kv_new,
     .kv_free = cpu_kv_free,
     .bind_kv = cpu_bind_kv,
+    .store_kv = cpu_store_kv,
     .embed = cpu_embed,
     .rms_norm = cpu_rms_norm,
     .gather = cpu_gather,

@@ -34,7 +34,14 @@ size_t dllm_kv_layer_floats(const struct dllm_model *model, int64_t n_tokens)
     return (size_t)n_tokens * (size_t)(hp->n_head_kv * hp->head_dim);
 }
 
-size_t dllm_kv_storage_bytes(const struct dllm_model *model, int64_t n_tokens)
+size_t dllm_kv_elem_bytes(enum dllm_cache_type type)
 {
-    return 2 * (size_t)model->hp.n_layer * dllm_kv_layer_floats(model, n_tokens) * sizeof(float);
+    return type == DLLM_CACHE_F16 ? sizeof(uint16_t) : sizeof(float);
+}
+
+size_t dllm_kv_storage_bytes(const struct dllm_model *model, int64_t n_tokens,
+                             enum dllm_cache_type type)
+{
+    return 2 * (size_t)model->hp.n_layer * dllm_kv_layer_floats(model, n_tokens) *
+           dllm_kv_elem_bytes(type);
 }

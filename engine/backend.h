@@ -72,10 +72,11 @@ struct dllm_kv_cache;
  * A backend's operations. Rows are canvas positions: an op on [r0, r1) reads and writes rows
  * r0 .. r1-1 of its buffers, so a pass may compute a window of the canvas and leave the rest.
  * DLLM_BUF_K and DLLM_BUF_V are the K/V storage bind_kv names: the backend's own buffers, or a
- * layer of a K/V cache that outlives the pass. Ops run on the calling thread (using the pool
- * as they like) and return nothing but embed's status: a backend whose ops can fail (a GPU's)
- * keeps the first failure, does nothing after it, and returns it from finish, which the graph
- * calls at the end of every pass.
+ * layer of a K/V cache that outlives the pass (a float16 cache's layer converted into the own
+ * buffers, store_kv writing the computed rows back). Ops run on the calling thread (using the
+ * pool as they like) and return nothing but embed's status: a backend whose ops can fail (a
+ * GPU's) keeps the first failure, does nothing after it, and returns it from finish, which the
+ * graph calls at the end of every pass.
  */
 struct dllm_backend_ops {
     const char *name; /* "cpu" */
@@ -87,13 +88,23 @@ struct dllm_backend_ops {
     void (*destroy)(struct dllm_backend *be);
     /* The variant it runs ("avx512", ...). */
     const char *(*variant)(const struct dllm_backend *be);
-    /* K/V storage for every layer and n_tokens positions, and its size in bytes. */
-    size_t (*kv_bytes)(const struct dllm_backend *be, int64_t n_tokens);
-    enum dllm_status (*kv_new)(struct dllm_backend *be, int64_t n_tokens,
+    /* K/V storage of a type for every layer and n_tokens positions, and its size in bytes. */
+    size_t (*kv_bytes)(const struct dllm_backend *be, int64_t n_tokens, enum dllm_cache_type type);
+    enum dllm_status (*kv_new)(struct dllm_backend *be, int64_t n_tokens, enum dllm_cache_type type,
                                struct dllm_kv_cache **out, struct dllm_error *err);
     void (*kv_free)(struct dllm_kv_cache *kv);
-    /* From now on DLLM_BUF_K and DLLM_BUF_V are layer `layer` of kv (NULL: own buffers). */
+    /*
+     * From now on DLLM_BUF_K and DLLM_BUF_V hold layer `layer` of kv (NULL: the own buffers
+     * and nothing else): a float32 cache's layer itself; a float16 cache's layer converted to
+     * float32 into the own buffers, which store_kv writes back.
+     */
     void (*bind_kv)(struct dllm_backend *be, struct dllm_kv_cache *kv, int64_t layer);
+    /*
+     * K and V rows [r0, r1), just computed, as the bound storage keeps them: into a float16
+     * cache rounded to binary16, and rounded the same way in DLLM_BUF_K and DLLM_BUF_V, which
+     * the attention reads. Nothing for float32 storage or the own buffers.
+     */
+    void (*store_kv)(struct dllm_backend *be, int64_t r0, int64_t r1);
     /* X = the embedding rows of ids[r0 .. r1-1]. */
     enum dllm_status (*embed)(struct dllm_backend *be, const int32_t *ids, int64_t r0, int64_t r1,
                               struct dllm_error *err);
@@ -152,10 +163,11 @@ struct dllm_backend_ops {
     enum dllm_status (*finish)(struct dllm_backend *be, struct dllm_error *err);
 };
 
-/* A K/V cache starts with the backend that made it and its length. */
+/* A K/V cache starts with the backend that made it, its length and its element type. */
 struct dllm_kv_cache {
     struct dllm_backend *be;
     int64_t n_tokens;
+    enum dllm_cache_type type;
 };
 
 /* Every backend starts with its ops. */
@@ -170,18 +182,22 @@ enum dllm_status dllm_backend_find(const char *name, const struct dllm_backend_o
 /* Floats of one layer's K (or V) for n_tokens positions of the model. */
 size_t dllm_kv_layer_floats(const struct dllm_model *model, int64_t n_tokens);
 
-/* Bytes of float32 K and V for every layer of the model and n_tokens positions. */
-size_t dllm_kv_storage_bytes(const struct dllm_model *model, int64_t n_tokens);
+/* Bytes of one stored K or V element of a cache type (2 or 4). */
+size_t dllm_kv_elem_bytes(enum dllm_cache_type type);
+
+/* Bytes of K and V of a cache type for every layer of the model and n_tokens positions. */
+size_t dllm_kv_storage_bytes(const struct dllm_model *model, int64_t n_tokens,
+                             enum dllm_cache_type type);
 
 /* The CPU backend: the kernels of kernels/ on the thread pool; variant names a kernel set. */
 extern const struct dllm_backend_ops dllm_backend_cpu;
 
 /*
  * Layer `layer` of a CPU backend's K/V cache: its keys [n_tokens, n_head_kv * head_dim] as
- * float, the values of the same shape right after them. For the tests and benchmarks that
- * read the cache or alter it between passes.
+ * float (DLLM_CACHE_F32) or dllm_fp16 (DLLM_CACHE_F16), the values of the same shape right
+ * after them. For the tests and benchmarks that read the cache or alter it between passes.
  */
-float *dllm_backend_cpu_kv_layer(struct dllm_kv_cache *kv, int64_t layer);
+void *dllm_backend_cpu_kv_layer(struct dllm_kv_cache *kv, int64_t layer);
 
 #ifdef DLLM_HAVE_CUDA
 /* The CUDA backend (cuda/): kernels.h and cuBLAS on one GPU; variant "cublas". */

@@ -736,16 +736,33 @@ DLLM_API enum dllm_status dllm_forward_new(const struct dllm_model *model,
  */
 struct dllm_kv_cache;
 
-/* Bytes of a cache for n_tokens positions of a context's model (float32 keys and values). */
-DLLM_API size_t dllm_kv_cache_bytes(const struct dllm_forward *fwd, int64_t n_tokens);
+/*
+ * How a cache stores keys and values. Every pass that uses a float16 cache reads all its keys
+ * and values as stored: those of the positions it computes are rounded to binary16 too before
+ * its attention reads them, so a cached pass on a canvas unchanged since its refresh gives the
+ * refresh's logits, as with float32.
+ */
+enum dllm_cache_type {
+    DLLM_CACHE_F16, /* "f16": IEEE binary16, rounded to nearest even; half the bytes (default) */
+    DLLM_CACHE_F32, /* "f32": float32, the values as computed */
+};
+
+DLLM_API const char *dllm_cache_type_name(enum dllm_cache_type type);
+DLLM_API bool dllm_cache_type_parse(const char *name, enum dllm_cache_type *out);
+
+/* Bytes of a cache of a type for n_tokens positions of a context's model. */
+DLLM_API size_t dllm_kv_cache_bytes(const struct dllm_forward *fwd, int64_t n_tokens,
+                                    enum dllm_cache_type type);
 
 /*
- * A cache for n_tokens (1 .. max_tokens) positions. Unless skip_memory_check, DLLM_ERR_NOMEM
- * when its bytes exceed MemAvailable ("a K/V cache of X GB but only Y GB is available").
+ * A cache of a type for n_tokens (1 .. max_tokens) positions. Unless skip_memory_check,
+ * DLLM_ERR_NOMEM when its bytes exceed MemAvailable ("a K/V cache of X GB but only Y GB is
+ * available"). It needs no memory beyond its bytes: a float16 cache's layer is converted into
+ * the context's own K/V buffers while a pass computes that layer.
  */
 DLLM_API enum dllm_status dllm_kv_cache_new(struct dllm_forward *fwd, int64_t n_tokens,
-                                            bool skip_memory_check, struct dllm_kv_cache **out,
-                                            struct dllm_error *err);
+                                            enum dllm_cache_type type, bool skip_memory_check,
+                                            struct dllm_kv_cache **out, struct dllm_error *err);
 
 DLLM_API void dllm_kv_cache_free(struct dllm_kv_cache *cache);
 
@@ -788,6 +805,7 @@ struct dllm_pass {
      * are written into the cache, and their queries attend over all n_tokens positions, the
      * others' keys and values read from the cache as an earlier pass left them. A pass with
      * begin 0 and end n_tokens computes everything exactly and fills the cache (a refresh).
+     * With a float16 cache every key and value the attention reads is rounded to binary16.
      */
     struct dllm_kv_cache *cache;
     int64_t begin, end;
@@ -893,6 +911,8 @@ struct dllm_sampler_params {
     bool early_stop;               /* stop once the text before the first end-of-generation
                                       is final */
     enum dllm_cache_mode cache;    /* K/V reuse between the steps of a block; NONE: off */
+    /* How that cache stores keys and values; F16 (the default) */
+    enum dllm_cache_type cache_type;
 };
 
 /*

@@ -15,6 +15,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 struct dllm_forward {
@@ -132,29 +133,52 @@ void dllm_forward_free(struct dllm_forward *fwd)
     free(fwd);
 }
 
-size_t dllm_kv_cache_bytes(const struct dllm_forward *fwd, int64_t n_tokens)
+static const char *const cache_type_names[] = {[DLLM_CACHE_F16] = "f16", [DLLM_CACHE_F32] = "f32"};
+#define N_CACHE_TYPES (int)(sizeof cache_type_names / sizeof cache_type_names[0])
+
+const char *dllm_cache_type_name(enum dllm_cache_type type)
 {
-    return fwd->be->ops->kv_bytes(fwd->be, n_tokens);
+    return (int)type >= 0 && (int)type < N_CACHE_TYPES ? cache_type_names[type] : NULL;
+}
+
+bool dllm_cache_type_parse(const char *name, enum dllm_cache_type *out)
+{
+    for (int i = 0; i < N_CACHE_TYPES; i++) {
+        if (strcmp(name, cache_type_names[i]) == 0) {
+            *out = (enum dllm_cache_type)i;
+            return true;
+        }
+    }
+    return false;
+}
+
+size_t dllm_kv_cache_bytes(const struct dllm_forward *fwd, int64_t n_tokens,
+                           enum dllm_cache_type type)
+{
+    return fwd->be->ops->kv_bytes(fwd->be, n_tokens, type);
 }
 
 enum dllm_status dllm_kv_cache_new(struct dllm_forward *fwd, int64_t n_tokens,
-                                   bool skip_memory_check, struct dllm_kv_cache **out,
-                                   struct dllm_error *err)
+                                   enum dllm_cache_type type, bool skip_memory_check,
+                                   struct dllm_kv_cache **out, struct dllm_error *err)
 {
     *out = NULL;
+    if (!dllm_cache_type_name(type))
+        return dllm_error_set(err, DLLM_ERR_ARG, "unknown cache type %d (known: f16, f32)",
+                              (int)type);
     if (n_tokens < 1 || n_tokens > fwd->max_tokens)
         return dllm_error_set(err, DLLM_ERR_ARG,
                               "a K/V cache for %" PRId64 " tokens: this forward context takes 1 "
                               "to %" PRId64,
                               n_tokens, fwd->max_tokens);
-    const double need = (double)dllm_kv_cache_bytes(fwd, n_tokens);
+    const double need = (double)dllm_kv_cache_bytes(fwd, n_tokens, type);
     uint64_t avail;
     if (!skip_memory_check && exceeds_available(need, &avail))
         return dllm_error_set(err, DLLM_ERR_NOMEM,
                               "a K/V cache of %.2f GB but only %.2f GB is available: use a "
                               "shorter canvas or no cache",
                               need / 1e9, (double)avail / 1e9);
-    return fwd->be->ops->kv_new(fwd->be, n_tokens, out, err);
+    return fwd->be->ops->kv_new(fwd->be, n_tokens, type, out, err);
 }
 
 void dllm_kv_cache_free(struct dllm_kv_cache *cache)
@@ -203,8 +227,8 @@ static void skip_lap(struct phase_clock *clk)
 
 /*
  * ATT = attention(rope(Wq a + bq), rope(Wk a + bk), Wv a + bv) with a = RMSNorm(X), for the
- * rows [r0, r1), whose queries attend over the keys and values of rows [0, n) (those outside
- * [r0, r1) as the bound K/V storage holds them).
+ * rows [r0, r1), whose queries attend over the keys and values of rows [0, n) (all of them as
+ * the bound K/V storage holds them: those outside [r0, r1) as an earlier pass left them).
  */
 static void attend(struct dllm_backend *be, struct phase_clock *clk, int64_t il, int64_t r0,
                    int64_t r1, int64_t n)
@@ -222,6 +246,7 @@ static void attend(struct dllm_backend *be, struct phase_clock *clk, int64_t il,
     op->qk_norm(be, il, r0, r1);
     op->rope(be, r0, r1);
     lap(clk, PHASE_NORMS_ROPE);
+    op->store_kv(be, r0, r1);
     op->attention(be, r0, r1, n);
     lap(clk, PHASE_ATTENTION);
 }

@@ -246,6 +246,8 @@ void dllm_sampler_params_init(struct dllm_sampler_params *params, enum dllm_samp
         .cfg_scale = 0.0,
         .seed = 0,
         .early_stop = true,
+        .cache = DLLM_CACHE_NONE,
+        .cache_type = DLLM_CACHE_F16,
     };
 }
 
@@ -303,6 +305,9 @@ enum dllm_status dllm_sampler_params_check(const struct dllm_sampler_params *p,
     if (!dllm_cache_mode_name(p->cache))
         return dllm_error_set(err, DLLM_ERR_ARG,
                               "unknown cache mode %d (known: none, prefix, dual)", (int)p->cache);
+    if (!dllm_cache_type_name(p->cache_type))
+        return dllm_error_set(err, DLLM_ERR_ARG, "unknown cache type %d (known: f16, f32)",
+                              (int)p->cache_type);
     if (p->gen_length < 1 || p->gen_length > INT32_MAX)
         return dllm_error_set(err, DLLM_ERR_ARG,
                               "gen length %" PRId64 " is out of range: use 1 or more",

@@ -290,11 +290,12 @@ static enum dllm_status new_caches(struct dllm_session *s, int64_t canvas_len, i
         return DLLM_OK;
     const int n = s->req.sampler.cfg_scale > 0 ? 2 : 1;
     for (int i = 0; i < n; i++) {
+        const enum dllm_cache_type type = s->req.sampler.cache_type;
         enum dllm_status st =
-            dllm_kv_cache_new(s->fwd, canvas_len, s->skip_memory_check, &s->kv[i], err);
+            dllm_kv_cache_new(s->fwd, canvas_len, type, s->skip_memory_check, &s->kv[i], err);
         if (st)
             return st;
-        *bytes += (int64_t)dllm_kv_cache_bytes(s->fwd, canvas_len);
+        *bytes += (int64_t)dllm_kv_cache_bytes(s->fwd, canvas_len, type);
     }
     return DLLM_OK;
 }

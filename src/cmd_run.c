@@ -49,6 +49,7 @@ struct run_state {
     json_t *refresh_steps; /* the steps that refreshed the K/V cache */
     json_t *checks;        /* --cache-check: each checked step's figures */
     int64_t cache_bytes;
+    enum dllm_cache_type cache_type;
     int64_t n_prompt, canvas_len, n_steps;
     char *text;
     json_t *tokens;
@@ -212,7 +213,8 @@ static void on_event(const struct dllm_event *ev, void *user)
                     (long long)ev->n_prompt, (long long)ev->canvas_len, (long long)ev->n_steps,
                     ev->n_steps ? "" : " (threshold: blocks run until full)");
         if (st->verbose && ev->cache_bytes)
-            fprintf(stderr, "K/V cache: %.1f MB\n", (double)ev->cache_bytes / 1e6);
+            fprintf(stderr, "K/V cache: %.1f MB (%s)\n", (double)ev->cache_bytes / 1e6,
+                    dllm_cache_type_name(st->cache_type));
         break;
     case DLLM_EVENT_NOTICE: fprintf(stderr, "dllm: %s\n", ev->message); break;
     case DLLM_EVENT_STEP: {
@@ -310,6 +312,7 @@ static json_t *settings_json(const struct dllm_sampler_params *p, int threads, b
                           p->threshold, "seed", (json_int_t)p->seed, "early_stop", p->early_stop,
                           "cfg_scale", p->cfg_scale, "threads", threads, "chat", chat);
     json_object_set_new(s, "cache", json_string(dllm_cache_mode_name(p->cache)));
+    json_object_set_new(s, "cache_type", json_string(dllm_cache_type_name(p->cache_type)));
     if (llada) {
         json_object_set_new(s, "remasking", json_string(dllm_remasking_name(p->remasking)));
     } else {
@@ -445,14 +448,15 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
                 "model %s: %s, %lld layers, d_model %lld, vocab %lld%s; %s sampler, logit "
                 "shift %s; device %s, %d threads; loaded in %.0f ms\n"
                 "settings: max-tokens %lld, steps %lld, block-length %lld, temperature %g, "
-                "threshold %g, seed %llu, early stop %s, cache %s\n",
+                "threshold %g, seed %llu, early stop %s, cache %s (%s)\n",
                 path, dllm_model_arch(model), (long long)dllm_model_n_layer(model),
                 (long long)dllm_model_n_embd(model), (long long)dllm_model_n_vocab(model), experts,
                 p->kind == DLLM_SAMPLER_LLADA ? "LLaDA" : "Dream",
                 dllm_model_shift_logits(model) ? "on" : "off", device, o.threads, load_ms,
                 (long long)p->gen_length, (long long)p->steps, (long long)p->block_length,
                 p->temperature, p->threshold, (unsigned long long)p->seed,
-                p->early_stop ? "on" : "off", dllm_cache_mode_name(p->cache));
+                p->early_stop ? "on" : "off", dllm_cache_mode_name(p->cache),
+                dllm_cache_type_name(p->cache_type));
         if (fp.backend)
             fprintf(stderr,
                     "gpu memory: %.2f GB planned for a canvas of %lld and %lld logits rows\n",
@@ -468,6 +472,7 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
                            .show_canvas = show,
                            .show_tty = isatty(STDOUT_FILENO),
                            .mask_id = dllm_model_mask_id(model),
+                           .cache_type = sp.cache_type,
                            .computed = json_array(),
                            .refresh_steps = json_array(),
                            .checks = json_array()};

@@ -29,6 +29,7 @@ enum {
     OPT_NO_EARLY_STOP,
     OPT_OFFLINE,
     OPT_CACHE,
+    OPT_CACHE_TYPE,
     OPT_DEVICE,
     OPT_GPU_RESIDENT,
 };
@@ -55,6 +56,7 @@ const struct option gen_long_options[] = {
     {"no-early-stop", no_argument, NULL, OPT_NO_EARLY_STOP},
     {"offline", no_argument, NULL, OPT_OFFLINE},
     {"cache", required_argument, NULL, OPT_CACHE},
+    {"cache-type", required_argument, NULL, OPT_CACHE_TYPE},
     {"device", required_argument, NULL, OPT_DEVICE},
     {"gpu-resident", no_argument, NULL, OPT_GPU_RESIDENT},
     {0},
@@ -144,6 +146,11 @@ bool gen_options_handle(const struct cli_command *cmd, struct gen_options *o, in
             cli_usage_error(cmd, "--cache is none, prefix or dual, not '%s'", arg);
         o->has_cache = true;
         break;
+    case OPT_CACHE_TYPE:
+        if (!dllm_cache_type_parse(arg, &s->cache_type))
+            cli_usage_error(cmd, "--cache-type is f16 or f32, not '%s'", arg);
+        o->has_cache_type = true;
+        break;
     case OPT_DEVICE: device_parse(cmd, arg, &o->device); break;
     case OPT_GPU_RESIDENT: o->device.resident = true; break;
     default: return false;
@@ -200,6 +207,7 @@ void gen_options_sampler(const struct cli_command *cmd, const struct gen_options
     APPLY(has_seed, seed)
     APPLY(has_early_stop, early_stop)
     APPLY(has_cache, cache)
+    APPLY(has_cache_type, cache_type)
 #undef APPLY
     /*
      * Under a threshold Dream's confidence is the proposal's probability (Fast-dLLM's Dream

@@ -21,7 +21,7 @@ struct gen_options {
     struct dllm_sampler_params set;
     bool has_gen_length, has_steps, has_block_length, has_temperature, has_top_p, has_top_k,
         has_threshold, has_remasking, has_alg, has_alg_temp, has_eps, has_cfg_scale, has_seed,
-        has_early_stop, has_cache;
+        has_early_stop, has_cache, has_cache_type;
 };
 
 /* The getopt_long table of the generation flags (ids from 256 up). */
@@ -58,6 +58,8 @@ extern const struct option gen_long_options[];
     "  --cache MODE         K/V reuse between the steps of a block, an approximation:\n"           \
     "                       none (default), prefix or dual (blocks of 32 unless\n"                 \
     "                       --block-length says otherwise)\n"                                      \
+    "  --cache-type T       how the cache stores keys and values: f16 (default, half the\n"        \
+    "                       memory) or f32\n"                                                      \
     "  --no-chat            feed the prompt as raw text, without the chat template\n"              \
     "  --no-early-stop      run every step even once the answer is final\n" DEVICE_HELP
 

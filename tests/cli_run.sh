@@ -137,14 +137,15 @@ run "bad number" 2 "$DLLM" run -m "$L" -p hi --steps many
 run "missing model file" 1 "$DLLM" run -m "$TMP/none.gguf" -p hi
 expect_err "one-line error" "^dllm: error: "
 # --cache: Dream without --block-length gets blocks of 32 and says so; the JSON names the mode,
-# the refresh steps (one per block), the positions each step computed and the cache's bytes.
+# its storage type (f16 by default), the refresh steps (one per block), the positions each step
+# computed and the cache's bytes.
 run "dual cache on Dream" 0 "$DLLM" run -m "$D" -p "Hi" --max-tokens 64 --steps 16 --cache dual --json --no-early-stop
 expect_err "says the block length it chose" "note: --cache dual without --block-length uses blocks of 32 tokens"
 if python3 - "$TMP/out" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 s = d["settings"]
-assert s["cache"] == "dual" and s["block_length"] == 32, s
+assert s["cache"] == "dual" and s["cache_type"] == "f16" and s["block_length"] == 32, s
 assert d["refresh_steps"] == [0, 8], d["refresh_steps"]
 canvas = max(d["step_computed"])
 assert all(c == canvas for i, c in enumerate(d["step_computed"]) if i in d["refresh_steps"])
@@ -152,8 +153,17 @@ assert all(c == 33 for i, c in enumerate(d["step_computed"]) if i not in d["refr
 assert d["cache_bytes"] > 0
 PY
 then ok "cache settings, refresh steps and computed positions in --json"; else not_ok "cache fields in --json"; fi
+cp "$TMP/out" "$TMP/f16.json"
+run "float32 dual cache" 0 "$DLLM" run -m "$D" -p "Hi" --max-tokens 64 --steps 16 --cache dual --cache-type f32 --json --no-early-stop
+if python3 - "$TMP/out" "$TMP/f16.json" <<'PY'
+import json, sys
+d, h = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert d["settings"]["cache_type"] == "f32", d["settings"]
+assert d["cache_bytes"] == 2 * h["cache_bytes"], (d["cache_bytes"], h["cache_bytes"])
+PY
+then ok "--cache-type f32 in --json, twice the bytes of f16"; else not_ok "--cache-type f32"; fi
 run "prefix cache on LLaDA, verbose" 0 "$DLLM" run -m "$L" -p "Hi" $G --cache prefix --verbose
-expect_err "verbose names the cache's memory" "^K/V cache: [0-9.]+ MB"
+expect_err "verbose names the cache's memory and type" "^K/V cache: [0-9.]+ MB \\(f16\\)"
 # --cache-check: every step that read the cache is compared with the exact pass, and a step
 # that recomputes the same canvas as its refresh agrees exactly (cosine 1).
 run "cache check" 0 "$DLLM" run -m "$L" -p "Hi" --max-tokens 32 --steps 8 --block-length 16 --cache dual --cache-check --json --no-early-stop
@@ -171,6 +181,8 @@ run "cache check without a cache" 2 "$DLLM" run -m "$L" -p hi --cache-check
 expect_err "names --cache" "--cache-check needs --cache prefix or dual"
 run "unknown cache mode" 2 "$DLLM" run -m "$L" -p hi --cache all
 expect_err "names the modes" "--cache is none, prefix or dual, not 'all'"
+run "unknown cache type" 2 "$DLLM" run -m "$L" -p hi --cache dual --cache-type f64
+expect_err "names the types" "--cache-type is f16 or f32, not 'f64'"
 run "run --help" 0 "$DLLM" run --help
 expect_out "documents --threshold" "--threshold T"
 finish

@@ -8,6 +8,7 @@
 #include "ref_pass.h"
 
 #include "gguf/gguf.h"
+#include "gguf/quant.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "kernels/route.h"
@@ -73,7 +74,7 @@ static void ref_moe_row(const struct dllm_model *m, const struct dllm_layer *l, 
 }
 
 void ref_pass(const struct dllm_model *m, const int32_t *ids, int64_t n, int64_t begin, int64_t end,
-              float *kv, const int32_t *rows, int64_t n_rows, float *logits)
+              bool f16, float *kv, const int32_t *rows, int64_t n_rows, float *logits)
 {
     const struct dllm_hparams *hp = &m->hp;
     const int64_t d = hp->n_embd, hd = hp->head_dim, half = hp->n_rot / 2, W = end - begin;
@@ -119,6 +120,10 @@ void ref_pass(const struct dllm_model *m, const int32_t *ids, int64_t n, int64_t
                           sn + i * half);
             dllm_rope_ref(k + i * dkv, hp->n_head_kv, hd, hp->n_rot, hp->rope_mode, cs + i * half,
                           sn + i * half);
+            for (int64_t j = 0; f16 && j < dkv; j++) {
+                k[i * dkv + j] = dllm_fp16_to_f32(dllm_f32_to_fp16(k[i * dkv + j]));
+                v[i * dkv + j] = dllm_fp16_to_f32(dllm_f32_to_fp16(v[i * dkv + j]));
+            }
         }
         dllm_attention_ref(q, k, v, n, hp->n_head, hp->n_head_kv, hd, 1.0f / sqrtf((float)hd),
                            begin, end, scores, att);

@@ -195,7 +195,8 @@ START_TEST(pass_allocates_nothing)
         }
         struct test_forward t = test_forward_new(model, N, ROWS, 2, variants[v].name);
         struct dllm_kv_cache *cache;
-        ck_assert_msg(dllm_kv_cache_new(t.fwd, N, true, &cache, &err) == DLLM_OK, "%s", err.text);
+        ck_assert_msg(dllm_kv_cache_new(t.fwd, N, DLLM_CACHE_F16, true, &cache, &err) == DLLM_OK,
+                      "%s", err.text);
         const long plain = counted_pass(t.fwd, ids, rows, logits, experts, margins, NULL, 0, NULL);
         const long refresh =
             counted_pass(t.fwd, ids, rows, logits, experts, margins, cache, 0, NULL);

@@ -1,6 +1,7 @@
 /*
  * K/V reuse between passes (dllm_pass.cache): exact where nothing the cache holds is stale, on
- * every fixture model and kernel variant, and within a sanity bound where it is.
+ * every fixture model and kernel variant, float32 and float16 caches, and within a sanity
+ * bound where it is.
  */
 #include "config.h"
 
@@ -9,6 +10,7 @@
 #include "backend.h"
 #include "forward_util.h"
 #include "ref_pass.h"
+#include "gguf/quant.h"
 #include "kernels/cpu.h"
 #include "sampler.h"
 
@@ -67,19 +69,25 @@ static void close_case(struct fixture_case *c)
     free(c->ids);
 }
 
-static struct dllm_kv_cache *new_cache(struct dllm_forward *fwd, int64_t n)
+static struct dllm_kv_cache *new_cache(struct dllm_forward *fwd, int64_t n,
+                                       enum dllm_cache_type type)
 {
     struct dllm_kv_cache *kv;
     struct dllm_error err = {0};
-    ck_assert_msg(dllm_kv_cache_new(fwd, n, false, &kv, &err) == DLLM_OK, "%s", err.text);
+    ck_assert_msg(dllm_kv_cache_new(fwd, n, type, false, &kv, &err) == DLLM_OK, "%s", err.text);
     return kv;
 }
+
+/* The cache types, float32 first. */
+static const enum dllm_cache_type types[] = {DLLM_CACHE_F32, DLLM_CACHE_F16};
+#define N_TYPES 2
 
 /*
  * Whole runs of the model's sampler (LLaDA or Dream, blocks of 8) where every step computes
  * the whole canvas through the cached code path (begin 0, end n: a refresh at every step):
  * every step's logits and every committed token are those of the uncached run, bit for bit,
- * on every kernel variant this CPU runs.
+ * on every kernel variant this CPU runs. A float32 cache: a float16 one rounds the keys and
+ * values the attention reads, which a pass without a cache does not.
  */
 START_TEST(test_whole_window_runs)
 {
@@ -91,7 +99,7 @@ START_TEST(test_whole_window_runs)
         if (!dllm_kernels_usable(&variants[v]))
             continue;
         struct test_forward t = test_forward_new(c.model, n, gen, 2, variants[v].name);
-        struct dllm_kv_cache *kv = new_cache(t.fwd, n);
+        struct dllm_kv_cache *kv = new_cache(t.fwd, n, DLLM_CACHE_F32);
         struct dllm_sampler *s[2];
         int32_t *canvas[2], rows[64];
         float *logits[2];
@@ -199,19 +207,34 @@ static int64_t commit_half(const struct fixture_case *c, const struct block *b, 
     return committed;
 }
 
-/* The whole contents of a K/V cache as floats (every layer's keys, then values). */
-static float *cache_floats(struct dllm_forward *fwd, struct dllm_kv_cache *kv, int64_t n,
-                           size_t *count)
+/* The whole storage of a K/V cache (every layer's keys, then values); *bytes its size. */
+static unsigned char *cache_storage(struct dllm_forward *fwd, struct dllm_kv_cache *kv, int64_t n,
+                                    size_t *bytes)
 {
-    *count = dllm_kv_cache_bytes(fwd, n) / sizeof(float);
+    *bytes = dllm_kv_cache_bytes(fwd, n, kv->type);
     return dllm_backend_cpu_kv_layer(kv, 0);
+}
+
+/* The storage of a cache as floats: a float16 one by the reference conversion. */
+static void storage_floats(const struct dllm_kv_cache *kv, const void *storage, size_t bytes,
+                           float *out)
+{
+    if (kv->type == DLLM_CACHE_F32) {
+        memcpy(out, storage, bytes);
+        return;
+    }
+    const dllm_fp16 *h = storage;
+    for (size_t i = 0; i < bytes / sizeof *h; i++)
+        out[i] = dllm_fp16_to_f32(h[i]);
 }
 
 /*
  * A cached step on a canvas unchanged since its refresh recomputes the window's keys and
- * values from the same inputs, so its logits are the refresh pass's, bit for bit: the prefix
- * window (the block to the end) and the dual one (the block alone), from one slot before the
- * block for a model that shifts its logits; every kernel variant.
+ * values from the same inputs and reads the others as the refresh stored them, as the refresh
+ * itself read them, so its logits and the cache it leaves are the refresh pass's, bit for
+ * bit: the prefix window (the block to the end) and the dual one (the block alone), from one
+ * slot before the block for a model that shifts its logits; every kernel variant, float32 and
+ * float16 caches.
  */
 START_TEST(test_unchanged_canvas)
 {
@@ -219,27 +242,36 @@ START_TEST(test_unchanged_canvas)
     const struct block b = first_block(&c, 8);
     size_t n_variants;
     const struct dllm_kernels *variants = dllm_kernels_all(&n_variants);
-    for (size_t v = 0; v < n_variants; v++) {
-        if (!dllm_kernels_usable(&variants[v]))
+    for (size_t v = 0; v < n_variants * N_TYPES; v++) {
+        const struct dllm_kernels *k = &variants[v / N_TYPES];
+        const enum dllm_cache_type type = types[v % N_TYPES];
+        if (!dllm_kernels_usable(k))
             continue;
-        struct test_forward t = test_forward_new(c.model, c.n, c.n, 2, variants[v].name);
-        struct dllm_kv_cache *kv = new_cache(t.fwd, c.n);
+        struct test_forward t = test_forward_new(c.model, c.n, c.n, 2, k->name);
+        struct dllm_kv_cache *kv = new_cache(t.fwd, c.n, type);
         const size_t bytes = (size_t)(b.n_rows * c.n_vocab) * sizeof(float);
         float *want = malloc(bytes), *got = malloc(bytes);
         struct dllm_error err = {0};
         ck_assert_msg(test_forward_run(t.fwd, c.ids, c.n, b.rows, b.n_rows, want, kv, 0, c.n,
                                        &err) == DLLM_OK,
                       "%s", err.text);
-        ck_assert_msg(test_forward_run(t.fwd, c.ids, c.n, b.rows, b.n_rows, got, kv, b.begin, c.n,
-                                       &err) == DLLM_OK,
-                      "%s", err.text);
-        ck_assert_msg(memcmp(want, got, bytes) == 0, "%s %s: prefix window differs", models[_i],
-                      variants[v].name);
-        ck_assert_msg(test_forward_run(t.fwd, c.ids, c.n, b.rows, b.n_rows, got, kv, b.begin, b.b1,
-                                       &err) == DLLM_OK,
-                      "%s", err.text);
-        ck_assert_msg(memcmp(want, got, bytes) == 0, "%s %s: dual window differs", models[_i],
-                      variants[v].name);
+        size_t kv_bytes;
+        const unsigned char *cache = cache_storage(t.fwd, kv, c.n, &kv_bytes);
+        unsigned char *refreshed = malloc(kv_bytes);
+        memcpy(refreshed, cache, kv_bytes);
+        const int64_t ends[2] = {c.n, b.b1};
+        const char *names[2] = {"prefix", "dual"};
+        for (int w = 0; w < 2; w++) {
+            ck_assert_msg(test_forward_run(t.fwd, c.ids, c.n, b.rows, b.n_rows, got, kv, b.begin,
+                                           ends[w], &err) == DLLM_OK,
+                          "%s", err.text);
+            ck_assert_msg(memcmp(want, got, bytes) == 0, "%s %s %s: %s window's logits differ",
+                          models[_i], k->name, dllm_cache_type_name(type), names[w]);
+            ck_assert_msg(memcmp(refreshed, cache, kv_bytes) == 0,
+                          "%s %s %s: %s window's keys and values differ", models[_i], k->name,
+                          dllm_cache_type_name(type), names[w]);
+        }
+        free(refreshed);
         free(want);
         free(got);
         dllm_kv_cache_free(kv);
@@ -250,13 +282,54 @@ START_TEST(test_unchanged_canvas)
 END_TEST
 
 /*
+ * A float16 cache holds what a float32 one does, rounded: after a refresh, layer 0's keys and
+ * values (which depend on the tokens alone) are the float32 cache's converted by the
+ * reference (gguf/quant.h's dllm_f32_to_fp16), bit for bit; every kernel variant.
+ */
+START_TEST(test_f16_layer0)
+{
+    struct fixture_case c = open_case(models[_i]);
+    size_t n_variants;
+    const struct dllm_kernels *variants = dllm_kernels_all(&n_variants);
+    for (size_t v = 0; v < n_variants; v++) {
+        if (!dllm_kernels_usable(&variants[v]))
+            continue;
+        struct test_forward t = test_forward_new(c.model, c.n, 1, 2, variants[v].name);
+        struct dllm_kv_cache *kv[N_TYPES];
+        struct dllm_error err = {0};
+        for (int i = 0; i < N_TYPES; i++) {
+            kv[i] = new_cache(t.fwd, c.n, types[i]);
+            ck_assert_msg(test_forward_run(t.fwd, c.ids, c.n, NULL, 0, NULL, kv[i], 0, c.n, &err) ==
+                              DLLM_OK,
+                          "%s", err.text);
+        }
+        const float *f32 = dllm_backend_cpu_kv_layer(kv[0], 0);
+        const dllm_fp16 *f16 = dllm_backend_cpu_kv_layer(kv[1], 0);
+        const size_t n = dllm_kv_cache_bytes(t.fwd, c.n, DLLM_CACHE_F32) / sizeof(float) /
+                         (size_t)dllm_model_n_layer(c.model);
+        ck_assert_uint_eq(dllm_kv_cache_bytes(t.fwd, c.n, DLLM_CACHE_F16) * 2,
+                          dllm_kv_cache_bytes(t.fwd, c.n, DLLM_CACHE_F32));
+        for (size_t i = 0; i < n; i++)
+            ck_assert_msg(f16[i] == dllm_f32_to_fp16(f32[i]),
+                          "%s %s: element %zu of layer 0 is 0x%04x, not %a rounded", models[_i],
+                          variants[v].name, i, f16[i], (double)f32[i]);
+        for (int i = 0; i < N_TYPES; i++)
+            dllm_kv_cache_free(kv[i]);
+        test_forward_free(&t);
+    }
+    close_case(&c);
+}
+END_TEST
+
+/*
  * Where the cache is stale (the refresh ran before half the block's masks were committed), a
  * cached step's layer-0 keys and values for the positions it computes depend only on their
  * tokens, so they are the uncached pass's over the new canvas, bit for bit (read from a
- * refresh into a second cache: a refresh computes every position as a pass without a cache
- * does); the other positions keep the refresh's keys and values in every layer. Dual and
- * prefix windows, every kernel variant. That the committed tokens changed layer 0's keys is
- * checked too, so the comparison is not vacuous.
+ * refresh into a second cache of the same type: a refresh computes every position as a pass
+ * without a cache does, and stores them alike); the other positions keep the refresh's keys
+ * and values in every layer. Dual and prefix windows, every kernel variant, float32 and
+ * float16 caches. That the committed tokens changed layer 0's keys is checked too, so the
+ * comparison is not vacuous.
  */
 START_TEST(test_stale_kv)
 {
@@ -265,11 +338,14 @@ START_TEST(test_stale_kv)
     const int64_t n_layer = dllm_model_n_layer(c.model);
     size_t n_variants;
     const struct dllm_kernels *variants = dllm_kernels_all(&n_variants);
-    for (size_t v = 0; v < n_variants; v++) {
-        if (!dllm_kernels_usable(&variants[v]))
+    for (size_t v = 0; v < n_variants * N_TYPES; v++) {
+        const struct dllm_kernels *k = &variants[v / N_TYPES];
+        const enum dllm_cache_type type = types[v % N_TYPES];
+        if (!dllm_kernels_usable(k))
             continue;
-        struct test_forward t = test_forward_new(c.model, c.n, c.n, 2, variants[v].name);
-        struct dllm_kv_cache *kv = new_cache(t.fwd, c.n), *exact = new_cache(t.fwd, c.n);
+        struct test_forward t = test_forward_new(c.model, c.n, c.n, 2, k->name);
+        struct dllm_kv_cache *kv = new_cache(t.fwd, c.n, type);
+        struct dllm_kv_cache *exact = new_cache(t.fwd, c.n, type);
         float *logits = malloc((size_t)(b.n_rows * c.n_vocab) * sizeof *logits);
         int32_t *canvas = malloc((size_t)c.n * sizeof *canvas);
         memcpy(canvas, c.ids, (size_t)c.n * sizeof *canvas);
@@ -279,37 +355,36 @@ START_TEST(test_stale_kv)
                       "%s", err.text);
         commit_half(&c, &b, logits, canvas);
         size_t count;
-        float *cached = cache_floats(t.fwd, kv, c.n, &count);
-        float *stale = malloc(count * sizeof *stale);
-        memcpy(stale, cached, count * sizeof *stale);
+        unsigned char *cached = cache_storage(t.fwd, kv, c.n, &count);
+        unsigned char *stale = malloc(count);
+        memcpy(stale, cached, count);
         ck_assert_msg(test_forward_run(t.fwd, canvas, c.n, b.rows, b.n_rows, logits, exact, 0, c.n,
                                        &err) == DLLM_OK,
                       "%s", err.text);
-        const float *uncached = dllm_backend_cpu_kv_layer(exact, 0);
-        /* Floats of one layer's keys (or values), and of one position's. */
+        const unsigned char *uncached = dllm_backend_cpu_kv_layer(exact, 0);
+        /* Bytes of one layer's keys (or values), and of one position's. */
         const int64_t per = (int64_t)count / (2 * n_layer), dkv = per / c.n;
         const int64_t ends[2] = {b.b1, c.n};
         for (int w = 0; w < 2; w++) {
             const int64_t r0 = b.begin, r1 = ends[w];
-            memcpy(cached, stale, count * sizeof *stale);
+            memcpy(cached, stale, count);
             ck_assert_msg(test_forward_run(t.fwd, canvas, c.n, b.rows, b.n_rows, logits, kv, r0, r1,
                                            &err) == DLLM_OK,
                           "%s", err.text);
-            const size_t window = (size_t)((r1 - r0) * dkv) * sizeof(float);
+            const size_t window = (size_t)((r1 - r0) * dkv);
             for (int64_t half = 0; half < 2; half++) {
                 const int64_t at = half * per + r0 * dkv;
                 ck_assert_msg(memcmp(cached + at, uncached + at, window) == 0,
-                              "%s %s [%lld, %lld): layer-0 %s differ from the uncached pass's",
-                              models[_i], variants[v].name, (long long)r0, (long long)r1,
-                              half ? "values" : "keys");
+                              "%s %s %s [%lld, %lld): layer-0 %s differ from the uncached pass's",
+                              models[_i], k->name, dllm_cache_type_name(type), (long long)r0,
+                              (long long)r1, half ? "values" : "keys");
             }
             ck_assert_msg(memcmp(cached + r0 * dkv, stale + r0 * dkv, window) != 0,
                           "%s: the committed tokens left layer 0's keys as they were", models[_i]);
             for (int64_t part = 0; part < 2 * n_layer; part++) {
-                const float *got = cached + part * per, *was = stale + part * per;
-                ck_assert(memcmp(got, was, (size_t)(r0 * dkv) * sizeof(float)) == 0);
-                ck_assert(memcmp(got + r1 * dkv, was + r1 * dkv,
-                                 (size_t)((c.n - r1) * dkv) * sizeof(float)) == 0);
+                const unsigned char *got = cached + part * per, *was = stale + part * per;
+                ck_assert(memcmp(got, was, (size_t)(r0 * dkv)) == 0);
+                ck_assert(memcmp(got + r1 * dkv, was + r1 * dkv, (size_t)((c.n - r1) * dkv)) == 0);
             }
         }
         free(stale);
@@ -327,49 +402,58 @@ END_TEST
  * A cached step on a stale cache against ref_pass, a cached pass written from the reference
  * kernels alone and given the same stale keys and values: with the ref kernels, the step's
  * logits and every key and value it leaves in the cache are ref_pass's, bit for bit. Dual and
- * prefix windows.
+ * prefix windows, float32 and float16 caches (ref_pass rounding as the float16 one stores).
  */
 START_TEST(test_reference_step)
 {
     struct fixture_case c = open_case(models[_i]);
     const struct block b = first_block(&c, 16);
     struct test_forward t = test_forward_new(c.model, c.n, c.n, 2, "ref");
-    struct dllm_kv_cache *kv = new_cache(t.fwd, c.n);
-    const size_t bytes = (size_t)(b.n_rows * c.n_vocab) * sizeof(float);
-    float *got = malloc(bytes), *want = malloc(bytes);
-    int32_t *canvas = malloc((size_t)c.n * sizeof *canvas);
-    memcpy(canvas, c.ids, (size_t)c.n * sizeof *canvas);
-    struct dllm_error err = {0};
-    ck_assert_msg(test_forward_run(t.fwd, canvas, c.n, b.rows, b.n_rows, got, kv, 0, c.n, &err) ==
-                      DLLM_OK,
-                  "%s", err.text);
-    commit_half(&c, &b, got, canvas);
-    size_t count;
-    float *cached = cache_floats(t.fwd, kv, c.n, &count);
-    float *stale = malloc(count * sizeof *stale), *ref_kv = malloc(count * sizeof *ref_kv);
-    memcpy(stale, cached, count * sizeof *stale);
-    const int64_t ends[2] = {b.b1, c.n};
-    for (int w = 0; w < 2; w++) {
-        memcpy(cached, stale, count * sizeof *stale);
-        memcpy(ref_kv, stale, count * sizeof *stale);
-        ck_assert_msg(test_forward_run(t.fwd, canvas, c.n, b.rows, b.n_rows, got, kv, b.begin,
-                                       ends[w], &err) == DLLM_OK,
+    for (int ty = 0; ty < N_TYPES; ty++) {
+        struct dllm_kv_cache *kv = new_cache(t.fwd, c.n, types[ty]);
+        const size_t bytes = (size_t)(b.n_rows * c.n_vocab) * sizeof(float);
+        float *got = malloc(bytes), *want = malloc(bytes);
+        int32_t *canvas = malloc((size_t)c.n * sizeof *canvas);
+        memcpy(canvas, c.ids, (size_t)c.n * sizeof *canvas);
+        struct dllm_error err = {0};
+        ck_assert_msg(test_forward_run(t.fwd, canvas, c.n, b.rows, b.n_rows, got, kv, 0, c.n,
+                                       &err) == DLLM_OK,
                       "%s", err.text);
-        ref_pass(c.model, canvas, c.n, b.begin, ends[w], ref_kv, b.rows, b.n_rows, want);
-        ck_assert_msg(memcmp(got, want, bytes) == 0, "%s [%lld, %lld): logits differ", models[_i],
-                      (long long)b.begin, (long long)ends[w]);
-        ck_assert_msg(memcmp(cached, ref_kv, count * sizeof *stale) == 0,
-                      "%s [%lld, %lld): the cache differs", models[_i], (long long)b.begin,
-                      (long long)ends[w]);
+        commit_half(&c, &b, got, canvas);
+        size_t count;
+        unsigned char *cached = cache_storage(t.fwd, kv, c.n, &count);
+        const size_t floats = dllm_kv_cache_bytes(t.fwd, c.n, DLLM_CACHE_F32);
+        unsigned char *stale = malloc(count);
+        float *ref_kv = malloc(floats), *now = malloc(floats);
+        memcpy(stale, cached, count);
+        const int64_t ends[2] = {b.b1, c.n};
+        for (int w = 0; w < 2; w++) {
+            memcpy(cached, stale, count);
+            storage_floats(kv, stale, count, ref_kv);
+            ck_assert_msg(test_forward_run(t.fwd, canvas, c.n, b.rows, b.n_rows, got, kv, b.begin,
+                                           ends[w], &err) == DLLM_OK,
+                          "%s", err.text);
+            ref_pass(c.model, canvas, c.n, b.begin, ends[w], types[ty] == DLLM_CACHE_F16, ref_kv,
+                     b.rows, b.n_rows, want);
+            ck_assert_msg(memcmp(got, want, bytes) == 0, "%s %s [%lld, %lld): logits differ",
+                          models[_i], dllm_cache_type_name(types[ty]), (long long)b.begin,
+                          (long long)ends[w]);
+            storage_floats(kv, cached, count, now);
+            ck_assert_msg(memcmp(now, ref_kv, floats) == 0, "%s %s [%lld, %lld): the cache differs",
+                          models[_i], dllm_cache_type_name(types[ty]), (long long)b.begin,
+                          (long long)ends[w]);
+        }
+        printf("%s %s: cached steps over [%lld, %lld) and [%lld, %lld) equal the reference step\n",
+               models[_i], dllm_cache_type_name(types[ty]), (long long)b.begin, (long long)b.b1,
+               (long long)b.begin, (long long)c.n);
+        free(stale);
+        free(ref_kv);
+        free(now);
+        free(canvas);
+        free(got);
+        free(want);
+        dllm_kv_cache_free(kv);
     }
-    printf("%s: cached steps over [%lld, %lld) and [%lld, %lld) equal the reference step\n",
-           models[_i], (long long)b.begin, (long long)b.b1, (long long)b.begin, (long long)c.n);
-    free(stale);
-    free(ref_kv);
-    free(canvas);
-    free(got);
-    free(want);
-    dllm_kv_cache_free(kv);
     test_forward_free(&t);
     close_case(&c);
 }
@@ -396,14 +480,14 @@ static double min_cosine(const float *a, const float *b, int64_t n, int64_t V)
  * masks get the refresh's argmax tokens, as a step commits them; the cached step's rows for
  * the block against an exact pass over that canvas. A sanity bound, fixed before the first
  * run and not a measure of quality: cosine at least 0.99 (random weights; bench/ measures the
- * divergence on the synthetic shapes).
+ * divergence on the synthetic shapes). A float16 cache, the default.
  */
 START_TEST(test_stale_bound)
 {
     struct fixture_case c = open_case(models[_i]);
     const struct block b = first_block(&c, 16);
     struct test_forward t = test_forward_new(c.model, c.n, c.n, 2, NULL);
-    struct dllm_kv_cache *kv = new_cache(t.fwd, c.n);
+    struct dllm_kv_cache *kv = new_cache(t.fwd, c.n, DLLM_CACHE_F16);
     const size_t bytes = (size_t)(b.n_rows * c.n_vocab) * sizeof(float);
     float *fresh = malloc(bytes), *cached = malloc(bytes);
     int32_t *canvas = malloc((size_t)c.n * sizeof *canvas);
@@ -447,10 +531,22 @@ START_TEST(test_cache_errors)
     struct fixture_case c = open_case("llada-tiny-q4km");
     struct test_forward t = test_forward_new(c.model, 16, 16, 1, NULL);
     struct test_forward other = test_forward_new(c.model, 16, 16, 1, NULL);
-    struct dllm_kv_cache *kv = new_cache(t.fwd, 8), *foreign = new_cache(other.fwd, 16);
+    struct dllm_kv_cache *kv = new_cache(t.fwd, 8, DLLM_CACHE_F32);
+    struct dllm_kv_cache *foreign = new_cache(other.fwd, 16, DLLM_CACHE_F16);
     struct dllm_error err = {0};
     struct dllm_kv_cache *none = NULL;
-    ck_assert_int_eq(dllm_kv_cache_new(t.fwd, 17, false, &none, &err), DLLM_ERR_ARG);
+    ck_assert_int_eq(dllm_kv_cache_new(t.fwd, 8, (enum dllm_cache_type)2, false, &none, &err),
+                     DLLM_ERR_ARG);
+    ck_assert_str_eq(err.text, "unknown cache type 2 (known: f16, f32)");
+    ck_assert_ptr_null(none);
+    enum dllm_cache_type type = DLLM_CACHE_F32;
+    ck_assert(dllm_cache_type_parse("f16", &type) && type == DLLM_CACHE_F16);
+    ck_assert(dllm_cache_type_parse("f32", &type) && type == DLLM_CACHE_F32);
+    ck_assert(!dllm_cache_type_parse("f64", &type) && type == DLLM_CACHE_F32);
+    ck_assert_str_eq(dllm_cache_type_name(DLLM_CACHE_F16), "f16");
+    ck_assert_ptr_null(dllm_cache_type_name((enum dllm_cache_type)2));
+    ck_assert_int_eq(dllm_kv_cache_new(t.fwd, 17, DLLM_CACHE_F16, false, &none, &err),
+                     DLLM_ERR_ARG);
     ck_assert_str_eq(err.text, "a K/V cache for 17 tokens: this forward context takes 1 to 16");
     ck_assert_ptr_null(none);
     float *logits = malloc((size_t)c.n_vocab * sizeof *logits);
@@ -497,6 +593,7 @@ static Suite *cache_suite(void)
     const int n = (int)(sizeof models / sizeof models[0]);
     tcase_add_loop_test(tc, test_whole_window_runs, 0, n);
     tcase_add_loop_test(tc, test_unchanged_canvas, 0, n);
+    tcase_add_loop_test(tc, test_f16_layer0, 0, n);
     tcase_add_test(tc, test_cache_errors);
     suite_add_tcase(s, tc);
     tc = tcase_create("stale");

@@ -2,10 +2,13 @@
  * Kernel variants: CPU feature detection against the compiler's own (__builtin_cpu_supports),
  * the choice of a variant and DLLM_KERNELS, and every variant this CPU runs against the scalar
  * reference on random data of the real layer shapes: activation conversion byte for byte, and
- * products within a named tolerance. Variants this CPU lacks print a SKIP line per case.
+ * products within a named tolerance; the float16 conversions bit for bit, their reference
+ * against hand-checked IEEE binary16 encodings. Variants this CPU lacks print a SKIP line per
+ * case.
  */
 #include "fixtures.h"
 #include "kernels/cpu.h"
+#include "kernels/fp16.h"
 #include "kernels/matmul.h"
 #include "gguf/quant.h"
 #include "random_data.h"
@@ -564,6 +567,170 @@ START_TEST(test_repacked)
 }
 END_TEST
 
+/* ---- float16 conversions ---------------------------------------------------------------- */
+
+/* IEEE binary16 encodings checked by hand: exact both ways. */
+static const struct {
+    float f;
+    uint16_t h;
+} fp16_exact[] = {
+    {0.0f, 0x0000},
+    {-0.0f, 0x8000},
+    {1.0f, 0x3c00},
+    {-2.0f, 0xc000},
+    {0.5f, 0x3800},
+    {3.140625f, 0x4248},
+    {1.0f + 0x1p-10f, 0x3c01},
+    {65504.0f, 0x7bff},
+    {0x1p-14f, 0x0400},
+    {0x1p-24f, 0x0001},
+    {-0x1p-24f, 0x8001},
+    {1023 * 0x1p-24f, 0x03ff},
+    {INFINITY, 0x7c00},
+    {-INFINITY, 0xfc00},
+};
+
+/* Floats that round (to nearest, ties to even), with their binary16 by hand. */
+static const struct {
+    float f;
+    uint16_t h;
+} fp16_rounded[] = {
+    {0.1f, 0x2e66},                       /* 1.6 * 2^-4: mantissa 614.4 -> 614 */
+    {65519.99609375f, 0x7bff},            /* just below the half-way point to 2^16 */
+    {65520.0f, 0x7c00},                   /* half way from 65504 to 2^16: overflow to inf */
+    {-1e6f, 0xfc00},                      /* overflow */
+    {1.0f + 0x1p-11f, 0x3c00},            /* a tie: to the even 0x3c00 */
+    {1.0f + 3 * 0x1p-11f, 0x3c02},        /* a tie: to the even 0x3c02 */
+    {1.0f + 0x1p-11f + 0x1p-20f, 0x3c01}, /* above the tie */
+    {0x1p-25f, 0x0000},                   /* half the smallest subnormal: a tie to 0 */
+    {-0x1p-25f, 0x8000},                  /* the same, the sign kept */
+    {1.5f * 0x1p-25f, 0x0001},            /* 0.75 of a subnormal unit */
+    {3 * 0x1p-25f, 0x0002},               /* 1.5 units: a tie to the even 2 */
+    {0x1p-26f, 0x0000},                   /* below half a unit */
+    {0x1p-14f - 0x1p-25f, 0x0400},        /* a tie between 0x03ff and 0x0400: the normal */
+};
+
+/* The reference against the encodings above; NaN both ways. */
+START_TEST(test_fp16_ieee)
+{
+    dllm_fp16 h;
+    float f;
+    for (size_t i = 0; i < sizeof fp16_exact / sizeof fp16_exact[0]; i++) {
+        dllm_fp16_from_f32_ref(&fp16_exact[i].f, 1, &h);
+        ck_assert_msg(h == fp16_exact[i].h, "%a -> 0x%04x, not 0x%04x", (double)fp16_exact[i].f, h,
+                      fp16_exact[i].h);
+        dllm_fp16_to_f32_ref(&fp16_exact[i].h, 1, &f);
+        ck_assert_msg(memcmp(&f, &fp16_exact[i].f, sizeof f) == 0, "0x%04x -> %a, not %a",
+                      fp16_exact[i].h, (double)f, (double)fp16_exact[i].f);
+    }
+    for (size_t i = 0; i < sizeof fp16_rounded / sizeof fp16_rounded[0]; i++) {
+        dllm_fp16_from_f32_ref(&fp16_rounded[i].f, 1, &h);
+        ck_assert_msg(h == fp16_rounded[i].h, "%a -> 0x%04x, not 0x%04x", (double)fp16_rounded[i].f,
+                      h, fp16_rounded[i].h);
+    }
+    const float nan = NAN;
+    dllm_fp16_from_f32_ref(&nan, 1, &h);
+    ck_assert_msg((h & 0x7e00) == 0x7e00, "NaN -> 0x%04x, not a quiet NaN", h);
+    const dllm_fp16 qnan = 0x7e00;
+    dllm_fp16_to_f32_ref(&qnan, 1, &f);
+    ck_assert(isnan(f));
+}
+END_TEST
+
+/* Bits of a float. */
+static uint32_t f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* A float of the given bits. */
+static float bits_f32(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/*
+ * Variant _i (after the reference) against the reference, bit for bit: every binary16 to
+ * float (a signalling NaN may come back quiet), and to binary16 every half's value, each
+ * half-way point between neighbouring halves and the floats either side of it, and random
+ * bit patterns (NaNs, infinities and subnormals among them); lengths that leave a tail.
+ */
+START_TEST(test_fp16_variants)
+{
+    size_t n_all;
+    const struct dllm_fp16_kernels *v = &dllm_fp16_all(&n_all)[1 + _i];
+    ck_assert_uint_lt(1 + (size_t)_i, n_all);
+    if (!dllm_fp16_usable(v)) {
+        printf("SKIP: fp16 %s: this CPU lacks instructions the variant needs\n", v->name);
+        return;
+    }
+    enum { HALVES = 1 << 16, RANDOM = 1 << 18, N = 4 * HALVES + RANDOM + 7 };
+    dllm_fp16 *h = malloc(N * sizeof *h), *h_ref = malloc(N * sizeof *h_ref);
+    float *x = malloc(N * sizeof *x), *f = malloc(HALVES * sizeof *f);
+    float *f_ref = malloc(HALVES * sizeof *f_ref);
+    ck_assert(h && h_ref && x && f && f_ref);
+    for (int i = 0; i < HALVES; i++)
+        h[i] = (dllm_fp16)i;
+    for (int64_t len = HALVES - 3; len <= HALVES; len += 3) {
+        v->to_f32(h, len, f);
+        dllm_fp16_to_f32_ref(h, len, f_ref);
+        int64_t bad = -1;
+        for (int64_t i = 0; i < len && bad < 0; i++) {
+            const bool snan = (i & 0x7c00) == 0x7c00 && (i & 0x3ff) && !(i & 0x200);
+            const uint32_t quiet = snan ? 0x400000 : 0;
+            if ((f32_bits(f[i]) | quiet) != (f32_bits(f_ref[i]) | quiet))
+                bad = i;
+        }
+        ck_assert_msg(bad < 0, "%s: 0x%04x -> 0x%08x, the reference 0x%08x", v->name, (unsigned)bad,
+                      f32_bits(f[bad]), f32_bits(f_ref[bad]));
+    }
+    int64_t n = 0;
+    for (int i = 0; i < HALVES; i++) {
+        x[n++] = f_ref[i];
+        if ((i & 0x7c00) == 0x7c00)
+            continue; /* inf and NaN */
+        /* half way to the next half of the same sign, 2^16 past the largest */
+        const double next = (i & 0x7fff) == 0x7bff ? copysign(65536.0, f_ref[i]) : f_ref[i + 1];
+        const float mid = (float)(((double)f_ref[i] + next) / 2);
+        x[n] = mid;
+        x[n + 1] = bits_f32(f32_bits(mid) - 1);
+        x[n + 2] = bits_f32(f32_bits(mid) + 1);
+        n += 3;
+    }
+    uint64_t seed = 16;
+    while (n < N)
+        x[n++] = bits_f32((uint32_t)rng_next(&seed));
+    for (int64_t len = N - 15; len <= N; len += 5) {
+        v->from_f32(x, len, h);
+        dllm_fp16_from_f32_ref(x, len, h_ref);
+        int64_t bad = -1;
+        for (int64_t i = 0; i < len && bad < 0; i++)
+            bad = h[i] != h_ref[i] ? i : -1;
+        ck_assert_msg(bad < 0, "%s: 0x%08x -> 0x%04x, the reference 0x%04x", v->name,
+                      f32_bits(x[bad]), h[bad], h_ref[bad]);
+    }
+    free(h);
+    free(h_ref);
+    free(x);
+    free(f);
+    free(f_ref);
+}
+END_TEST
+
+/* Each matrix-kernel variant gets the float16 variant of its instruction set. */
+START_TEST(test_fp16_for)
+{
+    static const char *const pairs[][2] = {
+        {"ref", "ref"}, {"avx2", "avx2"}, {"avxvnni", "avx2"}, {"avx512", "avx512"}};
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
+        ck_assert_str_eq(dllm_fp16_for(variant(pairs[i][0]))->name, pairs[i][1]);
+}
+END_TEST
+
 static Suite *kernels_suite(void)
 {
     Suite *s = suite_create("kernels");
@@ -583,6 +750,12 @@ static Suite *kernels_suite(void)
     tcase_add_loop_test(tc, test_rows_edges, 0, N_SIMD * 5);
     tcase_add_loop_test(tc, test_par, 0, 3 * (1 + N_SIMD));
     tcase_add_loop_test(tc, test_repacked, 0, N_SIMD * 6);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("fp16");
+    tcase_add_test(tc, test_fp16_ieee);
+    tcase_add_loop_test(tc, test_fp16_variants, 0, 2);
+    tcase_add_test(tc, test_fp16_for);
     suite_add_tcase(s, tc);
     return s;
 }

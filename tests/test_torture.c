@@ -128,7 +128,7 @@ static enum dllm_status op_forward_new(void *ctx, struct dllm_error *err)
         return st;
     }
     struct dllm_kv_cache *cache = NULL;
-    st = dllm_kv_cache_new(fwd, 32, true, &cache, err);
+    st = dllm_kv_cache_new(fwd, 32, DLLM_CACHE_F16, true, &cache, err);
     dllm_kv_cache_free(cache);
     dllm_forward_free(fwd);
     return st;
