@@ -78,6 +78,8 @@ static const struct binding table[] = {
     {SET, '+', UI_ACT_SLIDER_INC, "raise the selected slider a notch"},
     {SET, UI_KEY_DOWN, UI_ACT_SLIDER_DEC, "lower the selected slider a notch"},
     {SET, '-', UI_ACT_SLIDER_DEC, "lower the selected slider a notch"},
+    {SET, UI_KEY_ENTER, UI_ACT_SLIDER_APPLY,
+     "apply the value typed into the selected slider (digits, '.'; 0 is off; Esc drops it)"},
 
     {TIME, UI_KEY_UP, UI_ACT_SCROLL_UP, "scroll the steps up a line"},
     {TIME, UI_KEY_DOWN, UI_ACT_SCROLL_DOWN, "scroll the steps down a line"},

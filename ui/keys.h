@@ -86,6 +86,7 @@ enum ui_action {
     UI_ACT_SLIDER_NEXT,
     UI_ACT_SLIDER_INC,
     UI_ACT_SLIDER_DEC,
+    UI_ACT_SLIDER_APPLY, /* apply the value typed into the selected slider */
 };
 
 /* The action of key in the focused pane, or UI_ACT_NONE. */
