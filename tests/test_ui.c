@@ -12,6 +12,7 @@
 #include "clipboard.h"
 #include "commands.h"
 #include "editor.h"
+#include "find.h"
 #include "fixtures.h"
 #include "frame.h"
 #include "history.h"
@@ -2645,6 +2646,115 @@ START_TEST(test_app_save_load)
 }
 END_TEST
 
+/* The turn text's block in the laid-out conversation (the first block showing it). */
+static const struct ui_sb_block *block_of(const struct ui_app *app, const char *text)
+{
+    for (size_t b = 0; b < app->n_blocks; b++)
+        if (app->blocks[b].text == text)
+            return &app->blocks[b];
+    return NULL;
+}
+
+/*
+ * /find TEXT highlights every match, shows the last and scrolls it into view; n and N move
+ * through them (wrapping), Esc ends the search; Ctrl+F starts one from the conversation or an
+ * empty input, and still moves right in a non-empty one.
+ */
+START_TEST(test_app_find)
+{
+    struct app_fixture f;
+    app_setup(&f);
+    struct ui_app *app = &f.app;
+    enter(&f, "alpha one");
+    engine_runs(&f, 3, "beta", false, 0);
+    for (int i = 0; i < 10; i++) {
+        enter(&f, "filler");
+        engine_runs(&f, 3, "more filler", false, 0);
+    }
+    enter(&f, "second ALPHA");
+    engine_runs(&f, 3, "delta", false, 0);
+    ck_assert(ui_app_layout_conversation(app, 40, 8));
+    enter(&f, "/find alpha");
+    ck_assert_int_eq(app->focus, UI_FOCUS_CONVERSATION);
+    ck_assert_uint_eq(app->find_n, 2);
+    ck_assert_uint_eq(app->find_i, 1);
+    ck_assert_str_eq(app->note,
+                     "match 2 of 2 for 'alpha' (n, N: next, previous; Esc ends the search)");
+    const struct ui_turn *last_q = &app->transcript.turns[app->transcript.n - 2];
+    const struct ui_sb_block *b = block_of(app, last_q->text);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_ptr_nonnull(b->styles);
+    ck_assert_int_eq(b->styles[6], UI_STYLE_USER);
+    for (int i = 7; i < 12; i++)
+        ck_assert_int_eq(b->styles[i], UI_STYLE_SELECTED);
+    /* n wraps to the first match, at the top of the conversation: scrolled into view. */
+    press(&f, 'n');
+    ck_assert_uint_eq(app->find_i, 0);
+    ck_assert_str_eq(app->note,
+                     "match 1 of 2 for 'alpha' (n, N: next, previous; Esc ends the search)");
+    const struct ui_match first = {1, 0}; /* block 0 is the first header */
+    ck_assert_ptr_eq(app->blocks[first.block].text, app->transcript.turns[0].text);
+    const size_t row = ui_find_row(&app->conv, first);
+    ck_assert_uint_lt(row, app->conv.n_rows);
+    ck_assert(app->conv.top <= row && row < app->conv.top + app->conv.view);
+    ck_assert(!app->conv.follow);
+    press(&f, 'N');
+    ck_assert_uint_eq(app->find_i, 1);
+    /* Esc ends it: no highlight after the next layout. */
+    press(&f, UI_KEY_ESC);
+    ck_assert_str_eq(app->find, "");
+    ck_assert(ui_app_layout_conversation(app, 40, 8));
+    b = block_of(app, last_q->text);
+    ck_assert(b->styles == NULL || b->styles[7] != UI_STYLE_SELECTED);
+    press(&f, 'n');
+    ck_assert(app->note_error);
+    ck_assert_str_eq(app->note, "no search: /find TEXT or Ctrl+F starts one");
+    enter(&f, "/find zzz");
+    ck_assert(app->note_error);
+    ck_assert_str_eq(app->note, "'zzz' is not in the conversation");
+    /* Ctrl+F: from the conversation pane or an empty input, "/find " in the input. */
+    app->focus = UI_FOCUS_CONVERSATION;
+    press(&f, UI_KEY_CTRL('f'));
+    ck_assert_int_eq(app->focus, UI_FOCUS_INPUT);
+    ck_assert_str_eq(app->editor.buf, "/find ");
+    ui_editor_clear(&app->editor);
+    press(&f, UI_KEY_CTRL('f'));
+    ck_assert_str_eq(app->editor.buf, "/find ");
+    ui_editor_set(&app->editor, "ab");
+    ui_editor_home(&app->editor);
+    press(&f, UI_KEY_CTRL('f'));
+    ck_assert_uint_eq(app->editor.cursor, 1);
+    ck_assert_str_eq(app->editor.buf, "ab");
+    app_teardown(&f);
+}
+END_TEST
+
+/* The occurrences of a text in blocks: either case, not overlapping, in order. */
+START_TEST(test_find)
+{
+    const struct ui_sb_block blocks[] = {
+        {"aAa aa", 6, UI_STYLE_TEXT, 0, NULL},
+        {"", 0, UI_STYLE_TEXT, 0, NULL},
+        {"xAAx", 4, UI_STYLE_TEXT, 0, NULL},
+    };
+    struct ui_match m[8];
+    ck_assert_uint_eq(ui_find(blocks, 3, "aa", m, 8), 3);
+    ck_assert(m[0].block == 0 && m[0].at == 0);
+    ck_assert(m[1].block == 0 && m[1].at == 4);
+    ck_assert(m[2].block == 2 && m[2].at == 1);
+    ck_assert_uint_eq(ui_find(blocks, 3, "AA", m, 1), 3);
+    ck_assert_uint_eq(ui_find(blocks, 3, "", m, 8), 0);
+    ck_assert_uint_eq(ui_find(blocks, 3, "aaaaaaa", m, 8), 0);
+    struct ui_scrollback sb;
+    ui_scrollback_init(&sb);
+    ck_assert(ui_scrollback_layout(&sb, blocks, 3, 3)); /* "aAa", "aa", "", "xAA", "x" */
+    ck_assert_uint_eq(ui_find_row(&sb, (struct ui_match){0, 4}), 1);
+    ck_assert_uint_eq(ui_find_row(&sb, (struct ui_match){2, 1}), sb.n_rows - 2);
+    ck_assert_uint_eq(ui_find_row(&sb, (struct ui_match){5, 0}), sb.n_rows);
+    ui_scrollback_fini(&sb);
+}
+END_TEST
+
 START_TEST(test_app_input)
 {
     struct app_fixture f;
@@ -2813,6 +2923,8 @@ static Suite *ui_suite(void)
     tcase_add_test(tc, test_app_sliders);
     tcase_add_test(tc, test_app_set);
     tcase_add_test(tc, test_app_save_load);
+    tcase_add_test(tc, test_app_find);
+    tcase_add_test(tc, test_find);
     tcase_add_test(tc, test_app_input);
     tcase_add_test(tc, test_app_dropped);
     suite_add_tcase(s, tc);

@@ -310,6 +310,22 @@ has "/set refuses, naming the range" set-refused.txt '^steps takes a whole numbe
 has "a typed value shows on the slider" set-typing.txt '◂ steps 16_ ▸'
 has "the typed value was applied" set.txt '^dllm · 16 steps'
 
+# ---- /find highlights the matches and says which is shown; Ctrl+F starts one --------------------
+tui find 'text hello
+key Enter
+wait-idle
+key C-f
+text said
+key Enter
+dump find-open.txt
+dump-styles find.styles
+key Esc
+dump find-ended.txt'
+has "/find says which match" find-open.txt "^match 1 of 1 for 'said' \(n, N: next, previous; Esc ends the search\)"
+row=$(grep -n '^  You said: hello' "$TMP/find-open.txt" | cut -d: -f1)
+equal "the match is highlighted" "$(sed -n "${row}p" "$TMP/find.styles" | cut -c7-10)" "SSSS"
+lacks "Esc ends the search" find-ended.txt '^match 1 of 1'
+
 # ---- a bracketed paste is input, not a send ---------------------------------------------------
 tui paste 'paste line one\nline two'
 has "pasted first line" paste.txt '^> line one$'

@@ -171,6 +171,12 @@ wait_for "cleared" '^conversation cleared'
 "${T[@]}" send-keys -t tui Enter
 wait_for "/load brings the saved answer back" '^loaded 1 message and 1 answer from '
 wait_for "the loaded answer on screen" '^dllm · 16 steps'
+"${T[@]}" send-keys -t tui C-f
+wait_for "Ctrl+F on an empty input starts /find" '^> /find'
+"${T[@]}" send-keys -t tui -l "16 steps"
+"${T[@]}" send-keys -t tui Enter
+wait_for "/find shows the match" "^match 1 of 1 for '16 steps'"
+"${T[@]}" send-keys -t tui Escape
 "${T[@]}" resize-window -t tui -x 60 -y 20
 wait_for "at 60 columns the slider bar wraps, cache on its second row" '^cache none'
 finish

@@ -4,6 +4,7 @@
 #include "app.h"
 #include "clipboard.h"
 #include "commands.h"
+#include "find.h"
 #include "format.h"
 #include "jsonl.h"
 #include "markdown.h"
@@ -34,6 +35,116 @@ static void note(struct ui_app *app, bool error, const char *fmt, ...)
     vsnprintf(app->note, sizeof app->note, fmt, ap);
     va_end(ap);
     app->note_error = error;
+}
+
+/* Frees the highlighted copies of the blocks' styles. */
+static void free_find_styles(struct ui_app *app)
+{
+    if (app->find_styles)
+        for (size_t b = 0; b < app->n_blocks; b++)
+            free(app->find_styles[b]);
+    free(app->find_styles);
+    app->find_styles = NULL;
+}
+
+/*
+ * Highlights every match of the search in blocks just laid out (their styles replaced by
+ * copies with the matches selected) and counts them; false when memory ran out.
+ */
+static bool find_apply(struct ui_app *app)
+{
+    free_find_styles(app);
+    app->find_n = 0;
+    if (!app->find[0])
+        return true;
+    const size_t n = ui_find(app->blocks, app->n_blocks, app->find, NULL, 0);
+    const size_t qlen = strlen(app->find);
+    struct ui_match *m = malloc((n ? n : 1) * sizeof *m);
+    app->find_styles = calloc(app->n_blocks ? app->n_blocks : 1, sizeof *app->find_styles);
+    if (!m || !app->find_styles) {
+        free(m);
+        return false;
+    }
+    ui_find(app->blocks, app->n_blocks, app->find, m, n);
+    for (size_t k = 0; k < n; k++) {
+        struct ui_sb_block *b = &app->blocks[m[k].block];
+        uint8_t **copy = &app->find_styles[m[k].block];
+        if (!*copy) {
+            if (!(*copy = malloc(b->len))) {
+                free(m);
+                return false;
+            }
+            if (b->styles)
+                memcpy(*copy, b->styles, b->len);
+            else
+                memset(*copy, b->style, b->len);
+            b->styles = *copy;
+        }
+        memset(*copy + m[k].at, UI_STYLE_SELECTED, qlen);
+    }
+    free(m);
+    app->find_n = n;
+    if (app->find_i >= n)
+        app->find_i = n ? n - 1 : 0;
+    return true;
+}
+
+/*
+ * Moves the search by dir matches (0: stays) and scrolls the conversation so that the match is
+ * in the middle of the view, saying which one it is.
+ */
+static void find_show(struct ui_app *app, int dir)
+{
+    if (!app->find[0]) {
+        note(app, true, "no search: /find TEXT or Ctrl+F starts one");
+        return;
+    }
+    app->conv_changed = true; /* laid out afresh, the blocks take the highlights */
+    if (!ui_app_layout_conversation(app, app->conv_cols > 0 ? app->conv_cols : 80,
+                                    (int)app->conv.view)) {
+        note(app, true, "out of memory");
+        return;
+    }
+    if (app->find_n == 0) {
+        note(app, true, "'%s' is not in the conversation", app->find);
+        return;
+    }
+    const size_t n = app->find_n;
+    app->find_i = (app->find_i + n + (size_t)(dir > 0) - (size_t)(dir < 0)) % n;
+    struct ui_match m;
+    struct ui_match *all = malloc(n * sizeof *all);
+    if (!all) {
+        note(app, true, "out of memory");
+        return;
+    }
+    ui_find(app->blocks, app->n_blocks, app->find, all, n);
+    m = all[app->find_i];
+    free(all);
+    struct ui_scrollback *v = &app->conv;
+    const size_t row = ui_find_row(v, m);
+    if (row < v->n_rows) {
+        size_t top = row > v->view / 2 ? row - v->view / 2 : 0;
+        const size_t most = v->n_rows > v->view ? v->n_rows - v->view : 0;
+        v->top = top < most ? top : most;
+        v->follow = v->top == most;
+    }
+    note(app, false, "match %zu of %zu for '%s' (n, N: next, previous; Esc ends the search)",
+         app->find_i + 1, n, app->find);
+}
+
+/* /find TEXT starts a search at the last match; /find alone ends it. */
+static void find(struct ui_app *app, const char *arg, size_t len)
+{
+    snprintf(app->find, sizeof app->find, "%.*s",
+             (int)(len < sizeof app->find ? len : sizeof app->find - 1), arg);
+    app->find_i = SIZE_MAX;
+    app->conv_changed = true; /* the highlights go with a fresh layout */
+    if (!app->find[0]) {
+        note(app, false, "search ended");
+        return;
+    }
+    app->focus = UI_FOCUS_CONVERSATION;
+    find_show(app, 0);
 }
 
 bool ui_app_init(struct ui_app *app, struct ui_engine *engine, struct ui_frame_slot *slot,
@@ -83,6 +194,7 @@ void ui_app_fini(struct ui_app *app)
     ui_timing_fini(&app->timing);
     ui_scrollback_fini(&app->conv);
     ui_scrollback_fini(&app->help_view);
+    free_find_styles(app);
     free(app->blocks);
     free(app->headers);
     free(app->history_path);
@@ -466,6 +578,7 @@ static void send(struct ui_app *app)
         break;
     case UI_CMD_SYSTEM: system_prompt(app, cmd.arg, cmd.arg_len); break;
     case UI_CMD_SET: set(app, cmd.arg, cmd.arg_len); break;
+    case UI_CMD_FIND: find(app, cmd.arg, cmd.arg_len); break;
     case UI_CMD_COPY: copy(app, cmd.arg, cmd.arg_len); break;
     case UI_CMD_HELP: open_help(app); break;
     case UI_CMD_QUIT: app->quit = true; break;
@@ -659,9 +772,25 @@ void ui_app_key(struct ui_app *app, uint32_t key, double now_ms)
         break;
     case UI_ACT_INTERRUPT: interrupt(app, now_ms); break;
     case UI_ACT_CANCEL:
-        if (app->generating && !app->cancelling)
+        if (app->generating && !app->cancelling) {
             cancel(app, "");
+        } else if (app->find[0]) {
+            app->find[0] = '\0';
+            app->conv_changed = true;
+        }
         break;
+    case UI_ACT_FIND_OR_RIGHT:
+        if (ed->len > 0) {
+            ui_editor_right(ed);
+            break;
+        }
+        /* fall through */
+    case UI_ACT_FIND:
+        app->focus = UI_FOCUS_INPUT;
+        ui_editor_set(ed, "/find ");
+        break;
+    case UI_ACT_FIND_NEXT:
+    case UI_ACT_FIND_PREV: find_show(app, act == UI_ACT_FIND_NEXT ? 1 : -1); break;
     case UI_ACT_FOCUS_NEXT:
     case UI_ACT_FOCUS_PREV: {
         int step = act == UI_ACT_FOCUS_NEXT ? 1 : UI_FOCUS_COUNT - 1;
@@ -801,6 +930,7 @@ bool ui_app_layout_conversation(struct ui_app *app, int cols, int rows)
     size_t n = ui_transcript_blocks(t, app->raw, headers, blocks);
     if (!ui_scrollback_layout(&app->conv, blocks, n, cols))
         goto fail;
+    free_find_styles(app);
     free(app->blocks);
     free(app->headers);
     app->blocks = blocks;
@@ -808,7 +938,7 @@ bool ui_app_layout_conversation(struct ui_app *app, int cols, int rows)
     app->n_blocks = n;
     app->conv_changed = false;
     app->conv_cols = cols;
-    return true;
+    return find_apply(app);
 fail:
     free(blocks);
     free(headers);

@@ -60,6 +60,12 @@ struct ui_app {
     char help_text[8192];
     int help_cols;
 
+    /* Search in the conversation (/find): the text, which occurrence is shown (SIZE_MAX: the
+     * last), how many there are, and the highlighted copies of the blocks' styles. */
+    char find[128];
+    size_t find_i, find_n;
+    uint8_t **find_styles; /* [n_blocks] or NULL */
+
     enum ui_focus focus;
     enum ui_slider slider; /* the selected slider */
     char typed[24];        /* a value typed into the selected slider, Enter applies it ("": none) */

@@ -29,6 +29,8 @@ static const struct command commands[] = {
     {"set", UI_CMD_SET, "[NAME VALUE]",
      "set a generation setting (steps, max, block, threshold, temp, cache, seed, ...); alone, "
      "list them"},
+    {"find", UI_CMD_FIND, "[TEXT]",
+     "search the conversation for TEXT (n, N: next, previous; Esc ends); alone, end it"},
     {"copy", UI_CMD_COPY, "[code]",
      "copy the last answer (code: its last code block) to the clipboard (OSC 52)"},
     {"help", UI_CMD_HELP, NULL, "show the keys and commands"},

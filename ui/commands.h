@@ -18,6 +18,7 @@ enum ui_cmd_kind {
     UI_CMD_LOAD,    /* read a conversation back from the JSON lines /save wrote */
     UI_CMD_SYSTEM,  /* set, show or remove the system prompt */
     UI_CMD_SET,     /* set a generation setting by name, or list them */
+    UI_CMD_FIND,    /* search the conversation */
     UI_CMD_COPY,    /* copy the last answer, or its last code block, to the clipboard */
     UI_CMD_HELP,    /* show the help screen */
     UI_CMD_QUIT,    /* leave */
