@@ -1044,8 +1044,11 @@ struct dllm_event {
                                      run of masks a cancelled run left shows as " \u2026 " */
     size_t text_before_gap;       /* DONE: bytes of text before its first such gap (its
                                      length when it has none): what a next turn may keep */
-    const int32_t *tokens;        /* DONE: the committed ids before that token (masks a
-                                     cancelled run left are not among them) */
+    const size_t *gaps;           /* DONE: [n_gaps] byte offsets in text of each such gap,
+                                     ascending (text may hold the same characters elsewhere) */
+    int64_t n_gaps;
+    const int32_t *tokens; /* DONE: the committed ids before that token (masks a
+                              cancelled run left are not among them) */
     int64_t n_tokens;
     int64_t steps_run;        /* DONE */
     bool stopped_early;       /* DONE: the early-stop rule ended the run */

@@ -423,16 +423,20 @@ static enum dllm_status step_logits(struct dllm_session *s, int64_t canvas_len, 
 /*
  * The text of the answer in canvas[from, to): each run of committed ids decoded, each run of
  * masks (a cancelled run leaves some) as GAP_TEXT, so that far-apart tokens are not glued
- * together; *before_gap receives the bytes before the first gap (all of them without one).
+ * together; *gaps receives (malloc'd) the byte offset in the text of each of the *n_gaps gaps.
  */
 static enum dllm_status answer_text(struct dllm_session *s, int64_t from, int64_t to, char **out,
-                                    size_t *before_gap, struct dllm_error *err)
+                                    size_t **gaps, size_t *n_gaps, struct dllm_error *err)
 {
-    size_t len = 0, cap = 64;
+    size_t len = 0, cap = 64, n_gap = 0;
     char *text = malloc(cap);
-    if (!text)
+    /* At most one gap per two canvas positions: runs of masks alternate with other runs. */
+    size_t *at = malloc(((size_t)(to - from) / 2 + 1) * sizeof *at);
+    if (!text || !at) {
+        free(text);
+        free(at);
         return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory for the answer");
-    *before_gap = SIZE_MAX;
+    }
     bool after_gap = false; /* the text ends with a gap: runs that decode to nothing join it */
     for (int64_t i = from; i < to;) {
         int64_t j = i;
@@ -442,14 +446,14 @@ static enum dllm_status answer_text(struct dllm_session *s, int64_t from, int64_
         char *piece = NULL;
         size_t n = 0;
         if (gap && !after_gap) {
-            if (*before_gap == SIZE_MAX)
-                *before_gap = len;
+            at[n_gap++] = len;
             n = strlen(GAP_TEXT);
         } else if (!gap) {
             enum dllm_status st =
                 dllm_vocab_decode(s->vocab, s->canvas + i, j - i, 0, &piece, &n, err);
             if (st) {
                 free(text);
+                free(at);
                 return st;
             }
         }
@@ -460,6 +464,7 @@ static enum dllm_status answer_text(struct dllm_session *s, int64_t from, int64_
             if (!grown) {
                 free(piece);
                 free(text);
+                free(at);
                 return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory for the answer");
             }
             text = grown;
@@ -472,9 +477,9 @@ static enum dllm_status answer_text(struct dllm_session *s, int64_t from, int64_
         i = j;
     }
     text[len] = '\0';
-    if (*before_gap == SIZE_MAX)
-        *before_gap = len;
     *out = text;
+    *gaps = at;
+    *n_gaps = n_gap;
     return DLLM_OK;
 }
 
@@ -492,9 +497,9 @@ static void finish(struct dllm_session *s, int64_t canvas_len, int64_t n_prompt,
         if (s->canvas[end] != s->mask_id)
             s->rows[n++] = s->canvas[end];
     char *text = NULL;
-    size_t before_gap = 0;
+    size_t *gaps = NULL, n_gaps = 0;
     struct dllm_error err;
-    if (answer_text(s, n_prompt, end, &text, &before_gap, &err)) {
+    if (answer_text(s, n_prompt, end, &text, &gaps, &n_gaps, &err)) {
         emit_error(s, err.text);
         return;
     }
@@ -505,7 +510,9 @@ static void finish(struct dllm_session *s, int64_t canvas_len, int64_t n_prompt,
         .n_prompt = n_prompt,
         .masks_left = last ? last->masks_left : canvas_len - n_prompt,
         .text = text,
-        .text_before_gap = before_gap,
+        .text_before_gap = n_gaps ? gaps[0] : strlen(text),
+        .gaps = gaps,
+        .n_gaps = (int64_t)n_gaps,
         .tokens = s->rows,
         .n_tokens = n,
         .steps_run = steps_run,
@@ -516,6 +523,7 @@ static void finish(struct dllm_session *s, int64_t canvas_len, int64_t n_prompt,
     };
     emit(s, &ev);
     free(text);
+    free(gaps);
 }
 
 /* Runs the request in s->req to its DONE or ERROR event. */

@@ -34,6 +34,8 @@ struct record {
     int32_t canvas[4096];
     char text[8192];
     size_t text_before_gap;
+    size_t gaps[64];
+    int64_t n_gaps;
     char message[512];
     bool stopped_early, cancelled;
     int64_t steps_run, masks_left_done, dropped, dropped_done;
@@ -86,6 +88,9 @@ static void on_event(const struct dllm_event *ev, void *user)
         memcpy(r->canvas, ev->canvas, (size_t)ev->canvas_len * sizeof *r->canvas);
         snprintf(r->text, sizeof r->text, "%s", ev->text);
         r->text_before_gap = ev->text_before_gap;
+        r->n_gaps = ev->n_gaps;
+        for (int64_t i = 0; i < ev->n_gaps && i < 64; i++)
+            r->gaps[i] = ev->gaps[i];
         r->stopped_early = ev->stopped_early;
         r->cancelled = ev->cancelled;
         r->steps_run = ev->steps_run;
@@ -235,6 +240,14 @@ START_TEST(generate_cancel)
     ck_assert_msg(gap != NULL, "no gap in '%s'", r.text);
     ck_assert_uint_eq(r.text_before_gap, (size_t)(gap - r.text));
     ck_assert_int_le(r.n_tokens, r.committed_total);
+    /* gaps gives each gap's offset: each mark of the text, in order, and nothing else. */
+    ck_assert_int_gt(r.n_gaps, 0);
+    ck_assert_int_le(r.n_gaps, 64);
+    ck_assert_uint_eq(r.gaps[0], r.text_before_gap);
+    int64_t k = 0;
+    for (const char *p = r.text; (p = strstr(p, " \u2026 ")) != NULL; p += strlen(" \u2026 "))
+        ck_assert_uint_eq(r.gaps[k++], (size_t)(p - r.text));
+    ck_assert_int_eq(k, r.n_gaps);
     close_session(&f);
 }
 END_TEST

@@ -399,15 +399,15 @@ static enum dllm_status op_transcript(void *ctx, struct dllm_error *err)
     dllm_sampler_params_init(&sp, DLLM_SAMPLER_LLADA);
     struct ui_timing_totals totals = {0};
     static const char answer[] = "A long answer that wraps over several rows \u2026 and a gap";
+    static const size_t gap[] = {42};
     enum dllm_status st = DLLM_OK;
     size_t n_before = 0;
     bool ok = ui_transcript_set_system(&t, "You are terse.");
     ok = ok && ui_transcript_add(&t, UI_ROLE_USER, "What is a diffusion language model?");
-    ok = ok && (n_before = t.n, ui_transcript_answer(&t, answer, 44, true, &sp, &totals));
+    ok = ok && (n_before = t.n, ui_transcript_answer(&t, answer, gap, 1, true, &sp, &totals));
     ok = ok && (n_before = t.n, ui_transcript_add(&t, UI_ROLE_NOTICE, "1 turn dropped"));
     ok = ok && (n_before = t.n, ui_transcript_add(&t, UI_ROLE_USER, "And then?"));
-    ok = ok &&
-         (n_before = t.n, ui_transcript_answer(&t, answer, strlen(answer), false, &sp, &totals));
+    ok = ok && (n_before = t.n, ui_transcript_answer(&t, answer, NULL, 0, false, &sp, &totals));
     if (!ok) {
         ck_assert_uint_eq(t.n, n_before); /* nothing changed */
         st = ui_failed(err);

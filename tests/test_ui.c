@@ -12,9 +12,11 @@
 #include "clipboard.h"
 #include "commands.h"
 #include "editor.h"
+#include "find.h"
 #include "fixtures.h"
 #include "frame.h"
 #include "history.h"
+#include "jsonl.h"
 #include "keys.h"
 #include "layout.h"
 #include "markdown.h"
@@ -781,6 +783,124 @@ START_TEST(test_slider_busy)
 }
 END_TEST
 
+/* /set NAME VALUE on base_settings (LLaDA, 128 tokens in 4 blocks of 32, 64 steps), cap 4095. */
+static const struct {
+    enum dllm_sampler_kind kind;
+    const char *name, *value;
+    bool changed;
+    const char *note;
+} sets[] = {
+    {DLLM_SAMPLER_LLADA, "steps", "32", true, "steps 32"},
+    {DLLM_SAMPLER_LLADA, "steps", "30", false,
+     "steps takes a multiple of the 4 blocks from 4 to 128 (max tokens), not '30'"},
+    {DLLM_SAMPLER_LLADA, "steps", "132", false,
+     "steps takes a multiple of the 4 blocks from 4 to 128 (max tokens), not '132'"},
+    {DLLM_SAMPLER_LLADA, "steps", "-4", false,
+     "steps takes a multiple of the 4 blocks from 4 to 128 (max tokens), not '-4'"},
+    {DLLM_SAMPLER_LLADA, "steps", "", false,
+     "/set steps needs a value: a multiple of the 4 blocks from 4 to 128 (max tokens)"},
+    {DLLM_SAMPLER_LLADA, "steps", "64", false, "steps is 64 already"},
+    {DLLM_SAMPLER_LLADA, "max", "64", true, "max 64"},
+    {DLLM_SAMPLER_LLADA, "max", "32", true, "max 32; steps 64 -> 32, at most max tokens"},
+    {DLLM_SAMPLER_LLADA, "max", "48", false,
+     "max takes a multiple of the block length 32 from 32 to 4064, not '48'"},
+    {DLLM_SAMPLER_LLADA, "max", "4096", false,
+     "max takes a multiple of the block length 32 from 32 to 4064, not '4096'"},
+    {DLLM_SAMPLER_LLADA, "block", "16", true, "block 16"},
+    {DLLM_SAMPLER_LLADA, "block", "off", true, "block off"},
+    {DLLM_SAMPLER_LLADA, "block", "0", true, "block off"},
+    {DLLM_SAMPLER_LLADA, "block", "128", true, "block 128"},
+    {DLLM_SAMPLER_LLADA, "block", "30", false,
+     "block takes off (0) or a divisor of max tokens 128, not '30'"},
+    {DLLM_SAMPLER_LLADA, "threshold", "0.9", true, "threshold 0.90"},
+    {DLLM_SAMPLER_LLADA, "threshold", "1.5", false,
+     "threshold takes off (0) or a number in (0, 1], not '1.5'"},
+    {DLLM_SAMPLER_LLADA, "threshold", "off", false, "threshold is off already"},
+    {DLLM_SAMPLER_LLADA, "temp", "0.7", true, "temp 0.7"},
+    {DLLM_SAMPLER_LLADA, "temp", "2.5", false, "temp takes a number from 0 to 2, not '2.5'"},
+    {DLLM_SAMPLER_LLADA, "temp", "nan", false, "temp takes a number from 0 to 2, not 'nan'"},
+    {DLLM_SAMPLER_LLADA, "cache", "dual", true, "cache dual"},
+    {DLLM_SAMPLER_LLADA, "cache", "full", false, "cache takes none, prefix or dual, not 'full'"},
+    {DLLM_SAMPLER_LLADA, "seed", "18446744073709551615", true, "seed 18446744073709551615"},
+    {DLLM_SAMPLER_LLADA, "seed", "18446744073709551616", false,
+     "seed takes a whole number from 0 to 18446744073709551615, not '18446744073709551616'"},
+    {DLLM_SAMPLER_LLADA, "remasking", "random", true, "remasking random"},
+    {DLLM_SAMPLER_LLADA, "remasking", "best", false,
+     "remasking takes low_confidence or random, not 'best'"},
+    {DLLM_SAMPLER_LLADA, "cfg", "1.5", true, "cfg 1.5"},
+    {DLLM_SAMPLER_LLADA, "cfg", "-1", false, "cfg takes a number, 0 (off) or more, not '-1'"},
+    {DLLM_SAMPLER_LLADA, "top-p", "0.9", false,
+     "this model samples without the setting 'top-p': this model's are steps, max, block, "
+     "threshold, temp, cache, seed, remasking, cfg"},
+    {DLLM_SAMPLER_LLADA, "speed", "9", false,
+     "no setting 'speed': this model's are steps, max, block, threshold, temp, cache, seed, "
+     "remasking, cfg"},
+    {DLLM_SAMPLER_DREAM, "alg", "maskgit_plus", true, "alg maskgit_plus"},
+    {DLLM_SAMPLER_DREAM, "alg", "best", false,
+     "alg takes origin, maskgit_plus, topk_margin or entropy, not 'best'"},
+    {DLLM_SAMPLER_DREAM, "top-p", "0.5", true, "top-p 0.50"},
+    {DLLM_SAMPLER_DREAM, "top-p", "0", false, "top-p takes a number in (0, 1] (1: off), not '0'"},
+    {DLLM_SAMPLER_DREAM, "top-k", "40", true, "top-k 40"},
+    {DLLM_SAMPLER_DREAM, "top-k", "4.5", false,
+     "top-k takes a whole number, 0 (off) or more, not '4.5'"},
+    /* Dream's entropy gives no probability: a threshold switches it to maskgit_plus. */
+    {DLLM_SAMPLER_DREAM, "threshold", "0.8", true,
+     "threshold 0.80; alg maskgit_plus: a threshold needs a probability as confidence"},
+    {DLLM_SAMPLER_DREAM, "remasking", "random", false,
+     "this model samples without the setting 'remasking': this model's are steps, max, block, "
+     "threshold, temp, cache, seed, alg, top-p, top-k, cfg"},
+};
+
+START_TEST(test_settings_set)
+{
+    struct dllm_sampler_params s = base_settings(), before;
+    if (sets[_i].kind == DLLM_SAMPLER_DREAM) {
+        dllm_sampler_params_init(&s, DLLM_SAMPLER_DREAM);
+        s.steps = 64;
+    }
+    before = s;
+    char note[DLLM_ERROR_TEXT_MAX];
+    bool changed =
+        ui_settings_set(&s, sets[_i].name, sets[_i].value, 4095, false, note, sizeof note);
+    ck_assert_msg(changed == sets[_i].changed, "/set %s %s: %s", sets[_i].name, sets[_i].value,
+                  note);
+    ck_assert_str_eq(note, sets[_i].note);
+    if (!changed)
+        ck_assert(memcmp(&s, &before, sizeof s) == 0);
+    ck_assert(dllm_sampler_params_check(&s, NULL) == DLLM_OK);
+}
+END_TEST
+
+/* The values /set wrote, and the note while a generation runs; /set alone lists them. */
+START_TEST(test_settings_set_values)
+{
+    struct dllm_sampler_params s = base_settings();
+    char note[DLLM_ERROR_TEXT_MAX];
+    ck_assert(ui_settings_set(&s, "block", "16", 4095, true, note, sizeof note));
+    ck_assert_str_eq(note, "block 16; applies to the next generation");
+    ck_assert_int_eq(s.block_length, 16);
+    /* 64 steps over 8 blocks still fit. */
+    ck_assert_int_eq(s.steps, 64);
+    ck_assert(ui_settings_set(&s, "block", "1", 4095, false, note, sizeof note));
+    ck_assert_str_eq(note, "block 1; steps 64 -> 128 to fit 128 blocks");
+    ck_assert(ui_settings_set(&s, "seed", "42", 4095, false, note, sizeof note));
+    ck_assert_uint_eq(s.seed, 42);
+    ck_assert(ui_settings_set(&s, "cfg", "2", 4095, false, note, sizeof note));
+    ck_assert_double_eq_tol(s.cfg_scale, 2.0, 1e-12);
+    ck_assert(ui_settings_set(&s, "threshold", ".95", 4095, false, note, sizeof note));
+    ck_assert_double_eq_tol(s.threshold, 0.95, 1e-12);
+    ck_assert(ui_settings_set(&s, "steps", "256", 4095, false, note, sizeof note) == false);
+    ck_assert(ui_settings_set(&s, "max", "256", 4095, false, note, sizeof note));
+    ck_assert_str_eq(note, "max 256; steps 128 -> 256 to fit 256 blocks");
+    ck_assert(ui_settings_set(&s, "block", "32", 4095, false, note, sizeof note));
+    ck_assert(ui_settings_set(&s, "steps", "128", 4095, false, note, sizeof note));
+    ck_assert_str_eq(note, "steps 128; steps do not apply while a threshold is set");
+    ui_settings_list(&s, note, sizeof note);
+    ck_assert_str_eq(note, "steps 128, max 256, block 32, threshold 0.95, temp 0.0, cache none, "
+                           "seed 42, remasking low_confidence, cfg 2");
+}
+END_TEST
+
 /* ---- slash commands ----------------------------------------------------------------------- */
 
 static const struct {
@@ -795,6 +915,10 @@ static const struct {
     {"/undo", UI_CMD_UNDO, ""},
     {"/save", UI_CMD_ERROR, "/save needs FILE: /save FILE"},
     {"/save  notes.md ", UI_CMD_SAVE, "notes.md"},
+    {"/load", UI_CMD_ERROR, "/load needs FILE: /load FILE"},
+    {"/load notes.md.jsonl", UI_CMD_LOAD, "notes.md.jsonl"},
+    {"/set steps 32", UI_CMD_SET, "steps 32"},
+    {"/set", UI_CMD_SET, ""},
     {"/system be brief\n", UI_CMD_SYSTEM, "be brief"},
     {"/system", UI_CMD_SYSTEM, ""},
     {"/help", UI_CMD_HELP, ""},
@@ -821,12 +945,15 @@ END_TEST
 
 START_TEST(test_commands_help)
 {
-    char help[1024];
+    char help[4096];
     ui_commands_help(help, sizeof help);
-    ck_assert(strstr(help, "/save FILE      write the conversation as Markdown to FILE\n"));
+    ck_assert(strstr(help, "/save FILE        write the conversation as Markdown to FILE and as "
+                           "JSON lines to FILE.jsonl (a FILE ending in .jsonl: only those)\n"));
     ck_assert(strstr(help,
-                     "/system [TEXT]  set the system prompt (from the next answer on); alone, "
+                     "/system [TEXT]    set the system prompt (from the next answer on); alone, "
                      "show it; /system off removes it\n"));
+    ck_assert(strstr(help, "/set [NAME VALUE] set a generation setting"));
+    ck_assert(strstr(help, "/load FILE        read a conversation back"));
 }
 END_TEST
 
@@ -919,9 +1046,9 @@ static void two_exchanges(struct ui_transcript *t)
     ui_transcript_init(t);
     ck_assert(ui_transcript_set_system(t, "Be brief."));
     ck_assert(ui_transcript_add(t, UI_ROLE_USER, "Hi"));
-    ck_assert(ui_transcript_answer(t, "Hello there.", 12, false, &s, &a));
+    ck_assert(ui_transcript_answer(t, "Hello there.", NULL, 0, false, &s, &a));
     ck_assert(ui_transcript_add(t, UI_ROLE_USER, "Again"));
-    ck_assert(ui_transcript_answer(t, "Par", 3, true, &s, &b));
+    ck_assert(ui_transcript_answer(t, "Par", NULL, 0, true, &s, &b));
 }
 
 START_TEST(test_transcript_edits)
@@ -1062,6 +1189,206 @@ START_TEST(test_transcript_markdown)
 END_TEST
 
 /* ---- timings ------------------------------------------------------------------------------ */
+
+/* ---- the conversation as JSON lines ------------------------------------------------------- */
+
+/* A file written by hand from jsonl.h's description (not by the code under test). */
+static const char jsonl_golden[] =
+    "{\"format\": \"dllm-chat\", \"version\": 1, \"model\": \"tiny.gguf\"}\n"
+    "{\"role\": \"system\", \"text\": \"Be brief.\"}\n"
+    "\n"
+    "{\"role\": \"user\", \"text\": \"Hi \\u00e9\", \"dropped\": true}\r\n"
+    "{\"role\": \"assistant\", \"text\": \"It \\u2026 x\", \"stopped\": true, \"gaps\": [2],"
+    " \"settings\": {\"kind\": \"dream\", \"max_tokens\": 64, \"steps\": 32, \"threshold\": 0.9,"
+    " \"alg\": \"maskgit_plus\", \"seed\": \"18446744073709551615\", \"cache\": \"dual\"},"
+    " \"timings\": {\"steps\": 5, \"tokens\": 2, \"total_ms\": 250.5}}\n"
+    "{\"role\": \"notice\", \"text\": \"system prompt from here on: x\"}\n";
+
+START_TEST(test_jsonl_parse)
+{
+    struct ui_transcript t;
+    char err[256] = "";
+    ck_assert_msg(ui_jsonl_parse(jsonl_golden, strlen(jsonl_golden), &t, err, sizeof err), "%s",
+                  err);
+    ck_assert_str_eq(t.system, "Be brief.");
+    ck_assert_uint_eq(t.n, 3);
+    ck_assert_int_eq(t.turns[0].role, UI_ROLE_USER);
+    ck_assert_str_eq(t.turns[0].text, "Hi \xc3\xa9");
+    ck_assert(t.turns[0].dropped);
+    const struct ui_turn *a = &t.turns[1];
+    ck_assert_int_eq(a->role, UI_ROLE_ASSISTANT);
+    ck_assert_str_eq(a->text, "It \xe2\x80\xa6 x");
+    ck_assert(a->stopped && !a->dropped && a->has_stats);
+    ck_assert_uint_eq(a->n_gaps, 1);
+    ck_assert_uint_eq(a->gaps[0], 2);
+    ck_assert_str_eq(a->context, "It"); /* the next turn's context stops at the gap */
+    ck_assert_int_eq(a->settings.kind, DLLM_SAMPLER_DREAM);
+    ck_assert_int_eq(a->settings.gen_length, 64);
+    ck_assert_int_eq(a->settings.steps, 32);
+    ck_assert_double_eq_tol(a->settings.threshold, 0.9, 1e-12);
+    ck_assert_int_eq(a->settings.alg, DLLM_ALG_MASKGIT_PLUS);
+    ck_assert_int_eq(a->settings.cache, DLLM_CACHE_DUAL);
+    ck_assert_uint_eq(a->settings.seed, UINT64_MAX);
+    ck_assert_double_eq_tol(a->settings.top_p, 0.95, 1e-12); /* Dream's default */
+    ck_assert(a->settings.early_stop);
+    ck_assert_int_eq(a->totals.steps, 5);
+    ck_assert_int_eq(a->totals.tokens, 2);
+    ck_assert_double_eq_tol(a->totals.total_ms, 250.5, 1e-12);
+    ck_assert_int_eq(t.turns[2].role, UI_ROLE_NOTICE);
+    ui_transcript_fini(&t);
+}
+END_TEST
+
+/* Written and read back, a conversation is the same: every turn, flag, setting and timing. */
+START_TEST(test_jsonl_round_trip)
+{
+    struct ui_transcript t, back;
+    two_exchanges(&t);
+    struct dllm_sampler_params s = base_settings();
+    s.seed = UINT64_MAX - 1;
+    s.cache = DLLM_CACHE_PREFIX;
+    s.temperature = 0.7;
+    const struct ui_timing_totals totals = {.steps = 3,
+                                            .forward_ms = 1.25,
+                                            .sample_ms = 0.1,
+                                            .total_ms = 7.5,
+                                            .load_ms = 900,
+                                            .tokens = 4};
+    static const char gapped[] = "a \xe2\x80\xa6 b \xe2\x80\xa6 c \xe2\x80\xa6 ";
+    static const size_t gaps[] = {1, 13};
+    ck_assert(ui_transcript_add(&t, UI_ROLE_USER, "More \"quotes\"\n\ttab"));
+    ck_assert(ui_transcript_answer(&t, gapped, gaps, 2, true, &s, &totals));
+    ck_assert(ui_transcript_drop_oldest(&t, 1));
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    ck_assert(ui_jsonl_write(&t, "m.gguf (llada, Q4_K_M)", f));
+    fclose(f);
+    char err[256] = "";
+    ck_assert_msg(ui_jsonl_parse(buf, size, &back, err, sizeof err), "%s", err);
+    ck_assert_str_eq(back.system, t.system);
+    ck_assert_uint_eq(back.n, t.n);
+    for (size_t i = 0; i < t.n; i++) {
+        const struct ui_turn *x = &t.turns[i], *y = &back.turns[i];
+        ck_assert_int_eq(x->role, y->role);
+        ck_assert_str_eq(x->text, y->text);
+        ck_assert(x->stopped == y->stopped && x->dropped == y->dropped);
+        ck_assert(x->has_stats == y->has_stats);
+        ck_assert_uint_eq(x->n_gaps, y->n_gaps);
+        for (size_t k = 0; k < x->n_gaps; k++)
+            ck_assert_uint_eq(x->gaps[k], y->gaps[k]);
+        if (x->has_stats) {
+            ck_assert(memcmp(&x->settings, &y->settings, sizeof x->settings) == 0);
+            ck_assert_int_eq(x->totals.steps, y->totals.steps);
+            ck_assert_int_eq(x->totals.tokens, y->totals.tokens);
+            ck_assert(x->totals.forward_ms == y->totals.forward_ms);
+            ck_assert(x->totals.sample_ms == y->totals.sample_ms);
+            ck_assert(x->totals.total_ms == y->totals.total_ms);
+            ck_assert(x->totals.load_ms == y->totals.load_ms);
+        }
+    }
+    /* The messages sent to the model are the same too (a stopped answer up to its gap). */
+    struct dllm_chat_message m1[16], m2[16];
+    const size_t n1 = ui_transcript_messages(&t, t.n, m1, 16);
+    ck_assert_uint_eq(ui_transcript_messages(&back, back.n, m2, 16), n1);
+    for (size_t i = 0; i < n1; i++)
+        ck_assert_str_eq(m1[i].content, m2[i].content);
+    ck_assert_str_eq(m1[n1 - 1].content, "a");
+    free(buf);
+    ui_transcript_fini(&t);
+    ui_transcript_fini(&back);
+}
+END_TEST
+
+/*
+ * An answer whose pieces split a character (seen in tmux: /save failed) is saved with U+FFFD for
+ * each invalid sequence, as JSON strings must be valid UTF-8; its gaps move along.
+ */
+START_TEST(test_jsonl_invalid_utf8)
+{
+    struct ui_transcript t, back;
+    ui_transcript_init(&t);
+    struct dllm_sampler_params s = base_settings();
+    const struct ui_timing_totals totals = {.steps = 1};
+    static const char text[] = "O\xff\xe4\xb8on \xe2\x80\xa6 x";
+    static const size_t gaps[] = {6};
+    ck_assert(ui_transcript_set_system(&t, "sys \xc3"));
+    ck_assert(ui_transcript_answer(&t, text, gaps, 1, true, &s, &totals));
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    ck_assert(ui_jsonl_write(&t, NULL, f));
+    fclose(f);
+    char err[256] = "";
+    ck_assert_msg(ui_jsonl_parse(buf, size, &back, err, sizeof err), "%s", err);
+    ck_assert_str_eq(back.system, "sys \xef\xbf\xbd");
+    ck_assert_str_eq(back.turns[0].text, "O\xef\xbf\xbd\xef\xbf\xbdon \xe2\x80\xa6 x");
+    ck_assert_uint_eq(back.turns[0].gaps[0], 9);
+    free(buf);
+    ui_transcript_fini(&t);
+    ui_transcript_fini(&back);
+}
+END_TEST
+
+static const struct {
+    const char *text, *err;
+} bad_jsonl[] = {
+    {"", "line 1: the file is empty: /save FILE writes a conversation to FILE.jsonl"},
+    {"# dllm conversation\n", "line 1: not JSON: '[' or '{' expected near '#' (column 1)"},
+    {"{\"role\": \"user\", \"text\": \"hi\"}\n",
+     "line 1: not a dllm conversation: the first line has no \"format\": \"dllm-chat\" (/save "
+     "writes FILE.jsonl)"},
+    {"{\"format\": \"dllm-chat\", \"version\": 2}\n",
+     "line 1: \"version\" must be 1, the version this dllm-tui reads"},
+    {"{\"format\": \"dllm-chat\", \"version\": 1}\n[1]\n", "line 2: not a JSON object"},
+    {"{\"format\": \"dllm-chat\", \"version\": 1}\n{\"role\": \"bot\", \"text\": \"x\"}\n",
+     "line 2: \"role\" is \"bot\": use user, assistant, notice or system"},
+    {"{\"format\": \"dllm-chat\", \"version\": 1}\n{\"role\": \"user\"}\n",
+     "line 2: \"text\" is missing: it must be a string"},
+    {"{\"format\": \"dllm-chat\", \"version\": 1}\n{\"role\": \"user\", \"text\": 3}\n",
+     "line 2: \"text\" is not a string: it must be a string"},
+    {"{\"format\": \"dllm-chat\", \"version\": 1}\n{\"role\": \"assistant\", \"text\": \"x\"}\n",
+     "line 2: an answer needs \"settings\", an object"},
+    {"{\"format\": \"dllm-chat\", \"version\": 1}\n{\"role\": \"assistant\", \"text\": \"x\", "
+     "\"settings\": {\"kind\": \"gpt\"}}\n",
+     "line 2: settings: \"kind\" must be llada or dream"},
+    {"{\"format\": \"dllm-chat\", \"version\": 1}\n{\"role\": \"assistant\", \"text\": \"x\", "
+     "\"settings\": {\"kind\": \"llada\", \"steps\": -1}}\n",
+     "line 2: \"steps\" must be a whole number from 0 to 2147483647"},
+    {"{\"format\": \"dllm-chat\", \"version\": 1}\n{\"role\": \"assistant\", \"text\": \"x\", "
+     "\"settings\": {\"kind\": \"llada\", \"steps\": 30}}\n",
+     "line 2: settings: steps 30 is not a multiple of the 4 blocks (gen length 128 / block "
+     "length 32): use 28 or 32"},
+    {"{\"format\": \"dllm-chat\", \"version\": 1}\n{\"role\": \"assistant\", \"text\": \"x\", "
+     "\"settings\": {\"kind\": \"llada\", \"seed\": -1}}\n",
+     "line 2: settings: \"seed\" must be a whole number from 0 to 18446744073709551615"},
+    {"{\"format\": \"dllm-chat\", \"version\": 1}\n{\"role\": \"assistant\", \"text\": \"x\", "
+     "\"settings\": {\"kind\": \"llada\", \"cache\": \"full\"}}\n",
+     "line 2: settings: \"cache\" must be none, prefix or dual"},
+    {"{\"format\": \"dllm-chat\", \"version\": 1}\n{\"role\": \"assistant\", \"text\": \"a b\", "
+     "\"stopped\": true, \"gaps\": [1], \"settings\": {\"kind\": \"llada\"}}\n",
+     "line 2: \"gaps\" must be offsets of \" \\u2026 \" marks in the text, ascending"},
+    {"{\"format\": \"dllm-chat\", \"version\": 1}\n{\"role\": \"assistant\", \"text\": \"a b\", "
+     "\"gaps\": [9], \"settings\": {\"kind\": \"llada\"}}\n",
+     "line 2: \"gaps\" must be a list of byte offsets into the text"},
+    {"{\"format\": \"dllm-chat\", \"version\": 1}\n{\"role\": \"user\", \"text\": \"a\", "
+     "\"text\": \"b\"}\n",
+     "line 2: not JSON: duplicate object key near '\"text\"' (column 36)"},
+    {"{\"format\": \"dllm-chat\", \"version\": 1}\n{\"role\": \"user\", \"text\": \"\\u0000\"}\n",
+     "line 2: not JSON: \\u0000 is not allowed without JSON_ALLOW_NUL near '\"\\u0000\"' "
+     "(column 33)"},
+};
+
+START_TEST(test_jsonl_errors)
+{
+    struct ui_transcript t;
+    char err[256] = "";
+    ck_assert(!ui_jsonl_parse(bad_jsonl[_i].text, strlen(bad_jsonl[_i].text), &t, err, sizeof err));
+    ck_assert_str_eq(err, bad_jsonl[_i].err);
+    ck_assert_uint_eq(t.n, 0);
+    ck_assert_ptr_null(t.system);
+}
+END_TEST
 
 START_TEST(test_sparkline)
 {
@@ -1479,6 +1806,7 @@ static const struct {
     struct ui_rect conversation, canvas_r, timing, input_r, settings, status;
     int message;
     struct ui_rect message_r;
+    int settings_rows;
 } layouts[] = {
     /* 24 x 80: no room for the timing pane; the input 1 row under its title. */
     {24,
@@ -1493,7 +1821,8 @@ static const struct {
      {22, 0, 1, 80},
      {23, 0, 1, 80},
      0,
-     {0, 0, 0, 0}},
+     {0, 0, 0, 0},
+     1},
     /* 30 x 100: the timing pane takes the right 34 columns; a 5-row canvas plus its title. */
     {30,
      100,
@@ -1507,7 +1836,8 @@ static const struct {
      {28, 0, 1, 100},
      {29, 0, 1, 100},
      0,
-     {0, 0, 0, 0}},
+     {0, 0, 0, 0},
+     1},
     /* A long input stops at 6 rows (7 with the title), leaving 21 above it; a tall canvas
      * stops at two thirds of those, 14. */
     {30,
@@ -1522,7 +1852,8 @@ static const struct {
      {28, 0, 1, 100},
      {29, 0, 1, 100},
      0,
-     {0, 0, 0, 0}},
+     {0, 0, 0, 0},
+     1},
     {.rows = 11, .cols = 80, .input = 1, .too_small = true},
     {.rows = 12, .cols = 39, .input = 1, .too_small = true},
     {12,
@@ -1537,7 +1868,8 @@ static const struct {
      {10, 0, 1, 40},
      {11, 0, 1, 40},
      0,
-     {0, 0, 0, 0}},
+     {0, 0, 0, 0},
+     1},
     /* A message of 5 rows shows 3 above the input, full width; the panes above give way. */
     {24,
      100,
@@ -1551,7 +1883,23 @@ static const struct {
      {22, 0, 1, 100},
      {23, 0, 1, 100},
      5,
-     {17, 0, 3, 100}},
+     {17, 0, 3, 100},
+     1},
+    /* 20 x 60: the slider bar wrapped over 2 rows pushes the input up one. */
+    {20,
+     60,
+     1,
+     0,
+     false,
+     {0, 0, 15, 60},
+     {15, 0, 0, 0},
+     {0, 0, 0, 0},
+     {15, 0, 2, 60},
+     {17, 0, 2, 60},
+     {19, 0, 1, 60},
+     0,
+     {0, 0, 0, 0},
+     2},
 };
 
 /* Fails unless two rectangles are equal. */
@@ -1566,7 +1914,7 @@ START_TEST(test_layout)
 {
     struct ui_layout l;
     ui_layout_compute(&l, layouts[_i].rows, layouts[_i].cols, layouts[_i].message,
-                      layouts[_i].input, layouts[_i].canvas);
+                      layouts[_i].input, layouts[_i].canvas, layouts[_i].settings_rows);
     ck_assert_int_eq(l.too_small, layouts[_i].too_small);
     if (l.too_small)
         return;
@@ -1673,7 +2021,9 @@ static void engine_runs(struct app_fixture *f, int steps, const char *done_text,
  */
 /*
  * A cancelled answer with gaps of masks keeps its gaps on screen, but the next turn sends only
- * its text before the first gap (the glued tokens became context before).
+ * its text before the first gap (the glued tokens became context before). Only the gaps the
+ * engine reports are dim: the model's own " \u2026 " after the first gap stays plain (every one
+ * was dimmed before).
  */
 START_TEST(test_app_gapped_answer)
 {
@@ -1682,19 +2032,23 @@ START_TEST(test_app_gapped_answer)
     enter(&f, "hi");
     struct dllm_event ev = start_event();
     ui_frame_slot_event(&f.slot, &ev);
+    static const char text[] = "It is \u2026 far \u2026 x \u2026 ";
+    static const size_t gaps[] = {5, 19};
     ev = (struct dllm_event){.kind = DLLM_EVENT_DONE,
-                             .text = "It is \u2026 far \u2026 ",
+                             .text = text,
                              .text_before_gap = 5,
-                             .n_tokens = 2,
+                             .gaps = gaps,
+                             .n_gaps = 2,
+                             .n_tokens = 3,
                              .steps_run = 1,
                              .cancelled = true};
     ui_frame_slot_event(&f.slot, &ev);
     ui_app_poll(&f.app);
-    ck_assert_str_eq(f.app.transcript.turns[1].text, "It is \u2026 far \u2026 ");
+    ck_assert_str_eq(f.app.transcript.turns[1].text, text);
     struct dllm_chat_message msgs[4];
     ck_assert_uint_eq(ui_transcript_messages(&f.app.transcript, 2, msgs, 4), 2);
     ck_assert_str_eq(msgs[1].content, "It is");
-    /* On screen each gap is dim, the text around it plain: "  It is … far … " on one row. */
+    /* On screen "  It is … far … x … " on one row: the two gaps dim, the rest plain. */
     ck_assert(ui_app_layout_conversation(&f.app, 40, 10));
     size_t row = 0;
     while (row < f.app.conv.n_rows &&
@@ -1703,11 +2057,21 @@ START_TEST(test_app_gapped_answer)
     ck_assert_uint_lt(row, f.app.conv.n_rows);
     struct ui_cell cells[40];
     ui_scrollback_cells(&f.app.conv, f.app.blocks, row, cells, 40);
-    static const char want[] = ".......ddd...ddd";
+    static const char want[] = ".......ddd.......ddd";
     for (int c = 0; c < (int)sizeof want - 1; c++)
         ck_assert_msg(cells[c].style == (want[c] == 'd' ? UI_STYLE_DIM : UI_STYLE_TEXT),
                       "column %d has style %d", c, cells[c].style);
     ck_assert_uint_eq(cells[8].ch[0], 0x2026);
+    ck_assert_uint_eq(cells[14].ch[0], 0x2026);
+    /* A gap the text does not hold is refused, nothing added. */
+    struct dllm_sampler_params s = base_settings();
+    struct ui_timing_totals totals = {0};
+    static const size_t bad[] = {3};
+    const size_t n = f.app.transcript.n;
+    errno = 0;
+    ck_assert(!ui_transcript_answer(&f.app.transcript, text, bad, 1, true, &s, &totals));
+    ck_assert_int_eq(errno, EINVAL);
+    ck_assert_uint_eq(f.app.transcript.n, n);
     app_teardown(&f);
 }
 END_TEST
@@ -2072,6 +2436,26 @@ START_TEST(test_app_copy)
     ck_assert_str_eq(app->copy, "Try:\n```sh\nls -l\n```\nDone.");
     enter(&f, "/copy all");
     ck_assert(app->note_error);
+    /* An answer of more than 75000 bytes is not sent: terminals cut or drop such a request. */
+    free(app->copy);
+    app->copy = NULL;
+    char *big = malloc(75002);
+    memset(big, 'x', 75001);
+    big[75001] = '\0';
+    enter(&f, "q2");
+    engine_runs(&f, 3, big, false, 0);
+    enter(&f, "/copy");
+    ck_assert(app->note_error);
+    ck_assert_ptr_null(app->copy);
+    ck_assert_str_eq(app->note, "the last answer is 75001 bytes, more than the 75000 a terminal "
+                                "takes in one copy (OSC 52): /save FILE keeps it");
+    big[75000] = '\0';
+    enter(&f, "q3");
+    engine_runs(&f, 3, big, false, 0);
+    enter(&f, "/copy");
+    ck_assert(!app->note_error);
+    ck_assert_uint_eq(strlen(app->copy), 75000);
+    free(big);
     app_teardown(&f);
 }
 END_TEST
@@ -2109,6 +2493,265 @@ START_TEST(test_app_sliders)
     ck_assert_int_eq(app->transcript.turns[1].settings.block_length, 16);
     ck_assert_int_eq(app->settings.block_length, 32);
     app_teardown(&f);
+}
+END_TEST
+
+/* /set NAME VALUE and a value typed into the focused slider (digits, Enter applies, Esc drops). */
+START_TEST(test_app_set)
+{
+    struct app_fixture f;
+    app_setup(&f);
+    struct ui_app *app = &f.app;
+    const struct mock_requests *req = mock_engine_requests(f.engine);
+    enter(&f, "/set steps 32");
+    ck_assert_int_eq(app->settings.steps, 32);
+    ck_assert_str_eq(app->note, "steps 32");
+    ck_assert(!app->note_error);
+    enter(&f, "/set steps 30");
+    ck_assert(app->note_error);
+    ck_assert_int_eq(app->settings.steps, 32);
+    enter(&f, "/set seed 7");
+    enter(&f, "/set");
+    ck_assert_str_eq(app->note, "steps 32, max 128, block 32, threshold off, temp 0.0, cache none, "
+                                "seed 7, remasking low_confidence, cfg 0 (/set NAME VALUE changes "
+                                "one)");
+    enter(&f, "hi");
+    ck_assert_int_eq(req->settings.steps, 32);
+    ck_assert_uint_eq(req->settings.seed, 7);
+    engine_runs(&f, 3, "done", false, 0);
+
+    app->timing_shown = false;
+    press(&f, UI_KEY_TAB);
+    press(&f, UI_KEY_TAB);
+    ck_assert_int_eq(app->focus, UI_FOCUS_SETTINGS);
+    ck_assert_int_eq(app->slider, UI_SLIDER_STEPS);
+    press(&f, UI_KEY_ENTER);
+    ck_assert(app->note_error);
+    ck_assert_str_eq(app->note, "type a value for steps first (digits), then Enter");
+    press(&f, '1');
+    press(&f, '2');
+    press(&f, '3');
+    press(&f, UI_KEY_BACKSPACE);
+    ck_assert_str_eq(app->typed, "12");
+    press(&f, UI_KEY_ENTER);
+    ck_assert_int_eq(app->settings.steps, 12);
+    ck_assert_str_eq(app->note, "steps 12");
+    ck_assert_str_eq(app->typed, "");
+    ck_assert_int_eq(app->focus, UI_FOCUS_SETTINGS);
+    /* Esc drops the typed value. */
+    press(&f, '8');
+    press(&f, UI_KEY_ESC);
+    ck_assert_int_eq(app->settings.steps, 12);
+    ck_assert_str_eq(app->note, "typed value dropped: steps stays 12");
+    /* A value out of range is refused, naming the range. */
+    press(&f, '3');
+    press(&f, '0');
+    press(&f, UI_KEY_ENTER);
+    ck_assert(app->note_error);
+    ck_assert_str_eq(app->note,
+                     "steps takes a multiple of the 4 blocks from 4 to 128 (max tokens), not '30'");
+    ck_assert_int_eq(app->settings.steps, 12);
+    /* The threshold takes a decimal; another key (Right) drops a typed value. */
+    press(&f, UI_KEY_RIGHT);
+    press(&f, UI_KEY_RIGHT);
+    press(&f, UI_KEY_RIGHT);
+    ck_assert_int_eq(app->slider, UI_SLIDER_THRESHOLD);
+    press(&f, '.');
+    press(&f, '8');
+    press(&f, UI_KEY_ENTER);
+    ck_assert_double_eq_tol(app->settings.threshold, 0.8, 1e-12);
+    press(&f, '0');
+    press(&f, UI_KEY_LEFT);
+    ck_assert_str_eq(app->typed, "");
+    ck_assert_int_eq(app->slider, UI_SLIDER_BLOCK);
+    ck_assert_double_eq_tol(app->settings.threshold, 0.8, 1e-12);
+    /* Letters still go to the input. */
+    press(&f, 'h');
+    ck_assert_int_eq(app->focus, UI_FOCUS_INPUT);
+    ck_assert_str_eq(app->editor.buf, "h");
+    app_teardown(&f);
+}
+END_TEST
+
+/*
+ * /save FILE writes FILE (Markdown) and FILE.jsonl; /load FILE.jsonl brings the conversation
+ * back (an unsaved one takes a second Enter); a bad file changes nothing.
+ */
+START_TEST(test_app_save_load)
+{
+    struct app_fixture f;
+    app_setup(&f);
+    struct ui_app *app = &f.app;
+    char *dir = test_tmpdir(), cmd[600], path[512];
+    enter(&f, "/system Be brief.");
+    enter(&f, "q1");
+    engine_runs(&f, 3, "**a1**", false, 0);
+    snprintf(cmd, sizeof cmd, "/save %s/chat.md", dir);
+    enter(&f, cmd);
+    ck_assert_msg(!app->note_error, "%s", app->note);
+    snprintf(path, sizeof path, "%s/chat.md.jsonl", dir);
+    struct stat st;
+    ck_assert(stat(path, &st) == 0);
+    snprintf(path, sizeof path, "%s/chat.md", dir);
+    ck_assert(stat(path, &st) == 0);
+    /* A FILE ending in .jsonl gets only the JSON lines. */
+    snprintf(cmd, sizeof cmd, "/save %s/only.jsonl", dir);
+    enter(&f, cmd);
+    snprintf(path, sizeof path, "%s/only.jsonl.jsonl", dir);
+    ck_assert(stat(path, &st) != 0);
+    snprintf(path, sizeof path, "%s/only.jsonl", dir);
+    ck_assert(stat(path, &st) == 0);
+
+    enter(&f, "q2");
+    engine_runs(&f, 2, "a2", false, 0);
+    ck_assert(app->unsaved);
+    /* Unsaved: the first /load asks and keeps the command in the input. */
+    snprintf(cmd, sizeof cmd, "/load %s/chat.md.jsonl", dir);
+    enter(&f, cmd);
+    ck_assert(app->note_error);
+    ck_assert_uint_eq(app->transcript.n, 4);
+    ck_assert_str_eq(app->editor.buf, cmd);
+    press(&f, UI_KEY_ENTER);
+    ck_assert_msg(!app->note_error, "%s", app->note);
+    ck_assert_uint_eq(app->transcript.n, 2);
+    ck_assert_str_eq(app->transcript.system, "Be brief.");
+    ck_assert_str_eq(app->transcript.turns[1].text, "**a1**");
+    ck_assert_str_eq(app->transcript.turns[1].shown, "a1"); /* rendered again */
+    ck_assert(!app->unsaved);
+    snprintf(cmd, sizeof cmd, "loaded 1 message and 1 answer from %s/chat.md.jsonl", dir);
+    ck_assert_str_eq(app->note, cmd);
+    /* The next message carries the loaded context. */
+    const struct mock_requests *req = mock_engine_requests(f.engine);
+    enter(&f, "q3");
+    ck_assert_uint_eq(req->n_messages, 4);
+    engine_runs(&f, 1, "a3", false, 0);
+
+    /* A Markdown file is no conversation: one error line, nothing changes. */
+    snprintf(cmd, sizeof cmd, "/save %s/after.jsonl", dir);
+    enter(&f, cmd);
+    snprintf(cmd, sizeof cmd, "/load %s/chat.md", dir);
+    enter(&f, cmd);
+    ck_assert(app->note_error);
+    snprintf(path, sizeof path,
+             "%s/chat.md line 1: not JSON: '[' or '{' expected near '#' (column 1)", dir);
+    ck_assert_str_eq(app->note, path);
+    ck_assert_uint_eq(app->transcript.n, 4);
+    snprintf(cmd, sizeof cmd, "/load %s/none.jsonl", dir);
+    enter(&f, cmd);
+    snprintf(path, sizeof path, "cannot read %s/none.jsonl: No such file or directory", dir);
+    ck_assert_str_eq(app->note, path);
+    ck_assert_uint_eq(app->transcript.n, 4);
+    free(dir);
+    app_teardown(&f);
+}
+END_TEST
+
+/* The turn text's block in the laid-out conversation (the first block showing it). */
+static const struct ui_sb_block *block_of(const struct ui_app *app, const char *text)
+{
+    for (size_t b = 0; b < app->n_blocks; b++)
+        if (app->blocks[b].text == text)
+            return &app->blocks[b];
+    return NULL;
+}
+
+/*
+ * /find TEXT highlights every match, shows the last and scrolls it into view; n and N move
+ * through them (wrapping), Esc ends the search; Ctrl+F starts one from the conversation or an
+ * empty input, and still moves right in a non-empty one.
+ */
+START_TEST(test_app_find)
+{
+    struct app_fixture f;
+    app_setup(&f);
+    struct ui_app *app = &f.app;
+    enter(&f, "alpha one");
+    engine_runs(&f, 3, "beta", false, 0);
+    for (int i = 0; i < 10; i++) {
+        enter(&f, "filler");
+        engine_runs(&f, 3, "more filler", false, 0);
+    }
+    enter(&f, "second ALPHA");
+    engine_runs(&f, 3, "delta", false, 0);
+    ck_assert(ui_app_layout_conversation(app, 40, 8));
+    enter(&f, "/find alpha");
+    ck_assert_int_eq(app->focus, UI_FOCUS_CONVERSATION);
+    ck_assert_uint_eq(app->find_n, 2);
+    ck_assert_uint_eq(app->find_i, 1);
+    ck_assert_str_eq(app->note,
+                     "match 2 of 2 for 'alpha' (n, N: next, previous; Esc ends the search)");
+    const struct ui_turn *last_q = &app->transcript.turns[app->transcript.n - 2];
+    const struct ui_sb_block *b = block_of(app, last_q->text);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_ptr_nonnull(b->styles);
+    ck_assert_int_eq(b->styles[6], UI_STYLE_USER);
+    for (int i = 7; i < 12; i++)
+        ck_assert_int_eq(b->styles[i], UI_STYLE_SELECTED);
+    /* n wraps to the first match, at the top of the conversation: scrolled into view. */
+    press(&f, 'n');
+    ck_assert_uint_eq(app->find_i, 0);
+    ck_assert_str_eq(app->note,
+                     "match 1 of 2 for 'alpha' (n, N: next, previous; Esc ends the search)");
+    const struct ui_match first = {1, 0}; /* block 0 is the first header */
+    ck_assert_ptr_eq(app->blocks[first.block].text, app->transcript.turns[0].text);
+    const size_t row = ui_find_row(&app->conv, first);
+    ck_assert_uint_lt(row, app->conv.n_rows);
+    ck_assert(app->conv.top <= row && row < app->conv.top + app->conv.view);
+    ck_assert(!app->conv.follow);
+    press(&f, 'N');
+    ck_assert_uint_eq(app->find_i, 1);
+    /* Esc ends it: no highlight after the next layout. */
+    press(&f, UI_KEY_ESC);
+    ck_assert_str_eq(app->find, "");
+    ck_assert(ui_app_layout_conversation(app, 40, 8));
+    b = block_of(app, last_q->text);
+    ck_assert(b->styles == NULL || b->styles[7] != UI_STYLE_SELECTED);
+    press(&f, 'n');
+    ck_assert(app->note_error);
+    ck_assert_str_eq(app->note, "no search: /find TEXT or Ctrl+F starts one");
+    enter(&f, "/find zzz");
+    ck_assert(app->note_error);
+    ck_assert_str_eq(app->note, "'zzz' is not in the conversation");
+    /* Ctrl+F: from the conversation pane or an empty input, "/find " in the input. */
+    app->focus = UI_FOCUS_CONVERSATION;
+    press(&f, UI_KEY_CTRL('f'));
+    ck_assert_int_eq(app->focus, UI_FOCUS_INPUT);
+    ck_assert_str_eq(app->editor.buf, "/find ");
+    ui_editor_clear(&app->editor);
+    press(&f, UI_KEY_CTRL('f'));
+    ck_assert_str_eq(app->editor.buf, "/find ");
+    ui_editor_set(&app->editor, "ab");
+    ui_editor_home(&app->editor);
+    press(&f, UI_KEY_CTRL('f'));
+    ck_assert_uint_eq(app->editor.cursor, 1);
+    ck_assert_str_eq(app->editor.buf, "ab");
+    app_teardown(&f);
+}
+END_TEST
+
+/* The occurrences of a text in blocks: either case, not overlapping, in order. */
+START_TEST(test_find)
+{
+    const struct ui_sb_block blocks[] = {
+        {"aAa aa", 6, UI_STYLE_TEXT, 0, NULL},
+        {"", 0, UI_STYLE_TEXT, 0, NULL},
+        {"xAAx", 4, UI_STYLE_TEXT, 0, NULL},
+    };
+    struct ui_match m[8];
+    ck_assert_uint_eq(ui_find(blocks, 3, "aa", m, 8), 3);
+    ck_assert(m[0].block == 0 && m[0].at == 0);
+    ck_assert(m[1].block == 0 && m[1].at == 4);
+    ck_assert(m[2].block == 2 && m[2].at == 1);
+    ck_assert_uint_eq(ui_find(blocks, 3, "AA", m, 1), 3);
+    ck_assert_uint_eq(ui_find(blocks, 3, "", m, 8), 0);
+    ck_assert_uint_eq(ui_find(blocks, 3, "aaaaaaa", m, 8), 0);
+    struct ui_scrollback sb;
+    ui_scrollback_init(&sb);
+    ck_assert(ui_scrollback_layout(&sb, blocks, 3, 3)); /* "aAa", "aa", "", "xAA", "x" */
+    ck_assert_uint_eq(ui_find_row(&sb, (struct ui_match){0, 4}), 1);
+    ck_assert_uint_eq(ui_find_row(&sb, (struct ui_match){2, 1}), sb.n_rows - 2);
+    ck_assert_uint_eq(ui_find_row(&sb, (struct ui_match){5, 0}), sb.n_rows);
+    ui_scrollback_fini(&sb);
 }
 END_TEST
 
@@ -2224,6 +2867,8 @@ static Suite *ui_suite(void)
     tcase_add_loop_test(tc, test_slider, 0, N_OF(adjusts));
     tcase_add_test(tc, test_slider_busy);
     tcase_add_test(tc, test_slider_dream_threshold);
+    tcase_add_loop_test(tc, test_settings_set, 0, N_OF(sets));
+    tcase_add_test(tc, test_settings_set_values);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("commands");
@@ -2240,6 +2885,10 @@ static Suite *ui_suite(void)
     tcase_add_test(tc, test_transcript_edits);
     tcase_add_test(tc, test_transcript_drop);
     tcase_add_test(tc, test_transcript_markdown);
+    tcase_add_test(tc, test_jsonl_parse);
+    tcase_add_test(tc, test_jsonl_round_trip);
+    tcase_add_test(tc, test_jsonl_invalid_utf8);
+    tcase_add_loop_test(tc, test_jsonl_errors, 0, N_OF(bad_jsonl));
     suite_add_tcase(s, tc);
 
     tc = tcase_create("timing");
@@ -2272,6 +2921,10 @@ static Suite *ui_suite(void)
     tcase_add_test(tc, test_app_quit_unsaved);
     tcase_add_test(tc, test_app_copy);
     tcase_add_test(tc, test_app_sliders);
+    tcase_add_test(tc, test_app_set);
+    tcase_add_test(tc, test_app_save_load);
+    tcase_add_test(tc, test_app_find);
+    tcase_add_test(tc, test_find);
     tcase_add_test(tc, test_app_input);
     tcase_add_test(tc, test_app_dropped);
     suite_add_tcase(s, tc);

@@ -205,7 +205,15 @@ wait-idle'
     case $(grep -A1 '^unknown command /nosuch' "$TMP/$f" | tail -n 1) in
     "─ message · "*) ok "$size: the input title under the message" ;;
     *) not_ok "$size: no input title under the message" ;; esac
-    equal "$size: the sliders on the second-last row" "$(sed -n "$((LINES - 1))p" "$TMP/$f" | cut -c1-5)" "steps"
+    # The slider bar above the status line, whole: at 60 columns it wraps over two rows (it was
+    # cut at the edge, "cache" lost).
+    bar_rows=1; [ "$size" = 60x20 ] && bar_rows=2
+    bar=$(sed -n "$((LINES - bar_rows)),$((LINES - 1))p" "$TMP/$f")
+    equal "$size: the sliders start $bar_rows row(s) above the status" "$(printf '%s\n' "$bar" | head -n 1 | cut -c1-5)" "steps"
+    for slider in 'steps 8' 'max 32' 'block off' 'threshold off' 'temp 0.2' 'cache none'; do
+        case $bar in *"$slider"*) ok "$size: slider bar has '$slider'" ;;
+        *) not_ok "$size: slider bar lacks '$slider'"; printf '%s\n' "$bar" | sed 's/^/  | /' ;; esac
+    done
     case $(tail -n 1 "$TMP/$f") in *"step 3 of 8"*) ok "$size: the status line last" ;;
     *) not_ok "$size: the last row is not the status line" ;; esac
     if [ "$size" = 120x35 ]; then has "$size: the timing pane" "$f" '─ timing ─'
@@ -260,6 +268,63 @@ has "saved note" save.txt 'saved the conversation to chat\.md'
 has "transcript: the question" chat.md '^## You$'
 has "transcript: the answer" chat.md '^You said: hello\.'
 has "transcript: the settings" chat.md '^> Settings: steps 8, max tokens 32, block length off'
+
+# ---- /save writes FILE.jsonl too, /load brings the conversation back ---------------------------
+tui saveload 'text hello
+key Enter
+wait-idle
+text /save saved.md
+key Enter
+text /clear
+key Enter
+text /load saved.md.jsonl
+key Enter
+dump loaded.txt
+text /load saved.md
+key Enter'
+has "/save names both files" save.txt 'saved the conversation to chat\.md and chat\.md\.jsonl'
+has "JSON lines: the header" saved.md.jsonl '^\{"format":"dllm-chat","version":1,"model":'
+has "JSON lines: the answer with its settings and seed" saved.md.jsonl '^\{"role":"assistant","text":"You said: hello\..*"settings":\{"kind":"dream".*"seed":0'
+has "/load says what it read" loaded.txt '^loaded 1 message and 1 answer from saved\.md\.jsonl'
+has "/load: the answer is back" loaded.txt '^dllm · 8 steps'
+has "a Markdown file is refused in one line" saveload.txt '^saved\.md line 1: not JSON'
+has "the refused /load changed nothing" saveload.txt '^dllm · 8 steps'
+
+# ---- /set and a value typed into a slider ------------------------------------------------------
+tui set 'text /set steps 4
+key Enter
+dump set-steps.txt
+text /set steps 40
+key Enter
+dump set-refused.txt
+key Tab
+key Tab
+text 16
+dump set-typing.txt
+key Enter
+text hi
+key Enter
+wait-idle'
+has "/set steps 4 on the slider bar" set-steps.txt '^steps 4  max 32'
+has "/set refuses, naming the range" set-refused.txt '^steps takes a whole number from 1 to 32 \(max tokens\), not .40.'
+has "a typed value shows on the slider" set-typing.txt '◂ steps 16_ ▸'
+has "the typed value was applied" set.txt '^dllm · 16 steps'
+
+# ---- /find highlights the matches and says which is shown; Ctrl+F starts one --------------------
+tui find 'text hello
+key Enter
+wait-idle
+key C-f
+text said
+key Enter
+dump find-open.txt
+dump-styles find.styles
+key Esc
+dump find-ended.txt'
+has "/find says which match" find-open.txt "^match 1 of 1 for 'said' \(n, N: next, previous; Esc ends the search\)"
+row=$(grep -n '^  You said: hello' "$TMP/find-open.txt" | cut -d: -f1)
+equal "the match is highlighted" "$(sed -n "${row}p" "$TMP/find.styles" | cut -c7-10)" "SSSS"
+lacks "Esc ends the search" find-ended.txt '^match 1 of 1'
 
 # ---- a bracketed paste is input, not a send ---------------------------------------------------
 tui paste 'paste line one\nline two'

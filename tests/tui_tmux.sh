@@ -152,4 +152,31 @@ sys.exit(0 if open(sys.argv[2], "rb").read() == answer else 1)
 PY
 then ok "tmux's buffer holds the answer"; else not_ok "the clipboard differs from the answer"
     od -c "$TMP/clip" | head -5; fi
+# /set and a typed slider value, /save's JSON lines and /load, in the real terminal.
+"${T[@]}" send-keys -t tui -l "/set steps 8"
+"${T[@]}" send-keys -t tui Enter
+wait_for "/set steps 8 on the slider bar" '^steps 8  max 16'
+"${T[@]}" send-keys -t tui -l "/set temp 3"
+"${T[@]}" send-keys -t tui Enter
+wait_for "/set refuses naming the range" '^temp takes a number from 0 to 2, not .3.'
+"${T[@]}" send-keys -t tui Tab Tab
+"${T[@]}" send-keys -t tui -l "4"
+wait_for "a typed value on the slider" '◂ steps 4_ ▸'
+"${T[@]}" send-keys -t tui Enter
+wait_for "Enter applies it" '^steps 4$'
+"${T[@]}" send-keys -t tui -l "/clear"
+"${T[@]}" send-keys -t tui Enter
+wait_for "cleared" '^conversation cleared'
+"${T[@]}" send-keys -t tui -l "/load $TMP/copy.md.jsonl"
+"${T[@]}" send-keys -t tui Enter
+wait_for "/load brings the saved answer back" '^loaded 1 message and 1 answer from '
+wait_for "the loaded answer on screen" '^dllm · 16 steps'
+"${T[@]}" send-keys -t tui C-f
+wait_for "Ctrl+F on an empty input starts /find" '^> /find'
+"${T[@]}" send-keys -t tui -l "16 steps"
+"${T[@]}" send-keys -t tui Enter
+wait_for "/find shows the match" "^match 1 of 1 for '16 steps'"
+"${T[@]}" send-keys -t tui Escape
+"${T[@]}" resize-window -t tui -x 60 -y 20
+wait_for "at 60 columns the slider bar wraps, cache on its second row" '^cache none'
 finish

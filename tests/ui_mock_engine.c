@@ -116,17 +116,17 @@ static void emit(struct ui_engine *e, struct dllm_event *ev)
 
 /*
  * The text of the answer's committed ids as dllm.h's DONE event gives it: each run of masks a
- * cancelled run left as " \u2026 ", *before_gap the bytes before the first such gap, *n_out the
- * committed ids.
+ * cancelled run left as " \u2026 ", gaps[0 .. *n_gaps-1] the offsets of those gaps (gaps has
+ * room for one per two ids), *n_out the committed ids.
  */
-static char *partial_text(struct ui_engine *e, int64_t *n_out, size_t *before_gap)
+static char *partial_text(struct ui_engine *e, int64_t *n_out, size_t *gaps, int64_t *n_gaps)
 {
     const int32_t mask = dllm_model_mask_id(e->model);
     const int32_t *ids = e->canvas + e->n_prompt;
     char *text = calloc(1, 1);
     size_t len = 0;
     *n_out = 0;
-    *before_gap = SIZE_MAX;
+    *n_gaps = 0;
     for (int64_t i = 0; text && i < e->n_tokens;) {
         const bool gap = ids[i] == mask;
         int64_t j = i;
@@ -135,7 +135,7 @@ static char *partial_text(struct ui_engine *e, int64_t *n_out, size_t *before_ga
         char *piece = NULL;
         size_t n = 0;
         if (gap) {
-            *before_gap = *before_gap == SIZE_MAX ? len : *before_gap;
+            gaps[(*n_gaps)++] = len;
             piece = strdup(" \u2026 ");
             n = piece ? strlen(piece) : 0;
         } else if (dllm_vocab_decode(e->vocab, ids + i, j - i, 0, &piece, &n, NULL) != DLLM_OK) {
@@ -154,7 +154,6 @@ static char *partial_text(struct ui_engine *e, int64_t *n_out, size_t *before_ga
         *n_out += gap ? 0 : j - i;
         i = j;
     }
-    *before_gap = *before_gap == SIZE_MAX ? len : *before_gap;
     return text ? text : strdup("");
 }
 
@@ -216,13 +215,15 @@ static void *play(void *arg)
         }
     }
     free(commits);
-    int64_t n_tokens;
-    size_t before_gap;
-    char *text = partial_text(e, &n_tokens, &before_gap);
+    int64_t n_tokens = 0, n_gaps = 0;
+    size_t *gaps = malloc(((size_t)e->n_tokens / 2 + 1) * sizeof *gaps);
+    char *text = gaps ? partial_text(e, &n_tokens, gaps, &n_gaps) : NULL;
     ev = (struct dllm_event){.kind = DLLM_EVENT_DONE,
                              .canvas = e->canvas,
                              .text = text,
-                             .text_before_gap = before_gap,
+                             .text_before_gap = n_gaps ? gaps[0] : strlen(text ? text : ""),
+                             .gaps = gaps,
+                             .n_gaps = n_gaps,
                              .n_tokens = n_tokens,
                              .steps_run = step,
                              .cancelled = cancelled,
@@ -230,6 +231,7 @@ static void *play(void *arg)
                              .dropped_messages = e->dropped};
     emit(e, &ev);
     free(text);
+    free(gaps);
     return NULL;
 }
 

@@ -2,9 +2,13 @@
 #include "config.h"
 
 #include "app.h"
+#include "clipboard.h"
 #include "commands.h"
+#include "find.h"
 #include "format.h"
+#include "jsonl.h"
 #include "markdown.h"
+#include "savefile.h"
 #include "utf8.h"
 
 #include <errno.h>
@@ -33,6 +37,116 @@ static void note(struct ui_app *app, bool error, const char *fmt, ...)
     app->note_error = error;
 }
 
+/* Frees the highlighted copies of the blocks' styles. */
+static void free_find_styles(struct ui_app *app)
+{
+    if (app->find_styles)
+        for (size_t b = 0; b < app->n_blocks; b++)
+            free(app->find_styles[b]);
+    free(app->find_styles);
+    app->find_styles = NULL;
+}
+
+/*
+ * Highlights every match of the search in blocks just laid out (their styles replaced by
+ * copies with the matches selected) and counts them; false when memory ran out.
+ */
+static bool find_apply(struct ui_app *app)
+{
+    free_find_styles(app);
+    app->find_n = 0;
+    if (!app->find[0])
+        return true;
+    const size_t n = ui_find(app->blocks, app->n_blocks, app->find, NULL, 0);
+    const size_t qlen = strlen(app->find);
+    struct ui_match *m = malloc((n ? n : 1) * sizeof *m);
+    app->find_styles = calloc(app->n_blocks ? app->n_blocks : 1, sizeof *app->find_styles);
+    if (!m || !app->find_styles) {
+        free(m);
+        return false;
+    }
+    ui_find(app->blocks, app->n_blocks, app->find, m, n);
+    for (size_t k = 0; k < n; k++) {
+        struct ui_sb_block *b = &app->blocks[m[k].block];
+        uint8_t **copy = &app->find_styles[m[k].block];
+        if (!*copy) {
+            if (!(*copy = malloc(b->len))) {
+                free(m);
+                return false;
+            }
+            if (b->styles)
+                memcpy(*copy, b->styles, b->len);
+            else
+                memset(*copy, b->style, b->len);
+            b->styles = *copy;
+        }
+        memset(*copy + m[k].at, UI_STYLE_SELECTED, qlen);
+    }
+    free(m);
+    app->find_n = n;
+    if (app->find_i >= n)
+        app->find_i = n ? n - 1 : 0;
+    return true;
+}
+
+/*
+ * Moves the search by dir matches (0: stays) and scrolls the conversation so that the match is
+ * in the middle of the view, saying which one it is.
+ */
+static void find_show(struct ui_app *app, int dir)
+{
+    if (!app->find[0]) {
+        note(app, true, "no search: /find TEXT or Ctrl+F starts one");
+        return;
+    }
+    app->conv_changed = true; /* laid out afresh, the blocks take the highlights */
+    if (!ui_app_layout_conversation(app, app->conv_cols > 0 ? app->conv_cols : 80,
+                                    (int)app->conv.view)) {
+        note(app, true, "out of memory");
+        return;
+    }
+    if (app->find_n == 0) {
+        note(app, true, "'%s' is not in the conversation", app->find);
+        return;
+    }
+    const size_t n = app->find_n;
+    app->find_i = (app->find_i + n + (size_t)(dir > 0) - (size_t)(dir < 0)) % n;
+    struct ui_match m;
+    struct ui_match *all = malloc(n * sizeof *all);
+    if (!all) {
+        note(app, true, "out of memory");
+        return;
+    }
+    ui_find(app->blocks, app->n_blocks, app->find, all, n);
+    m = all[app->find_i];
+    free(all);
+    struct ui_scrollback *v = &app->conv;
+    const size_t row = ui_find_row(v, m);
+    if (row < v->n_rows) {
+        size_t top = row > v->view / 2 ? row - v->view / 2 : 0;
+        const size_t most = v->n_rows > v->view ? v->n_rows - v->view : 0;
+        v->top = top < most ? top : most;
+        v->follow = v->top == most;
+    }
+    note(app, false, "match %zu of %zu for '%s' (n, N: next, previous; Esc ends the search)",
+         app->find_i + 1, n, app->find);
+}
+
+/* /find TEXT starts a search at the last match; /find alone ends it. */
+static void find(struct ui_app *app, const char *arg, size_t len)
+{
+    snprintf(app->find, sizeof app->find, "%.*s",
+             (int)(len < sizeof app->find ? len : sizeof app->find - 1), arg);
+    app->find_i = SIZE_MAX;
+    app->conv_changed = true; /* the highlights go with a fresh layout */
+    if (!app->find[0]) {
+        note(app, false, "search ended");
+        return;
+    }
+    app->focus = UI_FOCUS_CONVERSATION;
+    find_show(app, 0);
+}
+
 bool ui_app_init(struct ui_app *app, struct ui_engine *engine, struct ui_frame_slot *slot,
                  const struct ui_engine_info *info, const struct dllm_sampler_params *settings,
                  const char *history_path)
@@ -55,7 +169,7 @@ bool ui_app_init(struct ui_app *app, struct ui_engine *engine, struct ui_frame_s
     ui_scrollback_init(&app->conv);
     ui_scrollback_init(&app->help_view);
 
-    char commands[2048];
+    char commands[4096];
     ui_keys_help(app->help_text, sizeof app->help_text);
     ui_commands_help(commands, sizeof commands);
     ui_addf(app->help_text, sizeof app->help_text, "Commands\n%s%s", commands, legend);
@@ -80,6 +194,7 @@ void ui_app_fini(struct ui_app *app)
     ui_timing_fini(&app->timing);
     ui_scrollback_fini(&app->conv);
     ui_scrollback_fini(&app->help_view);
+    free_find_styles(app);
     free(app->blocks);
     free(app->headers);
     free(app->history_path);
@@ -186,22 +301,92 @@ static bool busy(struct ui_app *app)
     return app->generating;
 }
 
-/* /save FILE: "~/" stands for the home folder. */
-static void save(struct ui_app *app, const char *arg, size_t len)
+/* A command's FILE argument in path: "~/" stands for the home folder. */
+static void file_arg(const char *arg, size_t len, char *path, size_t size)
 {
-    char path[4096];
     const char *home = getenv("HOME");
     if (len >= 2 && arg[0] == '~' && arg[1] == '/' && home)
-        snprintf(path, sizeof path, "%s%.*s", home, (int)(len - 1), arg + 1);
+        snprintf(path, size, "%s%.*s", home, (int)(len - 1), arg + 1);
     else
-        snprintf(path, sizeof path, "%.*s", (int)len, arg);
+        snprintf(path, size, "%.*s", (int)len, arg);
+}
+
+/* The JSON lines of a save. */
+struct jsonl_save {
+    const struct ui_transcript *t;
+    const char *model;
+};
+
+/* Writes the JSON lines of a save. */
+static bool write_jsonl(FILE *f, const void *ctx)
+{
+    const struct jsonl_save *j = ctx;
+    return ui_jsonl_write(j->t, j->model, f);
+}
+
+/*
+ * /save FILE: the Markdown to FILE and the JSON lines /load reads to FILE.jsonl; a FILE that
+ * ends in ".jsonl" gets only the JSON lines. Each file is replaced whole or not at all.
+ */
+static void save(struct ui_app *app, const char *arg, size_t len)
+{
+    char path[4096], jsonl[4200];
+    file_arg(arg, len, path, sizeof path);
+    const size_t n = strlen(path);
+    const bool only_jsonl = n > 6 && strcmp(path + n - 6, ".jsonl") == 0;
+    snprintf(jsonl, sizeof jsonl, only_jsonl ? "%s" : "%s.jsonl", path);
     char model[512];
     snprintf(model, sizeof model, "%s (%s, %s)", app->info.model, app->info.arch, app->info.quant);
-    if (ui_transcript_save(&app->transcript, model, path)) {
-        note(app, false, "saved the conversation to %s", path);
-        app->unsaved = false;
-    } else
+    if (!only_jsonl && !ui_transcript_save(&app->transcript, model, path)) {
         note(app, true, "cannot write %s: %s", path, strerror(errno));
+        return;
+    }
+    const struct jsonl_save j = {&app->transcript, model};
+    if (!ui_save_file(jsonl, write_jsonl, &j)) {
+        note(app, true, "cannot write %s: %s", jsonl, strerror(errno));
+        return;
+    }
+    if (only_jsonl)
+        note(app, false, "saved the conversation to %s (/load reads it)", jsonl);
+    else
+        note(app, false, "saved the conversation to %s and %s (/load reads it)", path, jsonl);
+    app->unsaved = false;
+}
+
+/*
+ * /load FILE: the conversation a /save wrote replaces this one, which, when not saved, takes a
+ * second /load. A file that cannot be read or parsed changes nothing.
+ */
+static bool load(struct ui_app *app, const char *arg, size_t len, bool confirmed)
+{
+    char path[4096], err[DLLM_ERROR_TEXT_MAX + 64];
+    file_arg(arg, len, path, sizeof path);
+    if (app->unsaved && !confirmed) {
+        app->confirm_load = true;
+        note(app, true,
+             "the conversation is not saved: Enter loads %s anyway, /save FILE keeps it first",
+             path);
+        return false;
+    }
+    struct ui_transcript t;
+    if (!ui_jsonl_load(path, &t, err, sizeof err)) {
+        note(app, true, "%s", err);
+        return true;
+    }
+    ui_transcript_fini(&app->transcript);
+    app->transcript = t;
+    ui_timing_clear(&app->timing);
+    app->timing_back = 0;
+    app->last_end = -1;
+    app->conv_changed = true;
+    app->unsaved = false;
+    ui_scrollback_end(&app->conv);
+    size_t answers = 0;
+    for (size_t i = 0; i < t.n; i++)
+        answers += t.turns[i].role == UI_ROLE_ASSISTANT;
+    note(app, false, "loaded %zu message%s and %zu answer%s from %s", t.n - answers,
+         t.n - answers == 1 ? "" : "s", answers, answers == 1 ? "" : "s", path);
+    return true;
 }
 
 /*
@@ -235,6 +420,35 @@ static void system_prompt(struct ui_app *app, const char *arg, size_t len)
          off ? "system prompt removed" : "system prompt set; it applies from the next answer");
 }
 
+/* The most max tokens the model's context allows. */
+static int64_t max_cap(const struct ui_app *app)
+{
+    return app->info.n_ctx > 1 ? app->info.n_ctx - 1 : 1;
+}
+
+/* /set NAME VALUE sets a setting for the next generation; /set alone lists them. */
+static void set(struct ui_app *app, const char *arg, size_t len)
+{
+    char name[32], value[64], text[DLLM_ERROR_TEXT_MAX];
+    if (len == 0) {
+        ui_settings_list(&app->settings, text, sizeof text);
+        note(app, false, "%s (/set NAME VALUE changes one)", text);
+        return;
+    }
+    size_t n = 0;
+    while (n < len && arg[n] != ' ' && arg[n] != '\t')
+        n++;
+    size_t v = n;
+    while (v < len && (arg[v] == ' ' || arg[v] == '\t'))
+        v++;
+    snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), arg);
+    snprintf(value, sizeof value, "%.*s",
+             (int)(len - v < sizeof value ? len - v : sizeof value - 1), arg + v);
+    const bool ok = ui_settings_set(&app->settings, name, value, max_cap(app), app->generating,
+                                    text, sizeof text);
+    note(app, !ok, "%s", text);
+}
+
 /* /copy [code]: the last answer, or the last code block in it, for the clipboard. */
 static void copy(struct ui_app *app, const char *arg, size_t len)
 {
@@ -257,6 +471,13 @@ static void copy(struct ui_app *app, const char *arg, size_t len)
         note(app, true, "the last answer has no code block (/copy copies all of it)");
         return;
     }
+    if (end - start > UI_CLIPBOARD_MAX) {
+        note(app, true,
+             "%s is %zu bytes, more than the %d a terminal takes in one copy (OSC 52): "
+             "/save FILE keeps it",
+             code ? "the last code block" : "the last answer", end - start, UI_CLIPBOARD_MAX);
+        return;
+    }
     free(app->copy);
     app->copy = strndup(last->text + start, end - start);
     if (!app->copy)
@@ -272,6 +493,8 @@ static void send(struct ui_app *app)
     const char *line = app->editor.buf ? app->editor.buf : "";
     struct ui_cmd cmd;
     ui_command_parse(line, &cmd);
+    const bool confirmed = app->confirm_load; /* only the very next command confirms */
+    app->confirm_load = false;
     switch (cmd.kind) {
     case UI_CMD_MESSAGE: {
         if (blank(cmd.arg, cmd.arg_len) || busy(app))
@@ -349,7 +572,13 @@ static void send(struct ui_app *app)
         return;
     }
     case UI_CMD_SAVE: save(app, cmd.arg, cmd.arg_len); break;
+    case UI_CMD_LOAD:
+        if (busy(app) || !load(app, cmd.arg, cmd.arg_len, confirmed))
+            return; /* the command stays in the input: Enter runs it again */
+        break;
     case UI_CMD_SYSTEM: system_prompt(app, cmd.arg, cmd.arg_len); break;
+    case UI_CMD_SET: set(app, cmd.arg, cmd.arg_len); break;
+    case UI_CMD_FIND: find(app, cmd.arg, cmd.arg_len); break;
     case UI_CMD_COPY: copy(app, cmd.arg, cmd.arg_len); break;
     case UI_CMD_HELP: open_help(app); break;
     case UI_CMD_QUIT: app->quit = true; break;
@@ -379,9 +608,9 @@ static void interrupt(struct ui_app *app, double now_ms)
 /* Moves a slider of the settings pane. */
 static void adjust(struct ui_app *app, int dir)
 {
-    int64_t cap = app->info.n_ctx > 1 ? app->info.n_ctx - 1 : 1;
     char text[200];
-    ui_settings_adjust(&app->settings, app->slider, dir, cap, app->generating, text, sizeof text);
+    ui_settings_adjust(&app->settings, app->slider, dir, max_cap(app), app->generating, text,
+                       sizeof text);
     note(app, false, "%s", text);
 }
 
@@ -430,6 +659,48 @@ static void page(struct ui_app *app, int dir)
     } else {
         ui_scrollback_page(&app->conv, dir);
     }
+}
+
+/*
+ * A key for a value typed into the selected slider: digits and '.' add to it, Backspace takes
+ * one back, Enter applies it as /set would, Esc drops it. Returns whether the key was one of
+ * these; any other key drops the typed value and acts as usual.
+ */
+static bool typed_key(struct ui_app *app, uint32_t key)
+{
+    const size_t n = strlen(app->typed);
+    if (app->focus != UI_FOCUS_SETTINGS) {
+        app->typed[0] = '\0';
+        return false;
+    }
+    if ((key >= '0' && key <= '9') || key == '.') {
+        if (n + 1 < sizeof app->typed) {
+            app->typed[n] = (char)key;
+            app->typed[n + 1] = '\0';
+        }
+        return true;
+    }
+    if (n == 0)
+        return false;
+    const char *name = ui_slider_name(app->slider);
+    if (key == UI_KEY_BACKSPACE) {
+        app->typed[n - 1] = '\0';
+    } else if (key == UI_KEY_ENTER) {
+        char text[DLLM_ERROR_TEXT_MAX];
+        const bool ok = ui_settings_set(&app->settings, name, app->typed, max_cap(app),
+                                        app->generating, text, sizeof text);
+        note(app, !ok, "%s", text);
+        app->typed[0] = '\0';
+    } else if (key == UI_KEY_ESC) {
+        char value[24];
+        ui_slider_value(&app->settings, app->slider, value, sizeof value);
+        note(app, false, "typed value dropped: %s stays %s", name, value);
+        app->typed[0] = '\0';
+    } else {
+        app->typed[0] = '\0';
+        return false;
+    }
+    return true;
 }
 
 /* A key while the help screen shows: scroll it, close it, or Ctrl+C. */
@@ -483,6 +754,8 @@ void ui_app_key(struct ui_app *app, uint32_t key, double now_ms)
         help_key(app, key, now_ms);
         return;
     }
+    if (typed_key(app, key))
+        return;
     struct ui_editor *ed = &app->editor;
     enum ui_action act = ui_keys_lookup(app->focus, key);
     const bool confirm = app->confirm_quit; /* only the very next key confirms */
@@ -499,9 +772,25 @@ void ui_app_key(struct ui_app *app, uint32_t key, double now_ms)
         break;
     case UI_ACT_INTERRUPT: interrupt(app, now_ms); break;
     case UI_ACT_CANCEL:
-        if (app->generating && !app->cancelling)
+        if (app->generating && !app->cancelling) {
             cancel(app, "");
+        } else if (app->find[0]) {
+            app->find[0] = '\0';
+            app->conv_changed = true;
+        }
         break;
+    case UI_ACT_FIND_OR_RIGHT:
+        if (ed->len > 0) {
+            ui_editor_right(ed);
+            break;
+        }
+        /* fall through */
+    case UI_ACT_FIND:
+        app->focus = UI_FOCUS_INPUT;
+        ui_editor_set(ed, "/find ");
+        break;
+    case UI_ACT_FIND_NEXT:
+    case UI_ACT_FIND_PREV: find_show(app, act == UI_ACT_FIND_NEXT ? 1 : -1); break;
     case UI_ACT_FOCUS_NEXT:
     case UI_ACT_FOCUS_PREV: {
         int step = act == UI_ACT_FOCUS_NEXT ? 1 : UI_FOCUS_COUNT - 1;
@@ -560,6 +849,10 @@ void ui_app_key(struct ui_app *app, uint32_t key, double now_ms)
         break;
     case UI_ACT_SLIDER_INC: adjust(app, 1); break;
     case UI_ACT_SLIDER_DEC: adjust(app, -1); break;
+    case UI_ACT_SLIDER_APPLY:
+        note(app, true, "type a value for %s first (digits), then Enter",
+             ui_slider_name(app->slider));
+        break;
     case UI_ACT_NONE:
         /* Typing from another pane goes to the input. */
         if (key >= 0x20 && key < 0x110000 && key != 0x7F) {
@@ -594,9 +887,8 @@ static void finish(struct ui_app *app, struct ui_gen_result *r)
     struct ui_timing_totals totals = r->totals;
     ui_timing_sum(&app->timing, &totals);
     const char *text = r->text ? r->text : "";
-    const size_t context = r->text_before_gap < strlen(text) ? r->text_before_gap : strlen(text);
-    if (!ui_transcript_answer(&app->transcript, text, context, r->end == UI_GEN_CANCELLED,
-                              &app->running, &totals)) {
+    if (!ui_transcript_answer(&app->transcript, text, r->gaps, r->n_gaps,
+                              r->end == UI_GEN_CANCELLED, &app->running, &totals)) {
         note(app, true, "out of memory");
         return;
     }
@@ -620,6 +912,7 @@ bool ui_app_poll(struct ui_app *app)
     if (got & UI_TAKE_DONE) {
         finish(app, &news.result);
         free(news.result.text);
+        free(news.result.gaps);
     }
     return got != 0;
 }
@@ -637,6 +930,7 @@ bool ui_app_layout_conversation(struct ui_app *app, int cols, int rows)
     size_t n = ui_transcript_blocks(t, app->raw, headers, blocks);
     if (!ui_scrollback_layout(&app->conv, blocks, n, cols))
         goto fail;
+    free_find_styles(app);
     free(app->blocks);
     free(app->headers);
     app->blocks = blocks;
@@ -644,7 +938,7 @@ bool ui_app_layout_conversation(struct ui_app *app, int cols, int rows)
     app->n_blocks = n;
     app->conv_changed = false;
     app->conv_cols = cols;
-    return true;
+    return find_apply(app);
 fail:
     free(blocks);
     free(headers);

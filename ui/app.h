@@ -60,8 +60,15 @@ struct ui_app {
     char help_text[8192];
     int help_cols;
 
+    /* Search in the conversation (/find): the text, which occurrence is shown (SIZE_MAX: the
+     * last), how many there are, and the highlighted copies of the blocks' styles. */
+    char find[128];
+    size_t find_i, find_n;
+    uint8_t **find_styles; /* [n_blocks] or NULL */
+
     enum ui_focus focus;
     enum ui_slider slider; /* the selected slider */
+    char typed[24];        /* a value typed into the selected slider, Enter applies it ("": none) */
     bool timing_shown;     /* the screen has room for the timing pane */
     bool paste;            /* inside a bracketed paste */
     bool quit;
@@ -71,6 +78,7 @@ struct ui_app {
     bool raw;          /* answers as the model wrote them, not rendered as Markdown (F2) */
     char *copy;        /* text for the clipboard, sent by the screen's next draw (NULL: none) */
     bool confirm_quit; /* Ctrl+D asked about an unsaved conversation: a second one quits */
+    bool confirm_load; /* /load asked about an unsaved conversation: the next command loads */
     char note[DLLM_ERROR_TEXT_MAX + 64]; /* the message line: the latest refusal, error or
                                             confirmation, kept until a key edits the input
                                             or Esc ("": none) */

@@ -9,6 +9,12 @@
 #include <stddef.h>
 
 /*
+ * The most text one copy sends: its base64 is 100000 bytes, about what terminals take in one
+ * OSC 52 request (longer ones are dropped or cut by some, so the chat refuses them).
+ */
+#define UI_CLIPBOARD_MAX 75000
+
+/*
  * The base64 (RFC 4648, with padding) of data[0 .. len-1] into out, which has room for
  * 4 * ((len + 2) / 3) + 1 bytes; returns the length written before the NUL.
  */

@@ -19,9 +19,18 @@ static const struct command commands[] = {
     {"clear", UI_CMD_CLEAR, NULL, "forget the conversation (the system prompt stays)"},
     {"regen", UI_CMD_REGEN, NULL, "answer the last message again"},
     {"undo", UI_CMD_UNDO, NULL, "remove the last message and its answer"},
-    {"save", UI_CMD_SAVE, "FILE", "write the conversation as Markdown to FILE"},
+    {"save", UI_CMD_SAVE, "FILE",
+     "write the conversation as Markdown to FILE and as JSON lines to FILE.jsonl (a FILE "
+     "ending in .jsonl: only those)"},
+    {"load", UI_CMD_LOAD, "FILE",
+     "read a conversation back from the FILE.jsonl /save wrote (it replaces this one)"},
     {"system", UI_CMD_SYSTEM, "[TEXT]",
      "set the system prompt (from the next answer on); alone, show it; /system off removes it"},
+    {"set", UI_CMD_SET, "[NAME VALUE]",
+     "set a generation setting (steps, max, block, threshold, temp, cache, seed, ...); alone, "
+     "list them"},
+    {"find", UI_CMD_FIND, "[TEXT]",
+     "search the conversation for TEXT (n, N: next, previous; Esc ends); alone, end it"},
     {"copy", UI_CMD_COPY, "[code]",
      "copy the last answer (code: its last code block) to the clipboard (OSC 52)"},
     {"help", UI_CMD_HELP, NULL, "show the keys and commands"},
@@ -87,6 +96,6 @@ void ui_commands_help(char *buf, size_t size)
         const struct command *c = &commands[i];
         char usage[32];
         snprintf(usage, sizeof usage, "/%s%s%s", c->name, c->arg ? " " : "", c->arg ? c->arg : "");
-        ui_addf(buf, size, "%-16s%s\n", usage, c->help);
+        ui_addf(buf, size, "%-18s%s\n", usage, c->help);
     }
 }

@@ -1,6 +1,8 @@
 /*
- * Slash commands typed in the input box: /clear /regen /undo /save FILE /system [TEXT] /help
- * /quit. A line starting with "//" is a message starting with "/".
+ * Slash commands typed in the input box: /clear /regen /undo /save FILE /load FILE
+ * /system [TEXT] /set [NAME VALUE] /copy [code] /help /quit. A line starting with "//" is a message
+ * starting with
+ * "/".
  */
 #ifndef DLLM_UI_COMMANDS_H
 #define DLLM_UI_COMMANDS_H
@@ -12,8 +14,11 @@ enum ui_cmd_kind {
     UI_CMD_CLEAR,   /* forget the conversation */
     UI_CMD_REGEN,   /* answer the last message again */
     UI_CMD_UNDO,    /* remove the last message and its answer */
-    UI_CMD_SAVE,    /* write the transcript as Markdown to FILE */
+    UI_CMD_SAVE,    /* write the transcript as Markdown to FILE and as JSON lines to FILE.jsonl */
+    UI_CMD_LOAD,    /* read a conversation back from the JSON lines /save wrote */
     UI_CMD_SYSTEM,  /* set, show or remove the system prompt */
+    UI_CMD_SET,     /* set a generation setting by name, or list them */
+    UI_CMD_FIND,    /* search the conversation */
     UI_CMD_COPY,    /* copy the last answer, or its last code block, to the clipboard */
     UI_CMD_HELP,    /* show the help screen */
     UI_CMD_QUIT,    /* leave */
@@ -34,7 +39,7 @@ struct ui_cmd {
 void ui_command_parse(const char *line, struct ui_cmd *cmd);
 
 /*
- * One line per command ("/save FILE       write the conversation as Markdown to FILE"),
+ * One line per command ("/undo             remove the last message and its answer"),
  * for the help screen, truncated to size - 1 bytes.
  */
 void ui_commands_help(char *buf, size_t size);

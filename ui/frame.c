@@ -46,6 +46,7 @@ void ui_frame_slot_fini(struct ui_frame_slot *slot)
     ui_frame_fini(&slot->canvas);
     free(slot->stats);
     free(slot->result.text);
+    free(slot->result.gaps);
     *slot = (struct ui_frame_slot){.wake_fd = -1};
 }
 
@@ -78,14 +79,17 @@ static void wake(struct ui_frame_slot *slot)
 static void finish(struct ui_frame_slot *slot, const struct dllm_event *ev, const char *error)
 {
     free(slot->result.text);
+    free(slot->result.gaps);
     slot->result = (struct ui_gen_result){.end = UI_GEN_FAILED, .dropped = slot->dropped};
     if (ev && ev->kind == DLLM_EVENT_DONE) {
         slot->result.text = strdup(ev->text ? ev->text : "");
         /* Only a cancelled run leaves gaps. */
-        slot->result.text_before_gap = ev->cancelled
-                                           ? ev->text_before_gap
-                                           : strlen(slot->result.text ? slot->result.text : "");
-        if (!slot->result.text)
+        const size_t n_gaps = ev->cancelled && ev->n_gaps > 0 ? (size_t)ev->n_gaps : 0;
+        if (n_gaps && (slot->result.gaps = malloc(n_gaps * sizeof *ev->gaps)) != NULL) {
+            memcpy(slot->result.gaps, ev->gaps, n_gaps * sizeof *ev->gaps);
+            slot->result.n_gaps = n_gaps;
+        }
+        if (!slot->result.text || (n_gaps && !slot->result.gaps))
             error = "out of memory copying the answer";
         slot->result.end = ev->cancelled ? UI_GEN_CANCELLED : UI_GEN_FINISHED;
         slot->result.stopped_early = ev->stopped_early;
@@ -218,6 +222,7 @@ int ui_frame_slot_take(struct ui_frame_slot *slot, struct ui_frame *frame, struc
     if (slot->done && slot->n_stats == 0) {
         news->result = slot->result;
         slot->result.text = NULL;
+        slot->result.gaps = NULL;
         slot->done = false;
         got |= UI_TAKE_DONE;
     }

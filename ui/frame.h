@@ -25,10 +25,12 @@ enum ui_gen_end {
 
 struct ui_gen_result {
     enum ui_gen_end end;
-    char *text;             /* the answer up to the end of generation (owned by the holder) */
-    size_t text_before_gap; /* bytes of text before a cancelled run's first gap of masks */
-    bool stopped_early;     /* the early-stop rule ended the run */
-    int dropped;            /* oldest messages left out of the prompt to fit the context */
+    char *text;   /* the answer up to the end of generation (owned by the holder) */
+    size_t *gaps; /* [n_gaps] offsets in text of a cancelled run's gaps of masks
+                     (dllm.h DONE), owned by the holder; NULL when none */
+    size_t n_gaps;
+    bool stopped_early;             /* the early-stop rule ended the run */
+    int dropped;                    /* oldest messages left out of the prompt to fit the context */
     struct ui_timing_totals totals; /* steps, total_ms and tokens; the UI adds the rest */
     char error[DLLM_ERROR_TEXT_MAX];
 };

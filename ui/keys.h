@@ -86,6 +86,11 @@ enum ui_action {
     UI_ACT_SLIDER_NEXT,
     UI_ACT_SLIDER_INC,
     UI_ACT_SLIDER_DEC,
+    UI_ACT_SLIDER_APPLY,  /* apply the value typed into the selected slider */
+    UI_ACT_FIND,          /* start a search: "/find " in the input */
+    UI_ACT_FIND_OR_RIGHT, /* on an empty input UI_ACT_FIND, else UI_ACT_RIGHT */
+    UI_ACT_FIND_NEXT,
+    UI_ACT_FIND_PREV,
 };
 
 /* The action of key in the focused pane, or UI_ACT_NONE. */

@@ -9,15 +9,16 @@ static int clamp(int v, int lo, int hi)
 }
 
 void ui_layout_compute(struct ui_layout *l, int rows, int cols, int message_rows, int input_rows,
-                       int canvas_rows)
+                       int canvas_rows, int settings_rows)
 {
     *l = (struct ui_layout){.too_small = rows < UI_MIN_ROWS || cols < UI_MIN_COLS};
     if (l->too_small)
         return;
     l->status = (struct ui_rect){rows - 1, 0, 1, cols};
-    l->settings = (struct ui_rect){rows - 2, 0, 1, cols};
+    int set_h = clamp(settings_rows, 1, UI_SETTINGS_MAX_ROWS);
+    l->settings = (struct ui_rect){rows - 1 - set_h, 0, set_h, cols};
     int in_h = 1 + clamp(input_rows, 1, UI_INPUT_MAX_ROWS);
-    l->input = (struct ui_rect){rows - 2 - in_h, 0, in_h, cols};
+    l->input = (struct ui_rect){l->settings.y - in_h, 0, in_h, cols};
 
     int msg_h = clamp(message_rows, 0, UI_MESSAGE_MAX_ROWS);
     if (msg_h > 0)

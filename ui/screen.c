@@ -497,29 +497,65 @@ static void draw_input(struct ui_screen *s, struct ui_app *app, const struct ui_
     *cx = r->x + 2 + (col < tw ? col : tw - 1);
 }
 
-/* The slider bar: each slider's name and value, the selected one marked in the settings pane. */
-static void draw_settings(struct ui_screen *s, struct ui_app *app, const struct ui_rect *r)
+/* One slider of the slider bar as drawn: its text and style, and the bar row it goes on. */
+struct bar_item {
+    char text[80];
+    uint8_t style;
+    int row;
+};
+
+/*
+ * The slider bar's items, each slider's name and value (the selected one marked, with a value
+ * being typed into it), laid out over rows of cols columns two spaces apart, an item moving
+ * whole to the next row when it does not fit. Returns the rows they take.
+ */
+static int settings_items(const struct ui_app *app, int cols, struct bar_item *items)
 {
-    int x = r->x, end = r->x + r->w;
-    bool focused = app->focus == UI_FOCUS_SETTINGS;
-    put_segment(s, r->y, &x, end, focused ? "sliders: " : "", UI_STYLE_FOCUS);
+    const bool focused = app->focus == UI_FOCUS_SETTINGS;
+    int row = 0, x = 0;
     for (int k = 0; k < UI_SLIDER_COUNT; k++) {
-        char value[16], item[48];
+        char value[32];
         ui_slider_value(&app->settings, (enum ui_slider)k, value, sizeof value);
-        bool sel = focused && app->slider == (enum ui_slider)k;
-        snprintf(item, sizeof item, "%s%s %s%s", sel ? "\u25c2 " : "",
+        const bool sel = focused && app->slider == (enum ui_slider)k;
+        if (sel && app->typed[0])
+            snprintf(value, sizeof value, "%s_", app->typed);
+        snprintf(items[k].text, sizeof items[k].text, "%s%s%s %s%s",
+                 focused && k == 0 ? "sliders: " : "", sel ? "\u25c2 " : "",
                  ui_slider_name((enum ui_slider)k), value, sel ? " \u25b8" : "");
         /* Steps do not apply while a threshold decides the commits. */
         const bool dim = k == UI_SLIDER_STEPS && app->settings.threshold > 0;
-        put_segment(s, r->y, &x, end, k ? "  " : "", UI_STYLE_TEXT);
-        put_segment(s, r->y, &x, end, item,
-                    sel   ? UI_STYLE_SELECTED
-                    : dim ? UI_STYLE_DIM
-                          : UI_STYLE_TEXT);
+        items[k].style = sel ? UI_STYLE_SELECTED : dim ? UI_STYLE_DIM : UI_STYLE_TEXT;
+        const int w = ui_text_width(items[k].text, strlen(items[k].text));
+        if (x > 0 && x + 2 + w > cols) {
+            row++;
+            x = 0;
+        }
+        x += (x > 0 ? 2 : 0) + w;
+        items[k].row = row;
     }
-    if (!focused)
-        put_segment(s, r->y, &x, end, "   (Tab to the sliders)", UI_STYLE_DIM);
-    put_text(s, r->y, x, end - x, "", UI_STYLE_TEXT);
+    return row + 1;
+}
+
+/* The slider bar, wrapped as settings_items lays it out; a hint follows where it fits. */
+static void draw_settings(struct ui_screen *s, struct ui_app *app, const struct ui_rect *r)
+{
+    static const char hint[] = "   (Tab to the sliders)";
+    struct bar_item items[UI_SLIDER_COUNT];
+    settings_items(app, r->w, items);
+    const int end = r->x + r->w;
+    int x = r->x, row = 0;
+    for (int k = 0; k < UI_SLIDER_COUNT && items[k].row < r->h; k++) {
+        if (items[k].row != row) {
+            put_text(s, r->y + row, x, end - x, "", UI_STYLE_TEXT);
+            row = items[k].row;
+            x = r->x;
+        }
+        put_segment(s, r->y + row, &x, end, x > r->x ? "  " : "", UI_STYLE_TEXT);
+        put_segment(s, r->y + row, &x, end, items[k].text, items[k].style);
+    }
+    if (app->focus != UI_FOCUS_SETTINGS && x + ui_text_width(hint, strlen(hint)) <= end)
+        put_segment(s, r->y + row, &x, end, hint, UI_STYLE_DIM);
+    put_text(s, r->y + row, x, end - x, "", UI_STYLE_TEXT);
 }
 
 /*
@@ -586,10 +622,10 @@ static void draw_status(struct ui_screen *s, struct ui_app *app, const struct ui
     put_text(s, r->y, r->x, r->w, text, UI_STYLE_STATUS);
 }
 
-/* The help screen over the panes above the slider bar. */
-static void draw_help(struct ui_screen *s, struct ui_app *app, int rows, int cols)
+/* The help screen over the panes above the slider bar, in the top h rows. */
+static void draw_help(struct ui_screen *s, struct ui_app *app, int h, int cols)
 {
-    struct ui_rect r = {0, 0, rows - 2, cols};
+    struct ui_rect r = {0, 0, h, cols};
     ui_app_layout_help(app, cols, r.h - 1);
     title_row(s, &r, "help" DOT "Up/Down/PgUp/PgDn scroll" DOT "Esc closes", true);
     const struct ui_scrollback *v = &app->help_view;
@@ -667,7 +703,9 @@ void ui_screen_draw(struct ui_screen *s, struct ui_app *app)
                                           UI_MESSAGE_MAX_ROWS + 1)
                                 : 0;
     struct ui_layout *l = &s->layout;
-    ui_layout_compute(l, rows, cols, (int)n_msg, (int)n_in, (int)n_cv);
+    struct bar_item bar[UI_SLIDER_COUNT];
+    ui_layout_compute(l, rows, cols, (int)n_msg, (int)n_in, (int)n_cv,
+                      settings_items(app, cols, bar));
     app->timing_shown = l->timing.w > 0;
     erase();
     memset(s->styles, UI_STYLE_TEXT, (size_t)rows * (size_t)cols);
@@ -675,7 +713,7 @@ void ui_screen_draw(struct ui_screen *s, struct ui_app *app)
     if (l->too_small) {
         draw_too_small(s, rows, cols);
     } else if (app->help) {
-        draw_help(s, app, rows, cols);
+        draw_help(s, app, l->settings.y, cols);
         draw_settings(s, app, &l->settings);
         draw_status(s, app, &l->status);
     } else {

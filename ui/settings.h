@@ -40,6 +40,21 @@ enum ui_slider {
 bool ui_settings_adjust(struct dllm_sampler_params *s, enum ui_slider slider, int dir, int64_t cap,
                         bool busy, char *note, size_t size);
 
+/*
+ * /set NAME VALUE: sets one setting by name: a slider's (steps, max, block, threshold, temp,
+ * cache; "off" or 0 turns block and threshold off) or seed, alg and top-p, top-k (Dream),
+ * remasking (LLaDA), cfg. Max tokens is at most cap. Other settings move along as the sliders
+ * move them (steps refit to the blocks and max tokens; Dream's alg to maskgit_plus under a
+ * threshold). Returns whether it changed; note says what changed (as ui_settings_adjust's), or
+ * why nothing did, naming the values the setting takes: "steps takes a multiple of the 4
+ * blocks from 4 to 128 (max tokens), not '30'".
+ */
+bool ui_settings_set(struct dllm_sampler_params *s, const char *name, const char *value,
+                     int64_t cap, bool busy, char *note, size_t size);
+
+/* Every setting /set takes for this sampler with its value: "steps 64, max 128, ...". */
+void ui_settings_list(const struct dllm_sampler_params *s, char *buf, size_t size);
+
 /* The number of blocks: max tokens / block length, or 1 when blocks are off. */
 int64_t ui_settings_blocks(const struct dllm_sampler_params *s);
 

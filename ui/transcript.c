@@ -3,6 +3,7 @@
 
 #include "format.h"
 #include "markdown.h"
+#include "savefile.h"
 #include "settings.h"
 #include "transcript.h"
 
@@ -54,6 +55,7 @@ static void truncate_at(struct ui_transcript *t, size_t from)
         free(t->turns[t->n].context);
         free(t->turns[t->n].styles);
         free(t->turns[t->n].shown);
+        free(t->turns[t->n].gaps);
     }
 }
 
@@ -63,23 +65,31 @@ bool ui_transcript_add(struct ui_transcript *t, enum ui_role role, const char *t
 }
 
 /*
- * The styles of a stopped answer's bytes on screen: each UI_GAP_TEXT from byte `from` on dim,
- * the rest plain text. NULL when memory ran out.
+ * The styles of a stopped answer's bytes on screen: the UI_GAP_TEXT at each of the n offsets
+ * at dim, the rest plain text. NULL when memory ran out, or (errno EINVAL) when an offset does
+ * not hold the mark or the offsets are not ascending.
  */
-static uint8_t *gap_styles(const char *text, size_t from)
+static uint8_t *gap_styles(const char *text, const size_t *at, size_t n)
 {
     const size_t len = strlen(text), gap = strlen(UI_GAP_TEXT);
+    for (size_t i = 0; i < n; i++) {
+        if (at[i] > len || len - at[i] < gap || memcmp(text + at[i], UI_GAP_TEXT, gap) != 0 ||
+            (i > 0 && at[i] < at[i - 1] + gap)) {
+            errno = EINVAL;
+            return NULL;
+        }
+    }
     uint8_t *styles = malloc(len ? len : 1);
     if (!styles)
         return NULL;
     memset(styles, UI_STYLE_TEXT, len);
-    for (const char *p = text + from; (p = strstr(p, UI_GAP_TEXT)) != NULL; p += gap)
-        memset(styles + (p - text), UI_STYLE_DIM, gap);
+    for (size_t i = 0; i < n; i++)
+        memset(styles + at[i], UI_STYLE_DIM, gap);
     return styles;
 }
 
-bool ui_transcript_answer(struct ui_transcript *t, const char *text, size_t context_len,
-                          bool stopped, const struct dllm_sampler_params *settings,
+bool ui_transcript_answer(struct ui_transcript *t, const char *text, const size_t *gaps,
+                          size_t n_gaps, bool stopped, const struct dllm_sampler_params *settings,
                           const struct ui_timing_totals *totals)
 {
     struct ui_turn turn = {.role = UI_ROLE_ASSISTANT,
@@ -89,24 +99,30 @@ bool ui_transcript_answer(struct ui_transcript *t, const char *text, size_t cont
                            .settings = *settings,
                            .totals = *totals};
     char *context = NULL, *shown = NULL;
+    size_t *at = NULL;
     uint8_t *styles = NULL;
     size_t shown_len;
-    if (context_len < strlen(text) &&
-        (!(context = strndup(text, context_len)) || !(styles = gap_styles(text, context_len))))
+    if (n_gaps > 0 && (!(styles = gap_styles(text, gaps, n_gaps)) ||
+                       !(context = strndup(text, gaps[0])) || !(at = malloc(n_gaps * sizeof *at))))
         goto fail;
-    if (!stopped && !context &&
-        !ui_markdown_render(text, strlen(text), &shown, &styles, &shown_len))
+    if (n_gaps > 0)
+        memcpy(at, gaps, n_gaps * sizeof *at);
+    if (!stopped && !n_gaps && !ui_markdown_render(text, strlen(text), &shown, &styles, &shown_len))
         goto fail;
     if (!insert(t, t->n, &turn))
         goto fail;
-    t->turns[t->n - 1].context = context;
-    t->turns[t->n - 1].styles = styles;
-    t->turns[t->n - 1].shown = shown;
+    struct ui_turn *added = &t->turns[t->n - 1];
+    added->context = context;
+    added->styles = styles;
+    added->shown = shown;
+    added->gaps = at;
+    added->n_gaps = at ? n_gaps : 0;
     return true;
 fail:
     free(context);
     free(styles);
     free(shown);
+    free(at);
     return false;
 }
 
@@ -315,15 +331,21 @@ bool ui_transcript_write_markdown(const struct ui_transcript *t, const char *mod
     return !ferror(f);
 }
 
+/* The arguments of a Markdown save. */
+struct markdown_save {
+    const struct ui_transcript *t;
+    const char *model;
+};
+
+/* Writes the Markdown of a save. */
+static bool write_markdown(FILE *f, const void *ctx)
+{
+    const struct markdown_save *m = ctx;
+    return ui_transcript_write_markdown(m->t, m->model, f);
+}
+
 bool ui_transcript_save(const struct ui_transcript *t, const char *model, const char *path)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return false;
-    bool ok = ui_transcript_write_markdown(t, model, f);
-    int saved = errno;
-    if (fclose(f) != 0)
-        return false;
-    errno = saved;
-    return ok;
+    const struct markdown_save m = {t, model};
+    return ui_save_file(path, write_markdown, &m);
 }

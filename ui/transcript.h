@@ -25,8 +25,10 @@ enum ui_role {
 struct ui_turn {
     enum ui_role role;
     char *text;
-    char *context;   /* a stopped answer with gaps: its text before the first, the part later
-                        turns send to the model (NULL: all of text) */
+    char *context; /* a stopped answer with gaps: its text before the first, the part later
+                      turns send to the model (NULL: all of text) */
+    size_t *gaps;  /* [n_gaps] offsets in text of a stopped answer's gaps of masks (NULL) */
+    size_t n_gaps;
     char *shown;     /* a complete answer's Markdown rendered for the screen (NULL: text) */
     uint8_t *styles; /* enum ui_style of each byte of shown (a complete answer), or of text (a
                         stopped answer's gaps dim); NULL: the turn's one style */
@@ -50,13 +52,13 @@ void ui_transcript_fini(struct ui_transcript *t);
 bool ui_transcript_add(struct ui_transcript *t, enum ui_role role, const char *text);
 
 /*
- * Appends an answer with the settings it was made with and its totals; later turns send its
- * first context_len bytes to the model (a stopped answer's text before its first gap). Each
- * UI_GAP_TEXT from context_len on is a gap, shown dim; a complete answer is shown as rendered
- * Markdown.
+ * Appends an answer with the settings it was made with and its totals. A stopped answer's
+ * gaps of masks are the UI_GAP_TEXT at the n_gaps offsets gaps (ascending; a mark elsewhere is
+ * the model's text), shown dim; later turns send its text before the first. A complete answer
+ * is shown as rendered Markdown. False also (errno EINVAL) when a gap is not such a mark.
  */
-bool ui_transcript_answer(struct ui_transcript *t, const char *text, size_t context_len,
-                          bool stopped, const struct dllm_sampler_params *settings,
+bool ui_transcript_answer(struct ui_transcript *t, const char *text, const size_t *gaps,
+                          size_t n_gaps, bool stopped, const struct dllm_sampler_params *settings,
                           const struct ui_timing_totals *totals);
 
 /* Sets the system prompt; NULL or "" removes it. */
@@ -123,7 +125,7 @@ size_t ui_transcript_blocks(const struct ui_transcript *t, bool raw, char (*head
  */
 bool ui_transcript_write_markdown(const struct ui_transcript *t, const char *model, FILE *f);
 
-/* ui_transcript_write_markdown to a new file at path (replacing one that is there). */
+/* ui_transcript_write_markdown to the file at path, replacing it whole (ui/savefile.h). */
 bool ui_transcript_save(const struct ui_transcript *t, const char *model, const char *path);
 
 #endif

@@ -25,7 +25,7 @@ enum ui_style {
     UI_STYLE_NEW,      /* canvas: a token committed in the latest step */
     UI_STYLE_SETTLED,  /* canvas: a token committed earlier */
     UI_STYLE_STATUS,   /* the status bar */
-    UI_STYLE_SELECTED, /* the selected slider */
+    UI_STYLE_SELECTED, /* the selected slider; a match of the search */
     UI_STYLE_ERROR,    /* errors */
     UI_STYLE_CODE,     /* Markdown: code spans and blocks, on a distinct background */
     UI_STYLE_STRONG,   /* Markdown: **strong** */
