@@ -578,7 +578,8 @@ START_TEST(test_rows_tail)
         }
         /* With a cache: the window [B, E) alone, all its rows against some of them. */
         struct dllm_kv_cache *kv;
-        ck_assert_msg(dllm_kv_cache_new(t.fwd, N, true, &kv, &err) == DLLM_OK, "%s", err.text);
+        ck_assert_msg(dllm_kv_cache_new(t.fwd, N, DLLM_CACHE_F16, true, &kv, &err) == DLLM_OK, "%s",
+                      err.text);
         ck_assert_int_eq(test_forward_run(t.fwd, ids, N, all, N, full, kv, 0, N, &err), DLLM_OK);
         ck_assert_int_eq(test_forward_run(t.fwd, ids, N, all + B, E - B, full, kv, B, E, &err),
                          DLLM_OK);

@@ -1239,6 +1239,17 @@ START_TEST(test_jsonl_parse)
 }
 END_TEST
 
+/* Whether two settings are the same, member by member (memcmp would also read the padding). */
+static bool settings_equal(const struct dllm_sampler_params *a, const struct dllm_sampler_params *b)
+{
+    return a->kind == b->kind && a->gen_length == b->gen_length && a->steps == b->steps &&
+           a->block_length == b->block_length && a->temperature == b->temperature &&
+           a->top_p == b->top_p && a->top_k == b->top_k && a->threshold == b->threshold &&
+           a->remasking == b->remasking && a->alg == b->alg && a->alg_temp == b->alg_temp &&
+           a->eps == b->eps && a->cfg_scale == b->cfg_scale && a->seed == b->seed &&
+           a->early_stop == b->early_stop && a->cache == b->cache && a->cache_type == b->cache_type;
+}
+
 /* Written and read back, a conversation is the same: every turn, flag, setting and timing. */
 START_TEST(test_jsonl_round_trip)
 {
@@ -1247,6 +1258,7 @@ START_TEST(test_jsonl_round_trip)
     struct dllm_sampler_params s = base_settings();
     s.seed = UINT64_MAX - 1;
     s.cache = DLLM_CACHE_PREFIX;
+    s.cache_type = DLLM_CACHE_F32;
     s.temperature = 0.7;
     const struct ui_timing_totals totals = {.steps = 3,
                                             .forward_ms = 1.25,
@@ -1278,7 +1290,7 @@ START_TEST(test_jsonl_round_trip)
         for (size_t k = 0; k < x->n_gaps; k++)
             ck_assert_uint_eq(x->gaps[k], y->gaps[k]);
         if (x->has_stats) {
-            ck_assert(memcmp(&x->settings, &y->settings, sizeof x->settings) == 0);
+            ck_assert(settings_equal(&x->settings, &y->settings));
             ck_assert_int_eq(x->totals.steps, y->totals.steps);
             ck_assert_int_eq(x->totals.tokens, y->totals.tokens);
             ck_assert(x->totals.forward_ms == y->totals.forward_ms);

@@ -25,14 +25,15 @@ static json_t *settings_json(const struct dllm_sampler_params *s)
         seed = json_string(digits);
     }
     return json_pack("{s:s, s:I, s:I, s:I, s:f, s:f, s:I, s:f, s:s, s:s, s:f, s:f, s:f, s:o, "
-                     "s:b, s:s}",
+                     "s:b, s:s, s:s}",
                      "kind", s->kind == DLLM_SAMPLER_LLADA ? "llada" : "dream", "max_tokens",
                      (json_int_t)s->gen_length, "steps", (json_int_t)s->steps, "block_length",
                      (json_int_t)s->block_length, "temperature", s->temperature, "top_p", s->top_p,
                      "top_k", (json_int_t)s->top_k, "threshold", s->threshold, "remasking",
                      dllm_remasking_name(s->remasking), "alg", dllm_alg_name(s->alg), "alg_temp",
                      s->alg_temp, "eps", s->eps, "cfg_scale", s->cfg_scale, "seed", seed,
-                     "early_stop", s->early_stop, "cache", dllm_cache_mode_name(s->cache));
+                     "early_stop", s->early_stop, "cache", dllm_cache_mode_name(s->cache),
+                     "cache_type", dllm_cache_type_name(s->cache_type));
 }
 
 /*
@@ -256,6 +257,9 @@ static bool get_settings(struct parse *p, json_t *o, struct dllm_sampler_params 
     if (!get_string(p, o, "cache", false, &name) ||
         (name && !dllm_cache_mode_parse(name, &s->cache)))
         return fail(p, "settings: \"cache\" must be none, prefix or dual");
+    if (!get_string(p, o, "cache_type", false, &name) ||
+        (name && !dllm_cache_type_parse(name, &s->cache_type)))
+        return fail(p, "settings: \"cache_type\" must be f16 or f32");
     struct dllm_error err = {0};
     if (dllm_sampler_params_check(s, &err) != DLLM_OK)
         return fail(p, "settings: %s", err.text);
