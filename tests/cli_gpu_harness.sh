@@ -12,6 +12,7 @@ if ! grep -q 'cuda=yes' "$BUILD/config.h"; then
     run "prepare.sh refuses a build without CUDA" 1 env GPU_BUNDLE="$TMP/gpu" "$GPU/prepare.sh" "$BUILD"
     expect_err "says why" 'is not a --with-cuda build'
     finish
+    exit $?
 fi
 run "prepare.sh makes the bundle" 0 env GPU_BUNDLE="$TMP/gpu" DLLM_FIXTURES="$FIX" "$GPU/prepare.sh" "$BUILD"
 expect_out "its size" '^prepare.sh: .* is [0-9]+ MiB'
