@@ -133,25 +133,6 @@ void dllm_forward_free(struct dllm_forward *fwd)
     free(fwd);
 }
 
-static const char *const cache_type_names[] = {[DLLM_CACHE_F16] = "f16", [DLLM_CACHE_F32] = "f32"};
-#define N_CACHE_TYPES (int)(sizeof cache_type_names / sizeof cache_type_names[0])
-
-const char *dllm_cache_type_name(enum dllm_cache_type type)
-{
-    return (int)type >= 0 && (int)type < N_CACHE_TYPES ? cache_type_names[type] : NULL;
-}
-
-bool dllm_cache_type_parse(const char *name, enum dllm_cache_type *out)
-{
-    for (int i = 0; i < N_CACHE_TYPES; i++) {
-        if (strcmp(name, cache_type_names[i]) == 0) {
-            *out = (enum dllm_cache_type)i;
-            return true;
-        }
-    }
-    return false;
-}
-
 size_t dllm_kv_cache_bytes(const struct dllm_forward *fwd, int64_t n_tokens,
                            enum dllm_cache_type type)
 {
