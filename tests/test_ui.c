@@ -831,10 +831,10 @@ static const struct {
     {DLLM_SAMPLER_LLADA, "cfg", "-1", false, "cfg takes a number, 0 (off) or more, not '-1'"},
     {DLLM_SAMPLER_LLADA, "top-p", "0.9", false,
      "this model samples without the setting 'top-p': this model's are steps, max, block, "
-     "threshold, temp, cache, seed, remasking, cfg"},
+     "threshold, temp, cache, seed, remasking, cfg, cache-type"},
     {DLLM_SAMPLER_LLADA, "speed", "9", false,
      "no setting 'speed': this model's are steps, max, block, threshold, temp, cache, seed, "
-     "remasking, cfg"},
+     "remasking, cfg, cache-type"},
     {DLLM_SAMPLER_DREAM, "alg", "maskgit_plus", true, "alg maskgit_plus"},
     {DLLM_SAMPLER_DREAM, "alg", "best", false,
      "alg takes origin, maskgit_plus, topk_margin or entropy, not 'best'"},
@@ -848,7 +848,10 @@ static const struct {
      "threshold 0.80; alg maskgit_plus: a threshold needs a probability as confidence"},
     {DLLM_SAMPLER_DREAM, "remasking", "random", false,
      "this model samples without the setting 'remasking': this model's are steps, max, block, "
-     "threshold, temp, cache, seed, alg, top-p, top-k, cfg"},
+     "threshold, temp, cache, seed, alg, top-p, top-k, cfg, cache-type"},
+    {DLLM_SAMPLER_LLADA, "cache-type", "f32", true, "cache-type f32"},
+    {DLLM_SAMPLER_LLADA, "cache-type", "f16", false, "cache-type is f16 already"},
+    {DLLM_SAMPLER_LLADA, "cache-type", "q8_0", false, "cache-type takes f16 or f32, not 'q8_0'"},
 };
 
 START_TEST(test_settings_set)
@@ -897,7 +900,9 @@ START_TEST(test_settings_set_values)
     ck_assert_str_eq(note, "steps 128; steps do not apply while a threshold is set");
     ui_settings_list(&s, note, sizeof note);
     ck_assert_str_eq(note, "steps 128, max 256, block 32, threshold 0.95, temp 0.0, cache none, "
-                           "seed 42, remasking low_confidence, cfg 2");
+                           "seed 42, remasking low_confidence, cfg 2, cache-type f16");
+    ck_assert(ui_settings_set(&s, "cache-type", "f32", 4095, false, note, sizeof note));
+    ck_assert_int_eq(s.cache_type, DLLM_CACHE_F32);
 }
 END_TEST
 
@@ -2524,9 +2529,11 @@ START_TEST(test_app_set)
     ck_assert_int_eq(app->settings.steps, 32);
     enter(&f, "/set seed 7");
     enter(&f, "/set");
-    ck_assert_str_eq(app->note, "steps 32, max 128, block 32, threshold off, temp 0.0, cache none, "
-                                "seed 7, remasking low_confidence, cfg 0 (/set NAME VALUE changes "
-                                "one)");
+    ck_assert_str_eq(
+        app->note,
+        "steps 32, max 128, block 32, threshold off, temp 0.0, cache none, "
+        "seed 7, remasking low_confidence, cfg 0, cache-type f16 (/set NAME VALUE changes "
+        "one)");
     enter(&f, "hi");
     ck_assert_int_eq(req->settings.steps, 32);
     ck_assert_uint_eq(req->settings.seed, 7);

@@ -62,7 +62,7 @@ static bool differs(const struct dllm_sampler_params *a, const struct dllm_sampl
            a->block_length != b->block_length || a->threshold != b->threshold ||
            a->temperature != b->temperature || a->cache != b->cache || a->alg != b->alg ||
            a->remasking != b->remasking || a->seed != b->seed || a->top_p != b->top_p ||
-           a->top_k != b->top_k || a->cfg_scale != b->cfg_scale;
+           a->top_k != b->top_k || a->cfg_scale != b->cfg_scale || a->cache_type != b->cache_type;
 }
 
 /*
@@ -160,12 +160,13 @@ enum {
     SET_TOP_P,
     SET_TOP_K,
     SET_CFG,
+    SET_CACHE_TYPE,
     SET_COUNT
 };
 
-static const char *const set_names[SET_COUNT] = {"steps",     "max",   "block", "threshold",
-                                                 "temp",      "cache", "seed",  "alg",
-                                                 "remasking", "top-p", "top-k", "cfg"};
+static const char *const set_names[SET_COUNT] = {"steps", "max",  "block",     "threshold", "temp",
+                                                 "cache", "seed", "alg",       "remasking", "top-p",
+                                                 "top-k", "cfg",  "cache-type"};
 
 /* Whether setting k applies to a sampler of this kind (alg, top-p, top-k: Dream; remasking: LLaDA).
  */
@@ -191,6 +192,7 @@ static void value_text(const struct dllm_sampler_params *s, int k, char *buf, si
     case SET_REMASKING: snprintf(buf, size, "%s", dllm_remasking_name(s->remasking)); break;
     case SET_TOP_P: snprintf(buf, size, "%.2f", s->top_p); break;
     case SET_TOP_K: snprintf(buf, size, "%" PRId64, s->top_k); break;
+    case SET_CACHE_TYPE: snprintf(buf, size, "%s", dllm_cache_type_name(s->cache_type)); break;
     default: snprintf(buf, size, "%g", s->cfg_scale); break;
     }
 }
@@ -231,6 +233,7 @@ static void range_text(const struct dllm_sampler_params *s, int k, int64_t cap, 
     case SET_REMASKING: snprintf(buf, size, "low_confidence or random"); break;
     case SET_TOP_P: snprintf(buf, size, "a number in (0, 1] (1: off)"); break;
     case SET_TOP_K: snprintf(buf, size, "a whole number, 0 (off) or more"); break;
+    case SET_CACHE_TYPE: snprintf(buf, size, "f16 or f32"); break;
     default: snprintf(buf, size, "a number, 0 (off) or more"); break;
     }
 }
@@ -315,6 +318,7 @@ static bool parse_value(struct dllm_sampler_params *s, int k, const char *v, int
             return false;
         s->top_k = (int64_t)n;
         return true;
+    case SET_CACHE_TYPE: return dllm_cache_type_parse(v, &s->cache_type);
     default:
         if (!parse_real(v, &d))
             return false;
