@@ -105,31 +105,37 @@ static int on_api_progress(void *user, curl_off_t dltotal, curl_off_t dlnow, cur
     return dllm_hubhttp_cancelled(user) ? 1 : 0;
 }
 
-/* "scheme://host:port" of a URL (lowercase host, default port filled in), or NULL. */
-static char *origin_of(const char *url)
+/*
+ * "scheme://host:port" of a URL (lowercase host, default port filled in) into *out; libcurl's
+ * result (*out NULL unless CURLUE_OK), CURLUE_OUT_OF_MEMORY when an allocation failed.
+ */
+static CURLUcode origin_of(const char *url, char **out)
 {
     CURLU *u = curl_url();
-    char *scheme = NULL, *host = NULL, *port = NULL, *out = NULL;
-    if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
+    char *scheme = NULL, *host = NULL, *port = NULL;
+    CURLUcode rc = CURLUE_OUT_OF_MEMORY;
+    *out = NULL;
+    if (u && (rc = curl_url_set(u, CURLUPART_URL, url, 0)) == CURLUE_OK &&
+        (rc = curl_url_get(u, CURLUPART_SCHEME, &scheme, 0)) == CURLUE_OK &&
+        (rc = curl_url_get(u, CURLUPART_HOST, &host, 0)) == CURLUE_OK &&
+        (rc = curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT)) == CURLUE_OK) {
         for (char *p = host; *p; p++)
             *p = (char)tolower((unsigned char)*p);
-        out = dllm_hub_fmt("%s://%s:%s", scheme, host, port);
+        if (!(*out = dllm_hub_fmt("%s://%s:%s", scheme, host, port)))
+            rc = CURLUE_OUT_OF_MEMORY;
     }
     curl_free(scheme);
     curl_free(host);
     curl_free(port);
     curl_url_cleanup(u);
-    return out;
+    return rc;
 }
 
 /* Whether url is on the hub's own origin, where the token may go. */
 bool dllm_hubhttp_same_origin(const struct dllm_hubhttp *http, const char *url)
 {
-    char *o = origin_of(url);
-    bool same = o && strcmp(o, http->origin) == 0;
+    char *o;
+    bool same = origin_of(url, &o) == CURLUE_OK && strcmp(o, http->origin) == 0;
     free(o);
     return same;
 }
@@ -568,10 +574,15 @@ enum dllm_status dllm_hubhttp_connect(struct dllm_hubhttp *http, struct dllm_err
                               http->endpoint);
     }
     dllm_hubhttp_global_init();
-    http->origin = origin_of(http->endpoint);
-    http->curl = curl_easy_init();
-    if (!http->origin || !http->curl)
-        return dllm_error_set(err, DLLM_ERR_ARG, "cannot use hub endpoint '%s'", http->endpoint);
+    CURLUcode rc = origin_of(http->endpoint, &http->origin);
+    if (rc == CURLUE_OUT_OF_MEMORY)
+        return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
+    if (rc != CURLUE_OK)
+        return dllm_error_set(err, DLLM_ERR_ARG,
+                              "hub endpoint '%s' is not a usable URL: %s (HF_ENDPOINT)",
+                              http->endpoint, curl_url_strerror(rc));
+    if (!(http->curl = curl_easy_init()))
+        return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory (libcurl could not start)");
     return load_token(http->p, &http->token, err);
 }
 

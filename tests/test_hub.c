@@ -1442,6 +1442,30 @@ START_TEST(unreachable_uses_cache)
 }
 END_TEST
 
+/* An endpoint that is not an http(s) URL libcurl can parse is the caller's error, named. */
+START_TEST(endpoint_refused)
+{
+    static const struct {
+        const char *endpoint, *says;
+    } bad[] = {
+        {"ftp://127.0.0.1:1", "is not an http:// or https:// URL"},
+        {"http://[::1", "is not a usable URL"},
+        {"http://127.0.0.1:99999", "is not a usable URL"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct dllm_hub_params p;
+        params_for(&p, NULL);
+        p.endpoint = bad[i].endpoint;
+        enum dllm_status st;
+        struct dllm_error err;
+        ck_assert_ptr_null(resolve("test/other", &p, &st, &err));
+        ck_assert_int_eq(st, DLLM_ERR_ARG);
+        ck_assert_msg(strstr(err.text, bad[i].says) && strstr(err.text, "HF_ENDPOINT"), "%s: %s",
+                      bad[i].endpoint, err.text);
+    }
+}
+END_TEST
+
 /* A cached file that changed is hashed again; corrupt, it is fetched again (online). */
 START_TEST(corrupt_cache)
 {
@@ -1638,6 +1662,7 @@ static Suite *hub_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, offline_from_cache);
     tcase_add_test(tc, unreachable_uses_cache);
+    tcase_add_test(tc, endpoint_refused);
     tcase_add_test(tc, corrupt_cache);
     tcase_add_test(tc, revisions_share_blobs);
     tcase_add_test(tc, list_and_remove);
@@ -1651,7 +1676,8 @@ int main(void)
     curl_global_init(CURL_GLOBAL_DEFAULT);
     char *dir = test_tmpdir();
     if (!start_hub(dir)) {
-        printf("SKIP: the fake hub (python3 tests/fake_hub.py) did not start: install python3\n");
+        printf("SKIP: the fake hub did not start: it needs python3 and tests/fake_hub.py "
+               "(DLLM_TESTS_SRC names the tests folder)\n");
         if (hub_pid > 0)
             kill(hub_pid, SIGTERM);
         const char *ci = getenv("CI");

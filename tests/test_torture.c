@@ -371,6 +371,28 @@ static enum dllm_status op_link_next(void *ctx, struct dllm_error *err)
     return DLLM_OK;
 }
 
+/* A session's network side: the endpoint's origin, a libcurl handle and the token copied. */
+static enum dllm_status op_connect(void *ctx, struct dllm_error *err)
+{
+    (void)ctx;
+    const struct dllm_hub_params p = {.endpoint = "https://HuggingFace.co/", .token = " hf_x "};
+    struct dllm_hubhttp http;
+    enum dllm_status st = dllm_hubhttp_init(&http, &p, "org/name", err);
+    if (st == DLLM_OK && (st = dllm_hubhttp_connect(&http, err)) == DLLM_OK) {
+        ck_assert_str_eq(http.origin, "https://huggingface.co:443");
+        ck_assert_str_eq(http.token, "hf_x");
+    }
+    dllm_hubhttp_fini(&http);
+    return st;
+}
+
+START_TEST(hub_connect)
+{
+    dllm_hubhttp_global_init();
+    torture("a hub session connecting", op_connect, NULL, NULL);
+}
+END_TEST
+
 START_TEST(hub_link_next)
 {
     dllm_hubhttp_global_init();
@@ -453,6 +475,7 @@ static Suite *torture_suite(void)
     tc = tcase_create("hub");
     tcase_add_test(tc, hub_listing);
     tcase_add_test(tc, hub_link_next);
+    tcase_add_test(tc, hub_connect);
     suite_add_tcase(s, tc);
     tc = tcase_create("ui");
     tcase_add_test(tc, transcript);
