@@ -10,13 +10,13 @@
 #include "config.h"
 
 #include "backend.h"
+#include "clock.h"
 #include "dllm.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct dllm_forward {
     const struct dllm_model *model;
@@ -182,19 +182,12 @@ struct phase_clock {
     double last, ms[N_PHASES];
 };
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /* Adds the time since the last lap to phase p. */
 static void lap(struct phase_clock *clk, enum phase p)
 {
     if (!clk->on)
         return;
-    const double t = now_ms();
+    const double t = dllm_clock_ms();
     clk->ms[p] += t - clk->last;
     clk->last = t;
 }
@@ -203,7 +196,7 @@ static void lap(struct phase_clock *clk, enum phase p)
 static void skip_lap(struct phase_clock *clk)
 {
     if (clk->on)
-        clk->last = now_ms();
+        clk->last = dllm_clock_ms();
 }
 
 /*

@@ -9,6 +9,7 @@
  */
 #include "config.h"
 
+#include "clock.h"
 #include "dllm.h"
 #include "sampler.h"
 #include "threadpool.h"
@@ -19,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* A request as the worker keeps it: deep copies of the caller's strings. */
 struct owned_request {
@@ -76,13 +76,6 @@ struct dllm_session {
     atomic_bool cancel;       /* the flag the forward passes check; set by dllm_session_cancel, or
                                  from req.cancel as each layer begins */
 };
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* Carries the caller's cancel flag of the running request over to the session's. */
 static void mirror_cancel(struct dllm_session *s)
@@ -385,13 +378,13 @@ static enum dllm_status step_logits(struct dllm_session *s, int64_t canvas_len, 
         st = dllm_forward_run(s->fwd, &pass, err);
     }
     if (!st && s->req.check_cache && pass.cache && !refresh) {
-        const double t = now_ms();
+        const double t = dllm_clock_ms();
         struct dllm_pass exact = pass;
         exact.cache = NULL;
         exact.logits = s->logits_check;
         if (!(st = dllm_forward_run(s->fwd, &exact, err)))
             compare_rows(s, s->logits, s->logits_check, n);
-        s->check.check_ms = now_ms() - t;
+        s->check.check_ms = dllm_clock_ms() - t;
     }
     if (!st && cfg) {
         memcpy(s->uncond, s->canvas, (size_t)canvas_len * sizeof *s->canvas);
@@ -518,7 +511,7 @@ static void finish(struct dllm_session *s, int64_t canvas_len, int64_t n_prompt,
         .steps_run = steps_run,
         .stopped_early = last && last->stopped_early,
         .cancelled = cancelled,
-        .total_ms = now_ms() - t0,
+        .total_ms = dllm_clock_ms() - t0,
         .dropped_messages = dropped,
     };
     emit(s, &ev);
@@ -529,7 +522,7 @@ static void finish(struct dllm_session *s, int64_t canvas_len, int64_t n_prompt,
 /* Runs the request in s->req to its DONE or ERROR event. */
 static void run_request(struct dllm_session *s)
 {
-    double t0 = now_ms();
+    double t0 = dllm_clock_ms();
     struct dllm_error err;
     const struct dllm_sampler_params *p = &s->req.sampler;
     int64_t n_prompt = 0, dropped = 0;
@@ -580,7 +573,7 @@ static void run_request(struct dllm_session *s)
             break;
         const int32_t *pos;
         int64_t n_rows;
-        double t_fwd = now_ms();
+        double t_fwd = dllm_clock_ms();
         int64_t refreshes = 0, computed = 0, rows_out = 0;
         bool on_rows = true;
         s->check = (struct dllm_event){0};
@@ -594,7 +587,7 @@ static void run_request(struct dllm_session *s)
             emit_error(s, err.text);
             return;
         }
-        double t_sample = now_ms();
+        double t_sample = dllm_clock_ms();
         st = on_rows
                  ? dllm_sampler_step(s->sampler, s->pool, s->canvas, n_rows ? s->logits : NULL,
                                      &res, &err)
@@ -619,7 +612,7 @@ static void run_request(struct dllm_session *s)
                                 .best_left_conf = res.best_left_conf,
                                 .masks_left = res.masks_left,
                                 .forward_ms = t_sample - t_fwd - s->check.check_ms,
-                                .sample_ms = now_ms() - t_sample,
+                                .sample_ms = dllm_clock_ms() - t_sample,
                                 .refreshes = refreshes,
                                 .computed = computed,
                                 .rows_out = rows_out,
