@@ -68,6 +68,9 @@ char *test_tmpdir(void)
 
 int test_run_suite(Suite *suite)
 {
+    const char *excluded = getenv("CK_EXCLUDE_TAGS");
+    if (excluded && *excluded)
+        printf("NOTE: test cases tagged '%s' are left out (CK_EXCLUDE_TAGS)\n", excluded);
     SRunner *sr = srunner_create(suite);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

@@ -23,7 +23,16 @@ void *fixture_read(const char *rel, size_t *size);
 /* A malloc'd path to a new, empty temporary directory for this test. */
 char *test_tmpdir(void);
 
-/* Runs a check suite, frees it, and returns the exit status: EXIT_SUCCESS when all passed. */
+/*
+ * The tag of a test case that repeats one check over every fixture model. The plain builds run
+ * it; CI's sanitizer builds leave it out (CK_EXCLUDE_TAGS=sweep), the rest of the program runs.
+ */
+#define TEST_TAG_SWEEP "sweep"
+
+/*
+ * Runs a check suite, frees it, and returns the exit status: EXIT_SUCCESS when all passed. A
+ * line says so when CK_EXCLUDE_TAGS leaves test cases out.
+ */
 int test_run_suite(Suite *suite);
 
 #endif

@@ -597,6 +597,7 @@ static Suite *cache_suite(void)
     tcase_add_test(tc, test_cache_errors);
     suite_add_tcase(s, tc);
     tc = tcase_create("stale");
+    tcase_set_tags(tc, TEST_TAG_SWEEP);
     tcase_add_loop_test(tc, test_stale_kv, 0, n);
     tcase_add_loop_test(tc, test_reference_step, 0, n);
     tcase_add_loop_test(tc, test_stale_bound, 0, n);

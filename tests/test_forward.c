@@ -1073,6 +1073,7 @@ static Suite *forward_suite(void)
     tcase_add_test(tc, test_swiglu_add);
     suite_add_tcase(s, tc);
     tc = tcase_create("fixtures");
+    tcase_set_tags(tc, TEST_TAG_SWEEP);
     tcase_add_loop_test(tc, test_fixture_logits, 0,
                         sizeof fixture_models / sizeof fixture_models[0]);
     suite_add_tcase(s, tc);
