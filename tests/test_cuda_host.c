@@ -28,13 +28,6 @@
 
 static json_t *manifest; /* fixtures/dequant/manifest.json: an array of tensors */
 
-static uint32_t bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
 /* Decodes n elements of a row of blocks with dllm_hd_row_elem. */
 static void hd_decode(uint32_t type, const void *blocks, int64_t n, float *dst)
 {
@@ -50,10 +43,10 @@ static void hd_decode(uint32_t type, const void *blocks, int64_t n, float *dst)
 static void expect_bits(const float *got, const float *want, int64_t n, const char *what)
 {
     for (int64_t i = 0; i < n; i++)
-        if (bits(got[i]) != bits(want[i]) && !(isnan(got[i]) && isnan(want[i])))
+        if (dllm_f32_bits(got[i]) != dllm_f32_bits(want[i]) && !(isnan(got[i]) && isnan(want[i])))
             ck_abort_msg("%s: element %" PRId64
                          " is %a (0x%08x), the CPU decoder gives %a (0x%08x)",
-                         what, i, got[i], bits(got[i]), want[i], bits(want[i]));
+                         what, i, got[i], dllm_f32_bits(got[i]), want[i], dllm_f32_bits(want[i]));
 }
 
 /* ---- decoders against the CPU decoders, random blocks ---------------------------------- */
@@ -143,8 +136,9 @@ START_TEST(test_fp16_widen)
 {
     for (uint32_t h = 0; h < 65536; h++) {
         float got = dllm_hd_fp16_to_f32(h), want = dllm_fp16_to_f32((dllm_fp16)h);
-        if (bits(got) != bits(want))
-            ck_abort_msg("0x%04x widens to 0x%08x, expected 0x%08x", h, bits(got), bits(want));
+        if (dllm_f32_bits(got) != dllm_f32_bits(want))
+            ck_abort_msg("0x%04x widens to 0x%08x, expected 0x%08x", h, dllm_f32_bits(got),
+                         dllm_f32_bits(want));
     }
 }
 END_TEST
@@ -155,8 +149,7 @@ START_TEST(test_fp16_narrow)
     for (uint64_t hi = 0; hi < (1u << 25); hi++) {
         for (uint32_t lo = 0; lo < 2; lo++) {
             uint32_t u = (uint32_t)hi << 7 | (lo ? 0x7f : 0);
-            float f;
-            memcpy(&f, &u, sizeof f);
+            float f = dllm_bits_f32(u);
             uint16_t got = dllm_hd_f32_to_fp16(f), want = dllm_f32_to_fp16(f);
             if (got != want)
                 ck_abort_msg("0x%08x narrows to 0x%04x, expected 0x%04x", u, got, want);
@@ -263,7 +256,8 @@ static void expect_kernel_order(const float *l, int64_t n, struct dllm_row_stats
     struct dllm_row_stats got = dllm_hd_stats_kernel_order(l, n);
     ck_assert_msg(got.argmax == want.argmax, "%s: argmax %d, expected %d", what, got.argmax,
                   want.argmax);
-    ck_assert_msg(bits(got.max) == bits(want.max) && bits(got.second) == bits(want.second),
+    ck_assert_msg(dllm_f32_bits(got.max) == dllm_f32_bits(want.max) &&
+                      dllm_f32_bits(got.second) == dllm_f32_bits(want.second),
                   "%s: max %a second %a, expected %a %a", what, got.max, got.second, want.max,
                   want.second);
     double max_abs = 0;
@@ -313,8 +307,9 @@ START_TEST(test_stats_cpu)
         char what[300];
         snprintf(what, sizeof what, "%s row %d", files[_i], r);
         struct dllm_row_stats got = dllm_hd_stats_serial(logits + r * V, V);
-        ck_assert_msg(got.argmax == stats[r].argmax && bits(got.max) == bits(stats[r].max) &&
-                          bits(got.second) == bits(stats[r].second) &&
+        ck_assert_msg(got.argmax == stats[r].argmax &&
+                          dllm_f32_bits(got.max) == dllm_f32_bits(stats[r].max) &&
+                          dllm_f32_bits(got.second) == dllm_f32_bits(stats[r].second) &&
                           dbits(got.lse) == dbits(stats[r].lse) &&
                           dbits(got.entropy) == dbits(stats[r].entropy),
                       "%s: %d %a %a %a %a, the CPU gives %d %a %a %a %a", what, got.argmax, got.max,

@@ -637,22 +637,6 @@ START_TEST(test_fp16_ieee)
 }
 END_TEST
 
-/* Bits of a float. */
-static uint32_t f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-/* A float of the given bits. */
-static float bits_f32(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
 /*
  * Variant _i (after the reference) against the reference, bit for bit: every binary16 to
  * float (a signalling NaN may come back quiet), and to binary16 every half's value, each
@@ -682,11 +666,11 @@ START_TEST(test_fp16_variants)
         for (int64_t i = 0; i < len && bad < 0; i++) {
             const bool snan = (i & 0x7c00) == 0x7c00 && (i & 0x3ff) && !(i & 0x200);
             const uint32_t quiet = snan ? 0x400000 : 0;
-            if ((f32_bits(f[i]) | quiet) != (f32_bits(f_ref[i]) | quiet))
+            if ((dllm_f32_bits(f[i]) | quiet) != (dllm_f32_bits(f_ref[i]) | quiet))
                 bad = i;
         }
         ck_assert_msg(bad < 0, "%s: 0x%04x -> 0x%08x, the reference 0x%08x", v->name, (unsigned)bad,
-                      f32_bits(f[bad]), f32_bits(f_ref[bad]));
+                      dllm_f32_bits(f[bad]), dllm_f32_bits(f_ref[bad]));
     }
     int64_t n = 0;
     for (int i = 0; i < HALVES; i++) {
@@ -697,13 +681,13 @@ START_TEST(test_fp16_variants)
         const double next = (i & 0x7fff) == 0x7bff ? copysign(65536.0, f_ref[i]) : f_ref[i + 1];
         const float mid = (float)(((double)f_ref[i] + next) / 2);
         x[n] = mid;
-        x[n + 1] = bits_f32(f32_bits(mid) - 1);
-        x[n + 2] = bits_f32(f32_bits(mid) + 1);
+        x[n + 1] = dllm_bits_f32(dllm_f32_bits(mid) - 1);
+        x[n + 2] = dllm_bits_f32(dllm_f32_bits(mid) + 1);
         n += 3;
     }
     uint64_t seed = 16;
     while (n < N)
-        x[n++] = bits_f32((uint32_t)rng_next(&seed));
+        x[n++] = dllm_bits_f32((uint32_t)rng_next(&seed));
     for (int64_t len = N - 15; len <= N; len += 5) {
         v->from_f32(x, len, h);
         dllm_fp16_from_f32_ref(x, len, h_ref);
@@ -711,7 +695,7 @@ START_TEST(test_fp16_variants)
         for (int64_t i = 0; i < len && bad < 0; i++)
             bad = h[i] != h_ref[i] ? i : -1;
         ck_assert_msg(bad < 0, "%s: 0x%08x -> 0x%04x, the reference 0x%04x", v->name,
-                      f32_bits(x[bad]), h[bad], h_ref[bad]);
+                      dllm_f32_bits(x[bad]), h[bad], h_ref[bad]);
     }
     free(h);
     free(h_ref);

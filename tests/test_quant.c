@@ -115,20 +115,6 @@ static double fp16_nearest(double x)
     return copysign(r >= 65536.0 ? INFINITY : r, x);
 }
 
-static uint32_t bits_of(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static float float_of(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
 /*
  * Every binary16 pattern widens to its exact value (a NaN to the NaN with the same payload)
  * and narrows back to itself (a NaN with the quiet bit set). The loops of this file test
@@ -142,11 +128,11 @@ START_TEST(test_fp16_exhaustive)
         bool nan = isnan(v);
         uint32_t nan_bits = (h & 0x8000) << 16 | 0x7f800000 | (h & 0x3ff) << 13;
         bool widened =
-            nan ? bits_of(f) == nan_bits : (double)f == v && !signbit(f) == !(h & 0x8000);
+            nan ? dllm_f32_bits(f) == nan_bits : (double)f == v && !signbit(f) == !(h & 0x8000);
         dllm_fp16 back = dllm_f32_to_fp16(f);
         if (!widened || back != (nan ? (h | 0x200) : h))
             ck_abort_msg("0x%04x widens to %a (0x%08x), expected %a; narrows back to 0x%04x", h, f,
-                         bits_of(f), v, back);
+                         dllm_f32_bits(f), v, back);
     }
 }
 END_TEST
@@ -156,7 +142,7 @@ static void expect_fp16_rounding(float f)
     double got = fp16_value(dllm_f32_to_fp16(f));
     double want = fp16_nearest(f);
     if (got != want || !signbit(got) != !signbit(want))
-        ck_abort_msg("%a (0x%08x) narrows to %a, expected %a", f, bits_of(f), got, want);
+        ck_abort_msg("%a (0x%08x) narrows to %a, expected %a", f, dllm_f32_bits(f), got, want);
 }
 
 /*
@@ -175,7 +161,7 @@ START_TEST(test_fp16_rounding)
         }
     }
     for (uint64_t u = 0; u < 0x100000000u; u += 4093) {
-        float f = float_of((uint32_t)u);
+        float f = dllm_bits_f32((uint32_t)u);
         if (!isnan(f) && !isinf(f))
             expect_fp16_rounding(f);
     }
@@ -186,7 +172,7 @@ START_TEST(test_fp16_rounding)
     ck_assert_uint_eq(dllm_f32_to_fp16(65520.0f), 0x7c00);
     ck_assert_uint_eq(dllm_f32_to_fp16(0x1p-24f), 0x0001);
     ck_assert_uint_eq(dllm_f32_to_fp16(0x1p-25f), 0x0000);
-    ck_assert_uint_eq(dllm_f32_to_fp16(float_of(0x7f800001)), 0x7e00);
+    ck_assert_uint_eq(dllm_f32_to_fp16(dllm_bits_f32(0x7f800001)), 0x7e00);
 }
 END_TEST
 
@@ -212,7 +198,7 @@ static const struct {
 
 START_TEST(test_bf16_known)
 {
-    ck_assert_uint_eq(dllm_f32_to_bf16(float_of(bf16_cases[_i].f32)), bf16_cases[_i].bf16);
+    ck_assert_uint_eq(dllm_f32_to_bf16(dllm_bits_f32(bf16_cases[_i].f32)), bf16_cases[_i].bf16);
 }
 END_TEST
 
@@ -226,8 +212,9 @@ START_TEST(test_bf16_exhaustive)
     for (uint32_t h = 0; h < 65536; h++) {
         float f = dllm_bf16_to_f32((dllm_bf16)h);
         dllm_bf16 back = dllm_f32_to_bf16(f);
-        if (bits_of(f) != h << 16 || back != (isnan(f) ? (h | 0x40) : h))
-            ck_abort_msg("0x%04x widens to 0x%08x and narrows back to 0x%04x", h, bits_of(f), back);
+        if (dllm_f32_bits(f) != h << 16 || back != (isnan(f) ? (h | 0x40) : h))
+            ck_abort_msg("0x%04x widens to 0x%08x and narrows back to 0x%04x", h, dllm_f32_bits(f),
+                         back);
     }
 }
 END_TEST

@@ -15,20 +15,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static uint32_t f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static float bits_f32(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
 /* m / 2^shift rounded to the nearest integer, ties to even (1 <= shift <= 31). */
 static uint32_t shift_round_even(uint32_t m, unsigned shift)
 {
@@ -48,12 +34,12 @@ float dllm_fp16_to_f32(dllm_fp16 h)
     uint32_t exp = (h >> 10) & 0x1f;
     uint32_t mant = h & 0x3ff;
     if (exp == 0x1f)
-        return bits_f32(sign | 0x7f800000 | mant << 13);
+        return dllm_bits_f32(sign | 0x7f800000 | mant << 13);
     if (exp == 0) {
         float v = (float)mant * 0x1p-24f;
         return sign ? -v : v;
     }
-    return bits_f32(sign | (exp + 112) << 23 | mant << 13);
+    return dllm_bits_f32(sign | (exp + 112) << 23 | mant << 13);
 }
 
 /*
@@ -63,7 +49,7 @@ float dllm_fp16_to_f32(dllm_fp16 h)
  */
 dllm_fp16 dllm_f32_to_fp16(float f)
 {
-    uint32_t u = f32_bits(f);
+    uint32_t u = dllm_f32_bits(f);
     uint32_t sign = (u >> 16) & 0x8000;
     uint32_t a = u & 0x7fffffff;
     uint32_t exp = a >> 23;
@@ -81,13 +67,13 @@ dllm_fp16 dllm_f32_to_fp16(float f)
 
 float dllm_bf16_to_f32(dllm_bf16 h)
 {
-    return bits_f32((uint32_t)h << 16);
+    return dllm_bits_f32((uint32_t)h << 16);
 }
 
 /* binary32 to bfloat16: the top 16 bits, rounded to nearest even; NaNs are forced quiet. */
 dllm_bf16 dllm_f32_to_bf16(float f)
 {
-    uint32_t u = f32_bits(f);
+    uint32_t u = dllm_f32_bits(f);
     if ((u & 0x7fffffff) > 0x7f800000)
         return (dllm_bf16)((u >> 16) | 0x40);
     return (dllm_bf16)shift_round_even(u, 16);

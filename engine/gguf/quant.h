@@ -10,6 +10,23 @@
 
 #include <assert.h>
 #include <stdint.h>
+#include <string.h>
+
+/* The bits of a float (IEEE 754 binary32). */
+static inline uint32_t dllm_f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* The float of the given bits. */
+static inline float dllm_bits_f32(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
 
 /* Q8_K, the activation blocks llama.cpp multiplies K-quant weights with. */
 struct block_q8_K {
