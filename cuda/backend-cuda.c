@@ -44,11 +44,6 @@ struct dmat {
  * A K/V cache on the device: per layer, K then V, each [n_tokens, n_head_kv * head_dim], float
  * or binary16 by base.type.
  */
-struct cuda_kv {
-    struct dllm_kv_cache base;
-    void *data;
-};
-
 /* A layer's vectors on the device (NULL where the model has none). */
 struct dvec {
     float *attn_norm, *ffn_norm, *bq, *bk, *bv, *q_norm, *k_norm;
@@ -490,7 +485,7 @@ static enum dllm_status cuda_kv_new(struct dllm_backend *be, int64_t n_tokens,
                                     enum dllm_cache_type type, struct dllm_kv_cache **out,
                                     struct dllm_error *err)
 {
-    struct cuda_kv *kv = calloc(1, sizeof *kv);
+    struct dllm_kv_cache *kv = calloc(1, sizeof *kv);
     if (!kv)
         return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
     enum dllm_status st = DLLM_CUDA(err, cudaMalloc(&kv->data, cuda_kv_bytes(be, n_tokens, type)));
@@ -498,10 +493,10 @@ static enum dllm_status cuda_kv_new(struct dllm_backend *be, int64_t n_tokens,
         free(kv);
         return st;
     }
-    kv->base.be = be;
-    kv->base.n_tokens = n_tokens;
-    kv->base.type = type;
-    *out = &kv->base;
+    kv->be = be;
+    kv->n_tokens = n_tokens;
+    kv->type = type;
+    *out = kv;
     return DLLM_OK;
 }
 
@@ -510,7 +505,7 @@ static void cuda_kv_free(struct dllm_kv_cache *kv)
     if (!kv)
         return;
     struct dllm_error ignored;
-    DLLM_CUDA(&ignored, cudaFree(((struct cuda_kv *)kv)->data));
+    DLLM_CUDA(&ignored, cudaFree(kv->data));
     free(kv);
 }
 
@@ -525,12 +520,12 @@ static void cuda_bind_kv(struct dllm_backend *be, struct dllm_kv_cache *kv, int6
         return;
     const size_t n = dllm_kv_layer_floats(c->model, kv->n_tokens);
     if (kv->type == DLLM_CACHE_F32) {
-        float *k = (float *)((struct cuda_kv *)kv)->data + 2 * (size_t)layer * n;
+        float *k = dllm_kv_layer_data(kv, c->model, layer);
         c->buf[DLLM_BUF_K] = k;
         c->buf[DLLM_BUF_V] = k + n;
         return;
     }
-    c->bound_k = (uint16_t *)((struct cuda_kv *)kv)->data + 2 * (size_t)layer * n;
+    c->bound_k = dllm_kv_layer_data(kv, c->model, layer);
     c->bound_v = c->bound_k + n;
     if (ok(c,
            DLLM_CUDA(&c->error, dllm_cuda_f16_to_f32(c->bound_k, (int64_t)n, c->own_k, c->stream))))

@@ -68,11 +68,6 @@ enum {
  * A K/V cache of the CPU backend: per layer, K then V, each [n_tokens, n_head_kv * head_dim],
  * float or dllm_fp16 by base.type.
  */
-struct cpu_kv {
-    struct dllm_kv_cache base;
-    void *data;
-};
-
 struct cpu {
     struct dllm_backend base;
     const struct dllm_model *model;
@@ -440,7 +435,7 @@ static enum dllm_status cpu_kv_new(struct dllm_backend *be, int64_t n_tokens,
                                    struct dllm_error *err)
 {
     const size_t bytes = cpu_kv_bytes(be, n_tokens, type);
-    struct cpu_kv *kv = calloc(1, sizeof *kv);
+    struct dllm_kv_cache *kv = calloc(1, sizeof *kv);
     if (kv)
         kv->data =
             aligned_alloc(BUFFER_ALIGN, (bytes + BUFFER_ALIGN - 1) / BUFFER_ALIGN * BUFFER_ALIGN);
@@ -449,10 +444,10 @@ static enum dllm_status cpu_kv_new(struct dllm_backend *be, int64_t n_tokens,
         return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory for a K/V cache of %.2f GB",
                               (double)bytes / 1e9);
     }
-    kv->base.be = be;
-    kv->base.n_tokens = n_tokens;
-    kv->base.type = type;
-    *out = &kv->base;
+    kv->be = be;
+    kv->n_tokens = n_tokens;
+    kv->type = type;
+    *out = kv;
     return DLLM_OK;
 }
 
@@ -460,15 +455,13 @@ static void cpu_kv_free(struct dllm_kv_cache *kv)
 {
     if (!kv)
         return;
-    free(((struct cpu_kv *)kv)->data);
+    free(kv->data);
     free(kv);
 }
 
 void *dllm_backend_cpu_kv_layer(struct dllm_kv_cache *kv, int64_t layer)
 {
-    const size_t n = dllm_kv_layer_floats(((const struct cpu *)kv->be)->model, kv->n_tokens);
-    return (char *)((struct cpu_kv *)kv)->data +
-           2 * (size_t)layer * n * dllm_kv_elem_bytes(kv->type);
+    return dllm_kv_layer_data(kv, ((const struct cpu *)kv->be)->model, layer);
 }
 
 static void cpu_bind_kv(struct dllm_backend *be, struct dllm_kv_cache *kv, int64_t layer)

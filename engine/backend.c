@@ -39,6 +39,13 @@ size_t dllm_kv_elem_bytes(enum dllm_cache_type type)
     return type == DLLM_CACHE_F16 ? sizeof(uint16_t) : sizeof(float);
 }
 
+void *dllm_kv_layer_data(const struct dllm_kv_cache *kv, const struct dllm_model *model,
+                         int64_t layer)
+{
+    return (char *)kv->data + 2 * (size_t)layer * dllm_kv_layer_floats(model, kv->n_tokens) *
+                                  dllm_kv_elem_bytes(kv->type);
+}
+
 size_t dllm_kv_storage_bytes(const struct dllm_model *model, int64_t n_tokens,
                              enum dllm_cache_type type)
 {

@@ -163,11 +163,15 @@ struct dllm_backend_ops {
     enum dllm_status (*finish)(struct dllm_backend *be, struct dllm_error *err);
 };
 
-/* A K/V cache starts with the backend that made it, its length and its element type. */
+/*
+ * A K/V cache: the backend that made it, its length, its element type and its storage (host or
+ * device memory, the backend's): per layer, K [n_tokens, n_head_kv * head_dim], then V.
+ */
 struct dllm_kv_cache {
     struct dllm_backend *be;
     int64_t n_tokens;
     enum dllm_cache_type type;
+    void *data;
 };
 
 /* Every backend starts with its ops. */
@@ -184,6 +188,10 @@ size_t dllm_kv_layer_floats(const struct dllm_model *model, int64_t n_tokens);
 
 /* Bytes of one stored K or V element of a cache type (2 or 4). */
 size_t dllm_kv_elem_bytes(enum dllm_cache_type type);
+
+/* Where layer `layer`'s K starts in the cache's storage (its V follows, as many elements on). */
+void *dllm_kv_layer_data(const struct dllm_kv_cache *kv, const struct dllm_model *model,
+                         int64_t layer);
 
 /* Bytes of K and V of a cache type for every layer of the model and n_tokens positions. */
 size_t dllm_kv_storage_bytes(const struct dllm_model *model, int64_t n_tokens,
