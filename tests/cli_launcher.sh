@@ -8,7 +8,7 @@ LAUNCHER="$DLLM_TESTS_SRC/../dllm"
 mkdir "$TMP/bin"
 for d in /usr/local/bin /usr/bin /bin; do
     for f in "$d"/*; do
-        name=$(basename "$f")
+        name=${f##*/}
         [ "$name" = tmux ] || [ -e "$TMP/bin/$name" ] || ln -s "$f" "$TMP/bin/$name"
     done
 done

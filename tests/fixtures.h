@@ -30,6 +30,12 @@ char *test_tmpdir(void);
 #define TEST_TAG_SWEEP "sweep"
 
 /*
+ * How many models at the head of a sweep's list (a dense and a MoE one) run untagged, so that the
+ * sanitizer builds still check them.
+ */
+#define TEST_N_REPRESENTATIVE 2
+
+/*
  * Runs a check suite, frees it, and returns the exit status: EXIT_SUCCESS when all passed. A
  * line says so when CK_EXCLUDE_TAGS leaves test cases out.
  */

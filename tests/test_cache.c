@@ -21,10 +21,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The first TEST_N_REPRESENTATIVE (a dense and a MoE model) run in every build, the rest in the
+ * sweep. */
 static const char *const models[] = {
-    "llada-tiny-q4km",     "llada-tiny-q5km",    "llada-tiny-q6k",  "llada-tiny-q80",
-    "llada-tiny-f16",      "llada-tiny-bf16",    "dream-tiny-q4km", "dream-tiny-realvocab-q4km",
-    "llada-moe-tiny-q4km", "llada-moe-tiny-q80", "rnd1-tiny-q4km",  "rnd1-tiny-q80",
+    "llada-tiny-q4km",    "llada-moe-tiny-q4km", "llada-tiny-q5km",
+    "llada-tiny-q6k",     "llada-tiny-q80",      "llada-tiny-f16",
+    "llada-tiny-bf16",    "dream-tiny-q4km",     "dream-tiny-realvocab-q4km",
+    "llada-moe-tiny-q80", "rnd1-tiny-q4km",      "rnd1-tiny-q80",
 };
 
 /* A fixture model's first case: its ids, their count and the prompt's length. */
@@ -589,18 +592,26 @@ END_TEST
 static Suite *cache_suite(void)
 {
     Suite *s = suite_create("cache");
+    const int n = (int)(sizeof models / sizeof models[0]), r = TEST_N_REPRESENTATIVE;
     TCase *tc = tcase_create("exact");
-    const int n = (int)(sizeof models / sizeof models[0]);
-    tcase_add_loop_test(tc, test_whole_window_runs, 0, n);
-    tcase_add_loop_test(tc, test_unchanged_canvas, 0, n);
-    tcase_add_loop_test(tc, test_f16_layer0, 0, n);
+    tcase_add_loop_test(tc, test_whole_window_runs, 0, r);
+    tcase_add_loop_test(tc, test_unchanged_canvas, 0, r);
+    tcase_add_loop_test(tc, test_f16_layer0, 0, r);
     tcase_add_test(tc, test_cache_errors);
     suite_add_tcase(s, tc);
     tc = tcase_create("stale");
+    tcase_add_loop_test(tc, test_stale_kv, 0, r);
+    tcase_add_loop_test(tc, test_reference_step, 0, r);
+    tcase_add_loop_test(tc, test_stale_bound, 0, r);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("sweep");
     tcase_set_tags(tc, TEST_TAG_SWEEP);
-    tcase_add_loop_test(tc, test_stale_kv, 0, n);
-    tcase_add_loop_test(tc, test_reference_step, 0, n);
-    tcase_add_loop_test(tc, test_stale_bound, 0, n);
+    tcase_add_loop_test(tc, test_whole_window_runs, r, n);
+    tcase_add_loop_test(tc, test_unchanged_canvas, r, n);
+    tcase_add_loop_test(tc, test_f16_layer0, r, n);
+    tcase_add_loop_test(tc, test_stale_kv, r, n);
+    tcase_add_loop_test(tc, test_reference_step, r, n);
+    tcase_add_loop_test(tc, test_stale_bound, r, n);
     suite_add_tcase(s, tc);
     return s;
 }

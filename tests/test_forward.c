@@ -226,10 +226,13 @@ END_TEST
 
 /* ---- fixture models against float64 logits ---------------------------------------------- */
 
+/* The first TEST_N_REPRESENTATIVE (a dense and a MoE model) run in every build, the rest in the
+ * sweep. */
 static const char *const fixture_models[] = {
-    "llada-tiny-q4km",     "llada-tiny-q5km",    "llada-tiny-q6k",  "llada-tiny-q80",
-    "llada-tiny-f16",      "llada-tiny-bf16",    "dream-tiny-q4km", "dream-tiny-realvocab-q4km",
-    "llada-moe-tiny-q4km", "llada-moe-tiny-q80", "rnd1-tiny-q4km",  "rnd1-tiny-q80",
+    "llada-tiny-q4km",    "llada-moe-tiny-q4km", "llada-tiny-q5km",
+    "llada-tiny-q6k",     "llada-tiny-q80",      "llada-tiny-f16",
+    "llada-tiny-bf16",    "dream-tiny-q4km",     "dream-tiny-realvocab-q4km",
+    "llada-moe-tiny-q80", "rnd1-tiny-q4km",      "rnd1-tiny-q80",
 };
 
 /* Figures of a set of rows against the float64 reference. */
@@ -1073,8 +1076,11 @@ static Suite *forward_suite(void)
     tcase_add_test(tc, test_swiglu_add);
     suite_add_tcase(s, tc);
     tc = tcase_create("fixtures");
+    tcase_add_loop_test(tc, test_fixture_logits, 0, TEST_N_REPRESENTATIVE);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("fixtures-sweep");
     tcase_set_tags(tc, TEST_TAG_SWEEP);
-    tcase_add_loop_test(tc, test_fixture_logits, 0,
+    tcase_add_loop_test(tc, test_fixture_logits, TEST_N_REPRESENTATIVE,
                         sizeof fixture_models / sizeof fixture_models[0]);
     suite_add_tcase(s, tc);
     tc = tcase_create("rows");

@@ -453,13 +453,20 @@ END_TEST
 /* ---- runs on the rows' statistics --------------------------------------------------------- */
 
 /* Every fixture model: the dense LLaDA quantizations, Dream (shifted rows), the MoE ones. */
-static const char *const all_models[] = {
-    "models/llada-tiny-q4km.gguf",     "models/llada-tiny-q80.gguf",
-    "models/llada-tiny-q5km.gguf",     "models/llada-tiny-q6k.gguf",
-    "models/llada-tiny-f16.gguf",      "models/llada-tiny-bf16.gguf",
-    "models/dream-tiny-q4km.gguf",     "models/dream-tiny-realvocab-q4km.gguf",
-    "models/llada-moe-tiny-q4km.gguf", "models/llada-moe-tiny-q80.gguf",
-    "models/rnd1-tiny-q4km.gguf",      "models/rnd1-tiny-q80.gguf"};
+/* The first TEST_N_REPRESENTATIVE (a dense and a MoE model) run in every build, the rest in the
+ * sweep. */
+static const char *const all_models[] = {"models/llada-tiny-q4km.gguf",
+                                         "models/llada-moe-tiny-q4km.gguf",
+                                         "models/llada-tiny-q80.gguf",
+                                         "models/llada-tiny-q5km.gguf",
+                                         "models/llada-tiny-q6k.gguf",
+                                         "models/llada-tiny-f16.gguf",
+                                         "models/llada-tiny-bf16.gguf",
+                                         "models/dream-tiny-q4km.gguf",
+                                         "models/dream-tiny-realvocab-q4km.gguf",
+                                         "models/llada-moe-tiny-q80.gguf",
+                                         "models/rnd1-tiny-q4km.gguf",
+                                         "models/rnd1-tiny-q80.gguf"};
 
 /* Settings whose steps take the rows' statistics: LLaDA at temperature 0. */
 static const struct stats_case {
@@ -780,9 +787,13 @@ static Suite *session_suite(void)
     tcase_add_test(tc, generate_stats_fallback);
     suite_add_tcase(s, tc);
     tc = tcase_create("stats");
+    tcase_add_loop_test(tc, stats_same_tokens, 0, TEST_N_REPRESENTATIVE);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("stats-sweep");
     tcase_set_tags(tc, TEST_TAG_SWEEP);
     tcase_set_timeout(tc, 600);
-    tcase_add_loop_test(tc, stats_same_tokens, 0, 12);
+    tcase_add_loop_test(tc, stats_same_tokens, TEST_N_REPRESENTATIVE,
+                        sizeof all_models / sizeof all_models[0]);
     suite_add_tcase(s, tc);
     return s;
 }
