@@ -30,6 +30,13 @@ char *test_tmpdir(void);
 #define TEST_TAG_SWEEP "sweep"
 
 /*
+ * The tag of a test case that repeats one computation many times through the session's worker
+ * without other threads acting on it (the statistics against the rows): the ThreadSanitizer
+ * build, where it takes minutes, leaves it out (CK_EXCLUDE_TAGS="sweep long").
+ */
+#define TEST_TAG_LONG "long"
+
+/*
  * How many models at the head of a sweep's list (a dense and a MoE one) run untagged, so that the
  * sanitizer builds still check them.
  */

@@ -787,6 +787,7 @@ static Suite *session_suite(void)
     tcase_add_test(tc, generate_stats_fallback);
     suite_add_tcase(s, tc);
     tc = tcase_create("stats");
+    tcase_set_tags(tc, TEST_TAG_LONG);
     tcase_add_loop_test(tc, stats_same_tokens, 0, TEST_N_REPRESENTATIVE);
     suite_add_tcase(s, tc);
     tc = tcase_create("stats-sweep");
