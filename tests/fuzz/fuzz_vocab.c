@@ -2,18 +2,38 @@
  * libFuzzer target: a GGUF file's tokenizer metadata (tokenizer.ggml.* and
  * tokenizer.chat_template) through the vocabulary loader and the chat template's recognition.
  * A vocabulary that loads must give a fixed text back through encoding and decoding (it has
- * every byte token: the loader checks that), and every id must be readable.
+ * every byte token: the loader checks that) unless a byte's token is not a normal one, and
+ * every id must be readable.
  */
+#define _GNU_SOURCE /* memmem */
 #include "dllm.h"
 #include "fuzz.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const char sample[] = "Hello, world! <|im_end|> <|eot_id|> caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c"
                              "\xac 12345\n\t  x\x80y";
 
-/* Encodes the sample with flags and aborts unless decoding gives it back. */
+/*
+ * Whether decoding ids must give the sample back: each is a normal token (its bytes read back
+ * through the byte table) or one whose text occurs in the sample (matched before BPE). A byte's
+ * token of another type decodes to its text, as in llama.cpp, which is not that byte.
+ */
+static bool must_round_trip(const struct dllm_vocab *v, const int32_t *ids, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        size_t len;
+        const char *text = dllm_vocab_token_text(v, ids[i], &len);
+        if (dllm_vocab_token_type(v, ids[i]) != DLLM_TOKEN_TYPE_NORMAL &&
+            (len == 0 || !memmem(sample, sizeof sample - 1, text, len)))
+            return false;
+    }
+    return true;
+}
+
+/* Encodes the sample with flags and aborts unless decoding gives it back where it must. */
 static void round_trip(const struct dllm_vocab *v, unsigned flags)
 {
     int32_t *ids;
@@ -25,8 +45,9 @@ static void round_trip(const struct dllm_vocab *v, unsigned flags)
     for (int64_t i = 0; i < n; i++)
         if (ids[i] < 0 || ids[i] >= dllm_vocab_size(v))
             abort();
-    if (dllm_vocab_decode(v, ids, n, DLLM_DECODE_SPECIAL, &back, &len, NULL) != DLLM_OK ||
-        len != sizeof sample - 1 || memcmp(back, sample, len) != 0)
+    if (dllm_vocab_decode(v, ids, n, DLLM_DECODE_SPECIAL, &back, &len, NULL) != DLLM_OK)
+        abort();
+    if (must_round_trip(v, ids, n) && (len != sizeof sample - 1 || memcmp(back, sample, len) != 0))
         abort();
     free(back);
     free(ids);
