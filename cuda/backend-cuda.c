@@ -40,10 +40,6 @@ struct dmat {
     uint16_t *f16;      /* device FP16 [N, K] in resident mode, else NULL */
 };
 
-/*
- * A K/V cache on the device: per layer, K then V, each [n_tokens, n_head_kv * head_dim], float
- * or binary16 by base.type.
- */
 /* A layer's vectors on the device (NULL where the model has none). */
 struct dvec {
     float *attn_norm, *ffn_norm, *bq, *bk, *bv, *q_norm, *k_norm;

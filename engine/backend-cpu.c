@@ -64,10 +64,6 @@ enum {
     N_PARTS
 };
 
-/*
- * A K/V cache of the CPU backend: per layer, K then V, each [n_tokens, n_head_kv * head_dim],
- * float or dllm_fp16 by base.type.
- */
 struct cpu {
     struct dllm_backend base;
     const struct dllm_model *model;
