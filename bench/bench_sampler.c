@@ -9,6 +9,8 @@
  *               1, as a synthetic model's random weights give: a nucleus of a few dozen ids
  *   dream-flat  the same on nearly flat rows (standard deviation 0.05), the hard case for
  *               top-p: the nucleus holds most of the vocabulary
+ *   dream-t1    dream at temperature 1 (`--temperature 1`): the nucleus holds about two
+ *               thirds of the vocabulary
  *
  * on each thread count of --threads. Prints one JSON document: for each case and thread
  * count, the median over --reps steps (after one warm-up) of the wall time in ms per step and
@@ -49,6 +51,7 @@ static const struct bench_case cases[] = {
     {"llada-t1", DLLM_SAMPLER_LLADA, 126464, 126336, 32, 1.0, 2.0},
     {"dream", DLLM_SAMPLER_DREAM, 152064, 151666, 128, -1.0, 1.0},
     {"dream-flat", DLLM_SAMPLER_DREAM, 152064, 151666, 128, -1.0, 0.05},
+    {"dream-t1", DLLM_SAMPLER_DREAM, 152064, 151666, 128, 1.0, 1.0},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 
@@ -113,13 +116,13 @@ done:
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: bench_sampler [--cases llada-t0,llada-t1,dream,dream-flat] "
+    fprintf(f, "usage: bench_sampler [--cases llada-t0,llada-t1,dream,dream-flat,dream-t1] "
                "[--threads 1,2] [--reps N]\n");
 }
 
 int main(int argc, char **argv)
 {
-    char cases_s[256] = "llada-t0,llada-t1,dream,dream-flat", threads_s[64] = "1,2";
+    char cases_s[256] = "llada-t0,llada-t1,dream,dream-flat,dream-t1", threads_s[64] = "1,2";
     int reps = 9;
     static const struct option opts[] = {
         {"cases", required_argument, NULL, 'c'},

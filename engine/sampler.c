@@ -688,23 +688,48 @@ static void select_rank(struct ranked r, int64_t n, int64_t k)
     sort_ranked(r, lo, hi);
 }
 
+/* The bit pattern of x (for x >= 0, patterns order as the values do). */
+static uint64_t bits_of(double x)
+{
+    uint64_t b;
+    memcpy(&b, &x, sizeof b);
+    return b;
+}
+
+/* The double whose bit pattern is b. */
+static double double_of(uint64_t b)
+{
+    double x;
+    memcpy(&x, &b, sizeof x);
+    return x;
+}
+
 /*
  * Copies the positive entries of p[0 .. n-1] in [lo, hi) to r in id order and returns their
- * count; adds the fixed-point mass of the entries >= hi to *above. The branches are predictable:
- * the bracket is narrow, or holds nearly everything.
+ * count; adds the fixed-point mass of the entries >= hi to *above. The bracket is narrow, so
+ * the copy's one test (on bit patterns, as unsigned distances from the smallest kept one) is
+ * predictable; whether an entry lies above hi is too where few do, but where many do (dense)
+ * it is a coin toss, so the sum then masks every entry's mass instead of branching.
  */
-static int64_t gather(const double *p, int64_t n, double lo, double hi, struct ranked r,
+static int64_t gather(const double *p, int64_t n, double lo, double hi, bool dense, struct ranked r,
                       uint64_t *above)
 {
+    uint64_t first = lo > 0.0 ? bits_of(lo) : 1, hi_bits = bits_of(hi), width = hi_bits - first;
     int64_t m = 0;
+    uint64_t mass = 0;
     for (int64_t v = 0; v < n; v++) {
-        if (p[v] >= hi) {
-            *above += fixed_mass(p[v]);
-        } else if (p[v] >= lo && p[v] > 0.0) {
-            r.p[m] = p[v];
+        double x = p[v];
+        uint64_t b = bits_of(x), up = b >= hi_bits;
+        if (dense)
+            mass += fixed_mass(x) & (0 - up);
+        else if (up)
+            mass += fixed_mass(x);
+        if (b - first < width) {
+            r.p[m] = x;
             r.id[m++] = (int32_t)v;
         }
     }
+    *above += mass;
     return m;
 }
 
@@ -716,14 +741,6 @@ static int64_t gather(const double *p, int64_t n, double lo, double hi, struct r
 
 /* Entries of the bracket around the nucleus boundary few enough to rank directly. */
 #define TOP_P_BAND 1024
-
-/* The double whose bit pattern is b (positive doubles are ordered as their patterns). */
-static double double_of(uint64_t b)
-{
-    double x;
-    memcpy(&x, &b, sizeof x);
-    return x;
-}
 
 /*
  * Narrows the bracket [*lo, *hi) of the nucleus boundary by one sum_from pass over the
@@ -750,27 +767,31 @@ static void narrow(const struct dllm_rowmath *rm, const double *p, int64_t n, do
 }
 
 /*
- * The last entry of the top-p nucleus of p (w->probs), by probability *theta and id *last;
- * false when every entry stays. Its probability is first bracketed in [lo, hi): the mass of
- * the entries >= lo exceeds top_p (so the boundary is not below lo) and that of the entries
- * >= hi does not (so all of those stay), the masses summed in floating point and required to
- * clear top_p by TOP_P_SLACK. A first pass tries the cut-offs 2^-18, 2^-12, 2^-6 (lo stays 0
- * when none holds); while more than TOP_P_BAND entries lie in the bracket, passes at the
- * DLLM_ROWMATH_CUTS points that split its bit patterns (which order positive doubles) evenly
- * narrow it. Only the entries of the bracket are then ranked, after the exact mass of those
- * above it.
+ * The last entry of the top-p nucleus of p (w->probs), by probability *theta and id *last, and
+ * the nucleus's size in *size; false when every entry stays. Its probability is first
+ * bracketed in [lo, hi): the mass of the entries >= lo exceeds top_p (so the boundary is not
+ * below lo) and that of the entries >= hi does not (so all of those stay), the masses summed
+ * in floating point and required to clear top_p by TOP_P_SLACK. A first pass tries the
+ * cut-offs 2^-18, 2^-12, 2^-6; when none holds, lo becomes the bound
+ * (1 - top_p - 2 TOP_P_SLACK) / n, which needs no pass: the n or fewer entries below it hold
+ * less than n times it, so those >= it hold more than top_p + 2 TOP_P_SLACK less the rounding
+ * of the normalisation (below n 2^-52, far under TOP_P_SLACK). While more than TOP_P_BAND
+ * entries lie in the bracket, passes at the DLLM_ROWMATH_CUTS points that split its bit
+ * patterns (which order positive doubles) evenly narrow it. Only the entries of the bracket
+ * are then ranked, after the exact mass of those above it.
  */
 static bool nucleus(const struct dllm_sampler *s, struct row_scratch *w, double top_p,
-                    double *theta, int32_t *last)
+                    double *theta, int32_t *last, int64_t *size)
 {
     const double *p = w->probs, first[DLLM_ROWMATH_CUTS] = {0x1p-18, 0x1p-12, 0x1p-6};
     double lo = 0.0, hi = 2.0;                  /* no probability reaches 2 */
     int64_t n = s->n_vocab, n_lo = n, n_hi = 0; /* entries >= lo, >= hi */
     narrow(s->rm, p, n, top_p, first, &lo, &n_lo, &hi, &n_hi);
+    double bound = (1.0 - top_p - 2.0 * TOP_P_SLACK) / (double)n;
+    if (lo == 0.0 && bound > 0.0 && bound < hi)
+        lo = bound; /* n_lo stays n, an upper bound */
     while (lo > 0.0 && n_lo - n_hi > TOP_P_BAND) {
-        uint64_t a, b;
-        memcpy(&a, &lo, sizeof a);
-        memcpy(&b, &hi, sizeof b);
+        uint64_t a = bits_of(lo), b = bits_of(hi);
         double c[DLLM_ROWMATH_CUTS], was_lo = lo, was_hi = hi;
         for (int j = 0; j < DLLM_ROWMATH_CUTS; j++)
             c[j] = double_of(a + (b - a) / (DLLM_ROWMATH_CUTS + 1) * (uint64_t)(j + 1));
@@ -779,24 +800,38 @@ static bool nucleus(const struct dllm_sampler *s, struct row_scratch *w, double 
             break; /* the boundary is within rounding of the cut-offs: rank the bracket */
     }
     uint64_t above = 0;
-    int64_t n_band = gather(p, n, lo, hi, w->ranked, &above);
+    int64_t n_band = gather(p, n, lo, hi, n_hi > n / 8, w->ranked, &above);
     int64_t end = nucleus_end(w->ranked, n_band, above, top_p);
     if (end < 0)
         return false;
     *theta = w->ranked.p[end];
     *last = w->ranked.id[end];
+    *size = n_hi + end + 1;
     return true;
 }
 
 /*
  * Copies to r, in id order, the entries of p[0 .. n-1] that are positive, rank no later than
  * (theta, last) by probability descending then id ascending, and are at least kth; returns
- * their count.
+ * their count. Where most entries stay (expect, the caller's estimate of the count, above
+ * n / 8), whether one does is a coin toss the CPU cannot predict: then every entry is stored at
+ * the next free place (never beyond its own, so within r) and kept by advancing past it, with
+ * no branch; else a branch skips the dropped ones.
  */
 static int64_t keep(const double *p, int64_t n, double theta, int32_t last, double kth,
-                    struct ranked r)
+                    int64_t expect, struct ranked r)
 {
     int64_t m = 0;
+    if (expect > n / 8) {
+        for (int64_t v = 0; v < n; v++) {
+            double x = p[v];
+            r.p[m] = x;
+            r.id[m] = (int32_t)v;
+            /* & rather than &&: no branch */
+            m += (x > 0.0) & ((x > theta) | ((x == theta) & (v <= last))) & (x >= kth);
+        }
+        return m;
+    }
     for (int64_t v = 0; v < n; v++)
         if (p[v] > 0.0 && (p[v] > theta || (p[v] == theta && v <= last)) && p[v] >= kth) {
             r.p[m] = p[v];
@@ -806,14 +841,14 @@ static int64_t keep(const double *p, int64_t n, double theta, int32_t last, doub
 }
 
 /*
- * The k-th largest probability of p (w->probs) among the entries the top-p nucleus (theta,
- * last) keeps, in *kth; false when k or fewer are positive (then it is 0 or the smallest
- * positive one, and nothing drops).
+ * The k-th largest probability of p (w->probs) among the `size` entries the top-p nucleus
+ * (theta, last) keeps, in *kth; false when k or fewer are positive (then it is 0 or the
+ * smallest positive one, and nothing drops).
  */
 static bool kth_largest(const struct dllm_sampler *s, struct row_scratch *w, int64_t k,
-                        double theta, int32_t last, double *kth)
+                        double theta, int32_t last, int64_t size, double *kth)
 {
-    int64_t n = keep(w->probs, s->n_vocab, theta, last, 0.0, w->ranked);
+    int64_t n = keep(w->probs, s->n_vocab, theta, last, 0.0, size, w->ranked);
     if (n <= k)
         return false;
     select_rank(w->ranked, n, k - 1);
@@ -850,12 +885,17 @@ static enum dllm_status probs_dream(const struct dllm_sampler *s, struct row_scr
     p[s->mask_id] = 0.0;
     double theta = 0.0, kth = 0.0;
     int32_t last = INT32_MAX;
-    bool filtered = par->top_p < 1.0 && nucleus(s, w, par->top_p, &theta, &last);
-    if (par->top_k > 0 && par->top_k < nv && kth_largest(s, w, par->top_k, theta, last, &kth))
+    int64_t size = nv; /* the entries the filters keep, at most */
+    bool filtered = par->top_p < 1.0 && nucleus(s, w, par->top_p, &theta, &last, &size);
+    if (par->top_k > 0 && par->top_k < nv &&
+        kth_largest(s, w, par->top_k, theta, last, size, &kth)) {
         filtered = true;
+        size = par->top_k; /* ties with the k-th aside */
+    }
     *kept = (struct kept){p, NULL, nv};
     if (filtered)
-        *kept = (struct kept){w->ranked.p, w->ranked.id, keep(p, nv, theta, last, kth, w->ranked)};
+        *kept = (struct kept){w->ranked.p, w->ranked.id,
+                              keep(p, nv, theta, last, kth, size, w->ranked)};
     sum = rm->sum(kept->p, kept->n);
     if (!(sum > 0.0))
         return dllm_error_set(err, DLLM_ERR_ARG,

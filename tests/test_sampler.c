@@ -1410,16 +1410,26 @@ static int cmp_pair(const void *a, const void *b)
  * mass before it, summed as whole units of 2^-62 (each probability truncated), does not exceed
  * top_p; top-k then drops what is below the k-th largest kept probability; the rest is
  * renormalised. The kept set must match exactly, the values to 1e-15 (the order of the sum).
+ * With spikes, ids 0 .. spikes-1 get the logit spike: those hold 93% of the mass and every
+ * other id less than 2^-18, so no first cut-off of the nucleus search holds and it starts
+ * from its bound (1 - top_p) / n.
  */
 static const struct exact_case {
     double sd, temperature, top_p;
     int64_t top_k;
+    int spikes;
+    double spike;
 } exact_cases[] = {
     {0.05, 1.0, 0.95, 0}, /* flat: the bracket is halved until it is narrow */
     {1.0, 0.2, 0.95, 0},  /* a few thousand ids */
     {3.0, 0.2, 0.9, 0},   /* a handful */
     {0.0, 1.0, 0.5, 0},   /* all equal: the boundary splits equal probabilities by id */
-    {0.02, 1.0, 0.999, 0}, {1.0, 1.0, 1.0, 700}, {0.05, 1.0, 0.9, 5000}, {2.0, 0.5, 0.8, 3},
+    {0.02, 1.0, 0.999, 0},
+    {1.0, 1.0, 1.0, 700},
+    {0.05, 1.0, 0.9, 5000},
+    {2.0, 0.5, 0.8, 3},
+    {0.05, 1.0, 0.95, 0, 10, 10.2}, /* the boundary among the small ids */
+    {0.05, 1.0, 0.95, 100, 10, 10.2},
 };
 
 #define EV 20000
@@ -1436,9 +1446,17 @@ START_TEST(test_filters_exact)
         if (v % 50 == 0)
             row[v] = row[v / 3]; /* ties */
     }
+    for (int v = 0; v < c->spikes; v++)
+        row[v] = (float)c->spike;
     const int32_t mask = EV - 1;
     ck_assert_int_eq(dllm_sampler_softmax(row, EV, c->temperature, p, NULL), DLLM_OK);
     p[mask] = 0.0;
+    if (c->spikes) {
+        double big = 0.0;
+        for (int v = 0; v < EV; v++)
+            big += p[v] >= 0x1p-18 ? p[v] : 0.0;
+        ck_assert_msg(big < c->top_p - 1e-3, "the spikes hold %g", big);
+    }
     for (int v = 0; v < EV; v++) {
         pairs[v][0] = p[v];
         pairs[v][1] = v;
