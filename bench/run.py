@@ -6,6 +6,13 @@ Parts (--parts, default all but compare):
   forward   `dllm bench` on the synth models at canvas 160 and 512 (--forward-canvas)
   generate  `dllm run --json --trace` end to end: 128 tokens, 32 steps, block 32, with and
             without --threshold 0.9; ms per step, tokens/s, time outside the forward pass
+  sampling  the sampler's share of a step, `dllm run --no-chat --trace` on the synth models
+            with LLaDA's defaults and --threshold 0.9, Dream's defaults, --temperature 1
+            and --threshold 0.9 --alg maskgit_plus, 128 tokens after a prompt of 32 and of
+            384 tokens (canvas 160 and 512): the first --sampling-steps steps (the ones with
+            the most masks: an upper bound), the run then stopped as Ctrl+C would; shares
+            sum(sample_ms) / sum(forward_ms + sample_ms) and, for the bookkeeping outside
+            the steps, (elapsed_ms - sum(forward_ms)) / elapsed_ms at the last step
   cache     `dllm run --json --cache none|prefix|dual` alternating (--rounds rounds): 128
             tokens, 32 steps, block 32, no early stop; the summed step times, the speed-up
             over none beside the bound counting computed positions gives, token agreement
@@ -43,6 +50,7 @@ import os
 import platform
 import re
 import resource
+import signal
 import statistics
 import struct
 import subprocess
@@ -320,6 +328,84 @@ def part_generate(dllm, paths, threads, threshold_tokens):
                 g = {"threshold": threshold, "generated_tokens": tokens, "error": str(e)}
             g["model"] = name
             out.append(g)
+    return out
+
+
+# The sampling part's settings per model (the CPU speed issue's list).
+SAMPLING_SETTINGS = {
+    "llada": [("defaults", []), ("threshold 0.9", ["--threshold", "0.9"])],
+    "dream": [("defaults", []), ("temperature 1", ["--temperature", "1"]),
+              ("threshold 0.9, maskgit_plus", ["--threshold", "0.9", "--alg", "maskgit_plus"])],
+}
+
+
+def raw_prompt(dllm, path, n):
+    """Text that `dllm run --no-chat` feeds as exactly n tokens (a word repeated, BOS
+    included where the model adds one)."""
+    k = n
+    for _ in range(4):
+        text = " a" * k
+        out, _, _ = run([dllm, "tokenize", "-m", path, "--no-chat", "-p", text])
+        got = len(out.split())
+        if got == n:
+            return text
+        k += n - got
+    raise RunError("no prompt of %d tokens: ' a' x %d gives %d" % (n, k, got))
+
+
+def first_steps(cmd, trace, steps, timeout=3600):
+    """Runs cmd, a dllm run writing --trace to trace, until the trace holds `steps` lines (or
+    the run ends), then interrupts it as Ctrl+C does; returns those lines."""
+    log(" ".join(cmd))
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                         errors="replace")
+    end = time.monotonic() + timeout
+    while p.poll() is None and time.monotonic() < end:
+        if os.path.exists(trace):
+            with open(trace) as f:
+                if sum(1 for line in f if line.endswith("\n")) >= steps:
+                    break
+        time.sleep(0.1)
+    if p.poll() is None:
+        p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=600)
+    if p.returncode not in (0, 130):
+        lines = [l for l in err.splitlines() if l.strip()]
+        raise RunError("dllm exited %d: %s" % (p.returncode, lines[-1] if lines else "no output"))
+    with open(trace) as f:
+        lines = [json.loads(line) for line in f if line.endswith("\n")]
+    return lines[:steps]
+
+
+def part_sampling(dllm, paths, threads, steps, canvases):
+    out = []
+    for name, path in paths.items():
+        for canvas in canvases:
+            prompt = raw_prompt(dllm, path, canvas - 128)
+            for label, extra in SAMPLING_SETTINGS.get(name, []):
+                rec = {"model": name, "settings": label, "canvas": canvas}
+                with tempfile.TemporaryDirectory() as tmp:
+                    trace = os.path.join(tmp, "trace.jsonl")
+                    cmd = [dllm, "run", "-m", path, "--no-chat", "-p", prompt, "--max-tokens",
+                           "128", "--no-early-stop", "--threads", str(threads), "--trace",
+                           trace] + extra
+                    try:
+                        lines = first_steps(cmd, trace, steps)
+                    except (RunError, OSError, ValueError) as e:
+                        rec["error"] = str(e)
+                        out.append(rec)
+                        continue
+                fwd = sum(l["forward_ms"] for l in lines)
+                smp = sum(l["sample_ms"] for l in lines)
+                # older builds write no elapsed_ms: their bookkeeping share is left out
+                elapsed = lines[-1].get("elapsed_ms", 0.0) if lines else 0.0
+                rec.update({"steps": len(lines), "forward_ms": fwd, "sample_ms": smp,
+                            "sample_ms_per_step": smp / len(lines) if lines else None,
+                            "sample_share_pct": 100 * smp / (fwd + smp) if fwd + smp else None,
+                            "elapsed_ms": elapsed,
+                            "bookkeeping_pct": 100 * (elapsed - fwd) / elapsed
+                            if elapsed else None})
+                out.append(rec)
     return out
 
 
@@ -683,8 +769,8 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "results"),
                     help="folder of the result files (default bench/results)")
     ap.add_argument("--parts", default="gemm,forward,generate",
-                    help="comma-separated: gemm, forward, generate, cache, divergence, kvf16, "
-                         "moe, compare")
+                    help="comma-separated: gemm, forward, generate, sampling, cache, divergence, "
+                         "kvf16, moe, compare")
     ap.add_argument("--models", default="llada,dream",
                     help="comma-separated: llada, dream, llada-moe, rnd1; '' (divergence: the "
                          "fixture models only)")
@@ -702,12 +788,16 @@ def main():
     ap.add_argument("--kvf16-steps", type=int, default=4,
                     help="steps of the kvf16 part on the synth shapes (default 4; the fixture "
                          "cases take 4)")
+    ap.add_argument("--sampling-steps", type=int, default=4,
+                    help="steps timed per run of the sampling part (default 4)")
+    ap.add_argument("--sampling-canvas", default="160,512",
+                    help="the canvases of the sampling part (default 160,512)")
     ap.add_argument("--note", help="a remark stored with the results")
     a = ap.parse_args()
     parts = a.parts.split(",")
     names = [n for n in a.models.split(",") if n]
-    if set(parts) - {"gemm", "forward", "generate", "cache", "divergence", "kvf16", "moe",
-                     "compare"} or \
+    if set(parts) - {"gemm", "forward", "generate", "sampling", "cache", "divergence", "kvf16",
+                     "moe", "compare"} or \
             set(names) - set(MODELS):
         ap.error("unknown part or model")
     if "compare" in parts and not a.llama_cpp:
@@ -732,6 +822,11 @@ def main():
                     "runs); ms per step = total / steps; tokens/s = "
                     "tokens / total; sampling share = sum sample_ms / sum (forward_ms + "
                     "sample_ms) from the trace" % PROMPT,
+        "sampling": "dllm run --no-chat --trace, a prompt of L-128 tokens (' a' repeated), 128 "
+                    "tokens, no early stop, the model's default steps; the first %d steps, "
+                    "then SIGINT; sample share = sum sample_ms / sum (forward_ms + sample_ms); "
+                    "bookkeeping = (elapsed_ms of the last step - sum forward_ms) / elapsed_ms"
+                    % a.sampling_steps,
         "cache": "dllm run --json --cache MODE, prompt '%s' through the chat template, 128 "
                  "tokens, 32 steps, block 32, no early stop; none, prefix and dual alternate "
                  "per round; the figure is the sum of step_ms, median over rounds; speedup = "
@@ -791,6 +886,10 @@ def main():
         save()
     if "generate" in parts:
         res["generate"] = part_generate(dllm, paths, a.threads, a.threshold_tokens)
+        save()
+    if "sampling" in parts:
+        res["sampling"] = part_sampling(dllm, paths, a.threads, a.sampling_steps,
+                                        [int(c) for c in a.sampling_canvas.split(",")])
         save()
     if "cache" in parts:
         res["cache"] = part_cache(dllm, paths, a.threads, a.rounds, a.threshold_tokens)

@@ -5,7 +5,7 @@
   bench/table.py --update README.md         replace what lies between the markers
                                             <!-- bench:start --> and <!-- bench:end -->
 
-Each section (gemm, forward, generate, kvf16, moe) comes from the newest result file that has
+Each section (gemm, forward, generate, sampling, kvf16, moe) comes from the newest result file that has
 it (cache, divergence and compare: each model's newest rows); the line under each table names that file's commit, date and machine.
 """
 import argparse
@@ -97,6 +97,24 @@ def generate_section(doc):
     lines = ["**Generation** (`dllm run`; canvas = prompt + tokens)", ""]
     lines += table(["model", "decoding", "tokens", "canvas", "steps", "ms/step", "tokens/s",
                     "sampling ms/step", "sampling share", "outside forward"], rows)
+    return lines + ["", source(doc)]
+
+
+def sampling_section(doc):
+    rows = []
+    for g in doc["sampling"]:
+        if "error" in g:
+            rows.append([LABEL[g["model"]], g["settings"], str(g["canvas"]),
+                         failed(g["error"])] + [""] * 3)
+            continue
+        rows.append([LABEL[g["model"]], g["settings"], str(g["canvas"]), str(g["steps"]),
+                     fmt(g["sample_ms_per_step"], 1), fmt(g["sample_share_pct"], 2) + "%",
+                     "n/a" if g["bookkeeping_pct"] is None else fmt(g["bookkeeping_pct"], 2) + "%"])
+    lines = ["**Sampling** (`dllm run --trace`, 128 tokens after a prompt of canvas - 128, the "
+             "first steps: the most masks; share = sampling / (forward + sampling); "
+             "bookkeeping = time outside the forward passes / elapsed; target at most 2%)", ""]
+    lines += table(["model", "settings", "canvas", "steps", "sampling ms/step", "sampling share",
+                    "bookkeeping"], rows)
     return lines + ["", source(doc)]
 
 
@@ -318,7 +336,8 @@ def render(docs):
     merged = {"cache": cache_section, "divergence": divergence_section,
               "compare": compare_section}
     for section, fn in (("forward", forward_section), ("compare", None),
-                        ("generate", generate_section), ("cache", None), ("divergence", None),
+                        ("generate", generate_section), ("sampling", sampling_section),
+                        ("cache", None), ("divergence", None),
                         ("kvf16", kvf16_section), ("moe", moe_section), ("gemm", gemm_section)):
         doc = newest(docs, section)
         if doc and fn is None:

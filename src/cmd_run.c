@@ -51,6 +51,7 @@ struct run_state {
     int64_t cache_bytes;
     enum dllm_cache_type cache_type;
     int64_t n_prompt, canvas_len, n_steps;
+    double start_ms; /* cli_now_ms() when the generation started */
     char *text;
     json_t *tokens;
     int64_t steps_run;
@@ -101,8 +102,8 @@ static json_t *check_json(const struct dllm_event *ev)
                      "exact_ms", ev->check_ms);
 }
 
-/* One JSON line of the trace for a step. */
-static void write_trace(FILE *f, const struct dllm_event *ev)
+/* One JSON line of the trace for a step, elapsed_ms after the generation started. */
+static void write_trace(FILE *f, const struct dllm_event *ev, double elapsed_ms)
 {
     json_t *committed = json_array();
     for (int64_t i = 0; i < ev->n_committed; i++)
@@ -110,12 +111,13 @@ static void write_trace(FILE *f, const struct dllm_event *ev)
                               json_pack("{s:I, s:I, s:f}", "pos", (json_int_t)ev->committed[i].pos,
                                         "token", (json_int_t)ev->committed[i].token, "conf",
                                         ev->committed[i].conf));
-    json_t *line = json_pack(
-        "{s:I, s:I, s:o, s:o, s:I, s:f, s:f, s:I, s:I}", "step", (json_int_t)ev->step, "block",
-        (json_int_t)ev->block, "committed", committed, "best_left_conf",
-        ev->has_best_left ? json_real(ev->best_left_conf) : json_null(), "masks_left",
-        (json_int_t)ev->masks_left, "forward_ms", ev->forward_ms, "sample_ms", ev->sample_ms,
-        "refreshes", (json_int_t)ev->refreshes, "computed", (json_int_t)ev->computed);
+    json_t *line =
+        json_pack("{s:I, s:I, s:o, s:o, s:I, s:f, s:f, s:I, s:I, s:f}", "step",
+                  (json_int_t)ev->step, "block", (json_int_t)ev->block, "committed", committed,
+                  "best_left_conf", ev->has_best_left ? json_real(ev->best_left_conf) : json_null(),
+                  "masks_left", (json_int_t)ev->masks_left, "forward_ms", ev->forward_ms,
+                  "sample_ms", ev->sample_ms, "refreshes", (json_int_t)ev->refreshes, "computed",
+                  (json_int_t)ev->computed, "elapsed_ms", elapsed_ms);
     if (ev->checked)
         json_object_set_new(line, "check", check_json(ev));
     json_dumpf(line, f, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -204,6 +206,7 @@ static void on_event(const struct dllm_event *ev, void *user)
     struct run_state *st = user;
     switch (ev->kind) {
     case DLLM_EVENT_START:
+        st->start_ms = cli_now_ms();
         st->n_prompt = ev->n_prompt;
         st->canvas_len = ev->canvas_len;
         st->n_steps = ev->n_steps;
@@ -233,7 +236,7 @@ static void on_event(const struct dllm_event *ev, void *user)
         if (ev->refreshes)
             json_array_append_new(st->refresh_steps, json_integer(ev->step));
         if (st->trace)
-            write_trace(st->trace, ev);
+            write_trace(st->trace, ev, cli_now_ms() - st->start_ms);
         if (st->show_canvas && st->show_tty)
             show_canvas(st, ev);
         else if (st->show_canvas)

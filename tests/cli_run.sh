@@ -41,14 +41,18 @@ assert all(isinstance(t, int) for t in d["tokens"]) and len(d["tokens"]) <= 16
 lines = [json.loads(l) for l in open(sys.argv[2])]
 assert len(lines) == d["steps"]
 assert [l["step"] for l in lines] == list(range(len(lines)))
-left = 16
+left, elapsed = 16, 0.0
 for l in lines:
-    assert set(l) == {"step", "block", "committed", "best_left_conf", "masks_left", "forward_ms", "sample_ms", "refreshes", "computed"}
+    assert set(l) == {"step", "block", "committed", "best_left_conf", "masks_left", "forward_ms", "sample_ms", "refreshes", "computed", "elapsed_ms"}
     assert l["refreshes"] == 0
+    # the clock since the start covers this step's own work and never runs back
+    assert l["elapsed_ms"] >= elapsed and l["elapsed_ms"] >= l["forward_ms"] + l["sample_ms"] - 1e-3
+    elapsed = l["elapsed_ms"]
     left -= len(l["committed"])
     assert l["masks_left"] == left
     for c in l["committed"]:
         assert c["pos"] >= 16 - 16 and isinstance(c["token"], int)
+assert elapsed <= d["total_ms"] + 1.0
 PY
 then ok "JSON document and trace lines"; else not_ok "JSON document and trace lines"; fi
 
@@ -122,7 +126,7 @@ pid=$!
 seen=0
 i=0
 while [ $i -lt 3000 ] && kill -0 $pid 2>/dev/null; do
-    size=$(wc -c <"$TMP/live" 2>/dev/null || echo 0)
+    size=$( { wc -c <"$TMP/live"; } 2>/dev/null || echo 0) # the shell opens the file: quiet until it exists
     if [ "$size" -gt 0 ] && [ "$size" -lt 4096 ] && kill -0 $pid 2>/dev/null; then seen=1; break; fi
     sleep 0.01
     i=$((i + 1))
