@@ -5,8 +5,8 @@
   bench/table.py --update README.md         replace what lies between the markers
                                             <!-- bench:start --> and <!-- bench:end -->
 
-Each section (gemm, forward, generate, sampling, kvf16, moe) comes from the newest result file that has
-it (cache, divergence and compare: each model's newest rows); the line under each table names that file's commit, date and machine.
+Each section (gemm, forward, generate, sampling, kvf16, moe) comes from the newest of the result
+files that hold the most entries of it (cache, divergence and compare: each model's newest rows); the line under each table names that file's commit, date and machine.
 """
 import argparse
 import json
@@ -39,8 +39,12 @@ def pct(gops, peak):
 
 
 def newest(docs, section):
+    """The newest of the runs with the most entries in section: a partial run (a before/after
+    check of one model or canvas) does not hide a whole one."""
     have = [d for d in docs if d.get(section)]
-    return max(have, key=lambda d: d["date"]) if have else None
+    most = max((len(d[section]) for d in have), default=0)
+    full = [d for d in have if len(d[section]) == most]
+    return max(full, key=lambda d: d["date"]) if full else None
 
 
 def source(doc):
