@@ -150,12 +150,12 @@ struct dllm_hd_sums {
     double S, T;
 };
 
-/* Adds element x to the sums, for the row's max. */
+/* Adds element x to the sums, for the row's max; a term of weight 0 (x = -inf) adds nothing. */
 DLLM_HD void dllm_hd_sums_push(struct dllm_hd_sums *s, float x, double max)
 {
     double e = dllm_hd_exp(DLLM_DSUB((double)x, max));
     s->S = DLLM_DADD(s->S, e);
-    s->T = DLLM_DADD(s->T, DLLM_DMUL(e, (double)x));
+    s->T = DLLM_DADD(s->T, e > 0.0 ? DLLM_DMUL(e, (double)x) : 0.0);
 }
 
 DLLM_HD struct dllm_hd_sums dllm_hd_sums_merge(struct dllm_hd_sums a, struct dllm_hd_sums b)

@@ -741,7 +741,8 @@ struct stats_job {
 /*
  * One row's statistics: argmax, max and runner-up in one pass; then S = sum e^(l - max) and
  * T = sum e^(l - max) l in double (e^x by dllm_rowmath_exp), lse = max + ln S and the entropy
- * lse - T / S, which is -sum p ln p with p = e^(l - lse).
+ * lse - T / S, which is -sum p ln p with p = e^(l - lse). A term whose e^(l - max) is 0 adds
+ * nothing to T (a -inf logit would make it 0 * -inf, a NaN).
  */
 static void stats_row(void *ctx, int64_t r, int thread)
 {
@@ -763,7 +764,7 @@ static void stats_row(void *ctx, int64_t r, int thread)
     for (int64_t v = 0; v < V; v++) {
         const double e = dllm_rowmath_exp((double)l[v] - max);
         S += e;
-        T += e * l[v];
+        T += e > 0.0 ? e * l[v] : 0.0;
     }
     const double lse = max + dllm_rowmath_log(S);
     job->out[r] = (struct dllm_row_stats){.argmax = (int32_t)best,
