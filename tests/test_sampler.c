@@ -1420,14 +1420,12 @@ static const struct exact_case {
     int spikes;
     double spike;
 } exact_cases[] = {
-    {0.05, 1.0, 0.95, 0}, /* flat: the bracket is halved until it is narrow */
-    {1.0, 0.2, 0.95, 0},  /* a few thousand ids */
-    {3.0, 0.2, 0.9, 0},   /* a handful */
-    {0.0, 1.0, 0.5, 0},   /* all equal: the boundary splits equal probabilities by id */
-    {0.02, 1.0, 0.999, 0},
-    {1.0, 1.0, 1.0, 700},
-    {0.05, 1.0, 0.9, 5000},
-    {2.0, 0.5, 0.8, 3},
+    {0.05, 1.0, 0.95, 0, 0, 0.0}, /* flat: the bracket is halved until it is narrow */
+    {1.0, 0.2, 0.95, 0, 0, 0.0},  /* a few thousand ids */
+    {3.0, 0.2, 0.9, 0, 0, 0.0},   /* a handful */
+    {0.0, 1.0, 0.5, 0, 0, 0.0},   /* all equal: the boundary splits equal probabilities by id */
+    {0.02, 1.0, 0.999, 0, 0, 0.0},    {1.0, 1.0, 1.0, 700, 0, 0.0},
+    {0.05, 1.0, 0.9, 5000, 0, 0.0},   {2.0, 0.5, 0.8, 3, 0, 0.0},
     {0.05, 1.0, 0.95, 0, 10, 10.2}, /* the boundary among the small ids */
     {0.05, 1.0, 0.95, 100, 10, 10.2},
 };
