@@ -53,6 +53,7 @@ struct run_state {
     int64_t n_prompt, canvas_len, n_steps;
     double start_ms; /* cli_now_ms() when the generation started */
     char *text;
+    json_t *gaps; /* where in text (characters) a cancelled run left masks */
     json_t *tokens;
     int64_t steps_run;
     bool stopped_early, cancelled, failed;
@@ -91,6 +92,21 @@ static json_t *json_text(const char *text)
     json_t *j = json_stringn(buf, o);
     free(buf);
     return j;
+}
+
+/*
+ * The characters of json_text(text) that the first `bytes` bytes of text become (each UTF-8
+ * character one, each byte outside one a U+FFFD): an index a JSON reader's string takes.
+ */
+static json_int_t json_text_index(const char *text, size_t bytes)
+{
+    size_t n = strlen(text);
+    json_int_t chars = 0;
+    for (size_t i = 0; i < bytes && i < n; chars++) {
+        size_t k = dllm_utf8_char_len(text + i, n - i);
+        i += k ? k : 1;
+    }
+    return chars;
 }
 
 /* A checked step's figures (--cache-check): the cached rows against the exact pass's. */
@@ -258,6 +274,9 @@ static void on_event(const struct dllm_event *ev, void *user)
     }
     case DLLM_EVENT_DONE:
         st->text = strdup(ev->text);
+        st->gaps = json_array();
+        for (int64_t i = 0; i < ev->n_gaps; i++)
+            json_array_append_new(st->gaps, json_integer(json_text_index(ev->text, ev->gaps[i])));
         st->tokens = json_array();
         for (int64_t i = 0; i < ev->n_tokens; i++)
             json_array_append_new(st->tokens, json_integer(ev->tokens[i]));
@@ -343,6 +362,7 @@ static void print_json(const struct run_state *st, const struct dllm_sampler_par
     /* The model, the prompt's size and the speed, as a reader of one record needs them. */
     json_object_set_new(doc, "model", json_text(model_path));
     json_object_set_new(doc, "prompt_tokens", json_integer(st->n_prompt));
+    json_object_set(doc, "gaps", st->gaps);
     json_object_set_new(doc, "tokens_per_s",
                         json_real(st->total_ms > 0
                                       ? (double)json_array_size(st->tokens) / (st->total_ms / 1000)
@@ -514,6 +534,7 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
     dllm_session_free(session);
     dllm_model_close(model);
     json_decref(st.tokens);
+    json_decref(st.gaps);
     free(st.text);
     free(st.step_ms);
     json_decref(st.computed);

@@ -37,6 +37,7 @@ for k in ("text", "tokens", "steps", "stopped_early", "step_ms", "load_ms", "tot
     assert k in d, k
 assert d["seed"] == 7 and d["settings"]["sampler"] == "dream" and d["settings"]["temperature"] == 0.5
 assert d["steps"] == len(d["step_ms"]) and 1 <= d["steps"] <= 8
+assert d["gaps"] == [] and d["cancelled"] is False  # a finished run leaves no masks
 assert all(isinstance(t, int) for t in d["tokens"]) and len(d["tokens"]) <= 16
 lines = [json.loads(l) for l in open(sys.argv[2])]
 assert len(lines) == d["steps"]
@@ -133,6 +134,32 @@ while [ $i -lt 3000 ] && kill -0 $pid 2>/dev/null; do
 done
 wait $pid
 [ $seen -eq 1 ] && ok "--trace lines arrive as steps end" || not_ok "--trace came in bursts"
+# Ctrl+C mid-run (once 3 steps are traced): the step in progress stops, the partial answer is
+# printed, with --json as one document that says cancelled and where the masks left show
+# (gaps: character indexes of each " ... "), and the exit status is 130.
+"$DLLM" run -m "$D" -p hi --max-tokens 256 --steps 256 --no-early-stop --json \
+    --trace "$TMP/int-trace" >"$TMP/out" 2>"$TMP/err" &
+pid=$!
+i=0
+while [ $i -lt 3000 ] && kill -0 $pid 2>/dev/null &&
+    [ "$( { wc -l <"$TMP/int-trace"; } 2>/dev/null || echo 0)" -lt 3 ]; do
+    sleep 0.01
+    i=$((i + 1))
+done
+kill -INT $pid
+wait $pid
+status=$?
+[ $status -eq 130 ] && ok "Ctrl+C exits 130" || not_ok "Ctrl+C exited $status, expected 130"
+expect_err "says the answer is partial" "^dllm: stopped after [0-9]+ steps?; the answer above is partial$"
+if python3 - "$TMP/out" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["cancelled"] is True and 3 <= d["steps"] < 256, (d["cancelled"], d["steps"])
+g, t = d["gaps"], d["text"]
+assert g and g == sorted(set(g)), g
+assert all(t[i:i + 3] == " \u2026 " for i in g), [t[i:i + 3] for i in g]
+PY
+then ok "--json of a cancelled run: cancelled, gaps"; else not_ok "--json of a cancelled run"; fi
 run "unknown alg" 2 "$DLLM" run -m "$D" -p hi --alg sideways
 run "unknown remasking" 2 "$DLLM" run -m "$L" -p hi --remasking sometimes
 run "Dream flag on LLaDA" 2 "$DLLM" run -m "$L" -p hi --alg entropy
