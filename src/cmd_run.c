@@ -53,7 +53,7 @@ struct run_state {
     int64_t n_prompt, canvas_len, n_steps;
     double start_ms; /* cli_now_ms() when the generation started */
     char *text;
-    json_t *gaps; /* where in text (characters) a cancelled run left masks */
+    json_t *gaps; /* byte offsets in text (as printed) where a cancelled run left masks */
     json_t *tokens;
     int64_t steps_run;
     bool stopped_early, cancelled, failed;
@@ -95,18 +95,18 @@ static json_t *json_text(const char *text)
 }
 
 /*
- * The characters of json_text(text) that the first `bytes` bytes of text become (each UTF-8
- * character one, each byte outside one a U+FFFD): an index a JSON reader's string takes.
+ * The bytes of json_text(text) that the first `bytes` bytes of text become (each byte outside
+ * a UTF-8 character a 3-byte U+FFFD), so that an offset points into the string as printed.
  */
-static json_int_t json_text_index(const char *text, size_t bytes)
+static json_int_t json_text_offset(const char *text, size_t bytes)
 {
-    size_t n = strlen(text);
-    json_int_t chars = 0;
-    for (size_t i = 0; i < bytes && i < n; chars++) {
+    size_t n = strlen(text), out = 0;
+    for (size_t i = 0; i < bytes && i < n;) {
         size_t k = dllm_utf8_char_len(text + i, n - i);
+        out += k ? k : 3;
         i += k ? k : 1;
     }
-    return chars;
+    return (json_int_t)out;
 }
 
 /* A checked step's figures (--cache-check): the cached rows against the exact pass's. */
@@ -276,7 +276,7 @@ static void on_event(const struct dllm_event *ev, void *user)
         st->text = strdup(ev->text);
         st->gaps = json_array();
         for (int64_t i = 0; i < ev->n_gaps; i++)
-            json_array_append_new(st->gaps, json_integer(json_text_index(ev->text, ev->gaps[i])));
+            json_array_append_new(st->gaps, json_integer(json_text_offset(ev->text, ev->gaps[i])));
         st->tokens = json_array();
         for (int64_t i = 0; i < ev->n_tokens; i++)
             json_array_append_new(st->tokens, json_integer(ev->tokens[i]));

@@ -136,7 +136,7 @@ wait $pid
 [ $seen -eq 1 ] && ok "--trace lines arrive as steps end" || not_ok "--trace came in bursts"
 # Ctrl+C mid-run (once 3 steps are traced): the step in progress stops, the partial answer is
 # printed, with --json as one document that says cancelled and where the masks left show
-# (gaps: character indexes of each " ... "), and the exit status is 130.
+# (gaps: byte offsets of each " ... " in the UTF-8 text), and the exit status is 130.
 "$DLLM" run -m "$D" -p hi --max-tokens 256 --steps 256 --no-early-stop --json \
     --trace "$TMP/int-trace" >"$TMP/out" 2>"$TMP/err" &
 pid=$!
@@ -155,9 +155,9 @@ if python3 - "$TMP/out" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["cancelled"] is True and 3 <= d["steps"] < 256, (d["cancelled"], d["steps"])
-g, t = d["gaps"], d["text"]
+g, t = d["gaps"], d["text"].encode()
 assert g and g == sorted(set(g)), g
-assert all(t[i:i + 3] == " \u2026 " for i in g), [t[i:i + 3] for i in g]
+assert all(t[i:i + 5] == " \u2026 ".encode() for i in g), [t[i:i + 5] for i in g]
 PY
 then ok "--json of a cancelled run: cancelled, gaps"; else not_ok "--json of a cancelled run"; fi
 run "unknown alg" 2 "$DLLM" run -m "$D" -p hi --alg sideways
