@@ -6,12 +6,12 @@
 
 #include "cache.h"
 
+#include "json.h"
 #include "util.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
 #include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -301,7 +301,12 @@ enum dllm_status dllm_hubcache_read_tree(const struct dllm_hubcache *c, const ch
         st = dllm_error_set(err, DLLM_ERR_MISSING, "no kept listing %s", path);
         goto fail;
     }
-    root = json_load_file(path, 0, &jerr);
+    bool nomem;
+    root = dllm_hubjson_load_file(path, 0, &jerr, &nomem);
+    if (nomem) {
+        st = dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
     json_t *files = json_object_get(root, "files");
     if (!root || json_integer_value(json_object_get(root, "format_version")) != 1 ||
         !json_is_object(files)) {

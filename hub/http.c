@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "http.h"
+#include "json.h"
 
 #include "util.h"
 
@@ -451,10 +452,12 @@ enum dllm_status dllm_hubhttp_api_get(struct dllm_hubhttp *http, const char *url
             goto fail;
     }
     json_error_t jerr;
-    *out = json_loadb(r.body ? r.body : "", r.len, 0, &jerr);
+    bool nomem;
+    *out = dllm_hubjson_loadb(r.body ? r.body : "", r.len, 0, &jerr, &nomem);
     if (!*out) {
-        st = dllm_error_set(err, DLLM_ERR_FORMAT, "malformed JSON from %s for %s: %s",
-                            http->endpoint, what, jerr.text);
+        st = nomem ? dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory")
+                   : dllm_error_set(err, DLLM_ERR_FORMAT, "malformed JSON from %s for %s: %s",
+                                    http->endpoint, what, jerr.text);
         goto fail;
     }
     st = dllm_hubhttp_link_next(r.h[H_LINK], url, next, err);

@@ -7,9 +7,9 @@
 #include "memo.h"
 
 #include "cache.h"
+#include "json.h"
 #include "util.h"
 
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -41,11 +41,12 @@ struct dllm_hubmemo *dllm_hubmemo_load(const struct dllm_hub_params *p)
     m->path = path && *path
                   ? strdup(path)
                   : dllm_hub_fmt("%s/.cache/dllm/verified.json", dllm_hub_home(p ? p->home : NULL));
-    json_t *root = m->path ? json_load_file(m->path, 0, NULL) : NULL;
+    bool nomem = false;
+    json_t *root = m->path ? dllm_hubjson_load_file(m->path, 0, NULL, &nomem) : NULL;
     json_t *files = json_object_get(root, "files");
     m->files = json_is_object(files) ? json_incref(files) : json_object();
     json_decref(root);
-    if (!m->path || !m->files) {
+    if (!m->path || !m->files || nomem) {
         dllm_hubmemo_free(m);
         return NULL;
     }

@@ -1,8 +1,8 @@
 /*
  * Allocation-failure torture (curl's torture tests): each operation runs once to count its
  * allocations (the engine, ui/ and hub/ code here is built with tests/torture.h, PCRE2's
- * allocations go through the tokenizer's general context, jansson's through
- * json_set_alloc_funcs and libcurl's through the hub's curl_global_init_mem), then once for every N
+ * allocations go through the tokenizer's general context, jansson's through the hub's
+ * wrapper (hub/json.c) and libcurl's through the hub's curl_global_init_mem), then once for every N
  * up to that count with the Nth failing, and must fail cleanly each time: DLLM_ERR_NOMEM (or false
  * with ENOMEM), nothing leaked (the sanitizer build's LeakSanitizer checks at exit), the object
  * still usable or freed. With the count plus one it succeeds.
@@ -13,6 +13,7 @@
 #include "dllm.h"
 #include "fixtures.h"
 #include "http.h"
+#include "json.h"
 #include "listing.h"
 #include "scrollback.h"
 #include "torture.h"
@@ -20,7 +21,6 @@
 
 #include <check.h>
 #include <errno.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,13 +297,7 @@ static enum dllm_status op_listing(void *ctx, struct dllm_error *err)
 {
     struct listing_ctx *c = ctx;
     static const char commit[] = "0123456789abcdef0123456789abcdef01234567";
-    json_set_alloc_funcs(dllm_torture_malloc, free);
     enum dllm_status st = dllm_hubcache_write_tree(&c->cache, commit, &c->listing, err);
-    /*
-     * jansson 2.14's parser is not tortured: an allocation failing inside json_loads is
-     * reported as invalid syntax, and some crash it (a NULL dereference in libjansson).
-     */
-    json_set_alloc_funcs(malloc, free);
     if (st != DLLM_OK)
         return st;
     struct dllm_hub_listing back;
@@ -338,6 +332,8 @@ START_TEST(hub_listing)
             memset(f.sha256, 'b', 64);
         ck_assert(dllm_hub_listing_add(&c.listing, &f, &err) == DLLM_OK);
     }
+    /* jansson's allocations, the writer's too, through the hub's wrapper (hub/json.h). */
+    dllm_hubjson_init();
     torture("writing and parsing a kept hub listing", op_listing, NULL, &c);
     dllm_hub_listing_fini(&c.listing);
     dllm_hubcache_fini(&c.cache);
