@@ -15,6 +15,7 @@
 #include "http.h"
 #include "json.h"
 #include "listing.h"
+#include "session.h"
 #include "scrollback.h"
 #include "torture.h"
 #include "transcript.h"
@@ -341,6 +342,56 @@ START_TEST(hub_listing)
 }
 END_TEST
 
+/* ---- hub: a page of the hub's tree listing, parsed ---------------------------------------- */
+
+/* A page as the hub's tree API sends it: a directory, a small file and an LFS file. */
+static const char tree_page[] =
+    "[{\"type\":\"directory\",\"oid\":\"1111111111111111111111111111111111111111\","
+    "\"size\":0,\"path\":\"sub\"},"
+    "{\"type\":\"file\",\"oid\":\"2222222222222222222222222222222222222222\",\"size\":1519,"
+    "\"path\":\"config.json\"},"
+    "{\"type\":\"file\",\"oid\":\"3333333333333333333333333333333333333333\",\"size\":135,"
+    "\"lfs\":{\"oid\":\"4444444444444444444444444444444444444444444444444444444444444444\","
+    "\"size\":4920733952,\"pointerSize\":135},\"path\":\"sub/model-q4_k_m.gguf\"}]";
+
+/* The page's text parsed (hub/json.c) and its files added to a listing. */
+static enum dllm_status op_tree_page(void *ctx, struct dllm_error *err)
+{
+    (void)ctx;
+    json_error_t jerr;
+    bool nomem;
+    json_t *page = dllm_hubjson_loadb(tree_page, sizeof tree_page - 1, 0, &jerr, &nomem);
+    if (!page) {
+        ck_assert_msg(nomem, "the tree page is not JSON: %s", jerr.text);
+        return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
+    }
+    struct dllm_hub_listing l = {0};
+    enum dllm_status st = dllm_hubfetch_tree_page("org/name", page, &l, err);
+    json_decref(page);
+    if (st == DLLM_OK) {
+        ck_assert_uint_eq(l.n, 2);
+        const struct dllm_hub_file *f = dllm_hub_listing_find(&l, "sub/model-q4_k_m.gguf");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_int_eq(f->size, 4920733952);
+        ck_assert_str_eq(f->blob_id, "3333333333333333333333333333333333333333");
+        ck_assert_str_eq(f->sha256,
+                         "4444444444444444444444444444444444444444444444444444444444444444");
+        f = dllm_hub_listing_find(&l, "config.json");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_int_eq(f->size, 1519);
+        ck_assert_str_eq(f->blob_id, "2222222222222222222222222222222222222222");
+    }
+    dllm_hub_listing_fini(&l);
+    return st;
+}
+
+START_TEST(hub_tree_page)
+{
+    dllm_hubjson_init();
+    torture("parsing a page of the hub's tree listing", op_tree_page, NULL, NULL);
+}
+END_TEST
+
 /* ---- hub: a Link header's next page, through libcurl's URL parser ---------------------- */
 
 #define TREE "https://huggingface.co/api/models/org/name/tree/main"
@@ -470,6 +521,7 @@ static Suite *torture_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("hub");
     tcase_add_test(tc, hub_listing);
+    tcase_add_test(tc, hub_tree_page);
     tcase_add_test(tc, hub_link_next);
     tcase_add_test(tc, hub_connect);
     suite_add_tcase(s, tc);
