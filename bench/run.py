@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
 """Runs dllm's benchmarks and writes one JSON result file under bench/results/.
 
-Parts (--parts, default all but compare):
-  gemm      bench/bench_gemm on the LLaDA-8B and Dream-7B layer shapes, with the int8 peak
-  forward   `dllm bench` on the synth models at canvas 160 and 512 (--forward-canvas)
+Parts (--parts, default gemm,forward,generate):
+  gemm      bench/bench_gemm on the LLaDA-8B and Dream-7B layer shapes, with the int8 peak,
+            and the share of it the inner loops' instruction mix allows (bench/mix_bound.py,
+            when an llvm-mca is installed)
+  forward   `dllm bench` on the synth models at canvas 160 and 512 (--forward-canvas), with
+            each load's time over the median of 3 `cat FILE` made just before (load_vs_cat)
+  phases    `dllm bench --threads-sweep 1,2` at canvas 160: each phase of a pass (gemm,
+            attention, norms_rope, output) on 1 and 2 threads, and 2-thread over 1-thread
   generate  `dllm run --json --trace` end to end: 128 tokens, 32 steps, block 32, with and
             without --threshold 0.9; ms per step, tokens/s, time outside the forward pass
   sampling  the sampler's share of a step, `dllm run --no-chat --trace` on the synth models
@@ -57,6 +62,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import mix_bound
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = {
@@ -227,6 +234,38 @@ def part_forward(dllm, paths, threads, reps, peak, canvases):
                 d = {"canvas": canvas, "error": str(e)}
             d["model"] = name
             out.append(d)
+    return out
+
+
+PHASES = ("gemm", "attention", "norms_rope", "output")
+
+
+def part_phases(dllm, paths, reps, canvas=160):
+    """Each phase of a pass on 1 and on 2 threads, from one `dllm bench --threads-sweep 1,2`
+    run per model: the median of each phase's milliseconds and the 2-thread time over the
+    1-thread time (the issue's target: at most 0.6 for every phase)."""
+    out = []
+    for name, path in paths.items():
+        rec = {"model": name, "canvas": canvas, "rows": 32}
+        try:
+            doc, _, _ = run([dllm, "bench", "-m", path, "--canvas", str(canvas), "--rows", "32",
+                             "--reps", str(reps), "--threads", "2", "--threads-sweep", "1,2",
+                             "--json"])
+            d = json.loads(doc)
+            rec["kernel"] = d["kernel"]
+            for s in d["threads_sweep"]:
+                rec["threads_%d" % s["threads"]] = {
+                    "median_ms": s["median_ms"], "pass_ms": s["pass_ms"], "cpu_ms": s["cpu_ms"],
+                    "phases_median_ms": {p: statistics.median(x[p] for x in s["phases_ms"])
+                                         for p in PHASES}}
+            one, two = rec["threads_1"], rec["threads_2"]
+            rec["ratio"] = {p: round(two["phases_median_ms"][p] / one["phases_median_ms"][p], 3)
+                            for p in PHASES if one["phases_median_ms"][p] > 0}
+            rec["ratio"]["pass"] = round(two["median_ms"] / one["median_ms"], 3)
+        except RunError as e:
+            rec["error"] = str(e)
+        rec["loadavg"] = loadavg()
+        out.append(rec)
     return out
 
 
@@ -796,8 +835,8 @@ def main():
     a = ap.parse_args()
     parts = a.parts.split(",")
     names = [n for n in a.models.split(",") if n]
-    if set(parts) - {"gemm", "forward", "generate", "sampling", "cache", "divergence", "kvf16",
-                     "moe", "compare"} or \
+    if set(parts) - {"gemm", "forward", "phases", "generate", "sampling", "cache", "divergence",
+                     "kvf16", "moe", "compare"} or \
             set(names) - set(MODELS):
         ap.error("unknown part or model")
     if "compare" in parts and not a.llama_cpp:
@@ -877,9 +916,18 @@ def main():
             res["gemm"] = part_gemm(bg, names, a.threads, a.reps)
         except RunError as e:
             res["gemm_error"] = str(e)
+        mca = mix_bound.find_mca(None)
+        try:
+            res["gemm_mix_bound"] = mix_bound.measure(build, mca) if mca else \
+                {"skipped": "no llvm-mca (Debian's llvm-19 has one)"}
+        except (RuntimeError, subprocess.CalledProcessError) as e:
+            res["gemm_mix_bound"] = {"error": str(e)}
         save()
     peak = int8_peak(res.get("gemm"), a.threads) or latest_peak(a.out, a.threads)
     res["int8_peak_gops"] = peak
+    if "phases" in parts:
+        res["phases"] = part_phases(dllm, paths, a.reps)
+        save()
     if "forward" in parts:
         res["forward"] = part_forward(dllm, paths, a.threads, a.reps, peak,
                                       [int(c) for c in a.forward_canvas.split(",")])

@@ -5,8 +5,9 @@
   bench/table.py --update README.md         replace what lies between the markers
                                             <!-- bench:start --> and <!-- bench:end -->
 
-Each section (gemm, forward, generate, sampling, kvf16, moe) comes from the newest of the result
-files that hold the most entries of it (cache, divergence and compare: each model's newest rows); the line under each table names that file's commit, date and machine.
+Each section (gemm, forward, phases, generate, sampling, kvf16, moe) comes from the newest of
+the result files that hold the most entries of it (cache, divergence and compare: each model's
+newest rows); the line under each table names that file's commit, date and machine.
 """
 import argparse
 import json
@@ -74,15 +75,35 @@ def forward_section(doc):
     peak = peak_of(doc)
     for f in doc["forward"]:
         if "error" in f:
-            rows.append([LABEL[f["model"]], str(f["canvas"]), failed(f["error"])] + [""] * 5)
+            rows.append([LABEL[f["model"]], str(f["canvas"]), failed(f["error"])] + [""] * 6)
             continue
         rows.append([LABEL[f["model"]], str(f["canvas"]), secs(f["median_ms"]),
                      fmt(f["gops"]), pct(f["gops"], peak), fmt(f["load_ms"]),
-                     fmt(f["peak_rss_mb"] / 1024, 2), f["kernel"]])
+                     fmt(f.get("load_vs_cat"), 2), fmt(f["peak_rss_mb"] / 1024, 2), f["kernel"]])
     lines = ["**Forward pass** (`dllm bench`, Q4_K_M, logits for the last 32 rows; %% of the "
-             "measured int8 peak, %s GOPS)" % fmt(peak), ""]
-    lines += table(["model", "canvas", "pass s", "GOPS", "% int8 peak", "load ms", "peak RSS GB",
-                    "kernel"], rows)
+             "measured int8 peak, %s GOPS; load / cat: the load time over the median of 3 "
+             "`cat FILE >/dev/null` just before)" % fmt(peak), ""]
+    lines += table(["model", "canvas", "pass s", "GOPS", "% int8 peak", "load ms", "load / cat",
+                    "peak RSS GB", "kernel"], rows)
+    return lines + ["", source(doc)]
+
+
+def phases_section(doc):
+    rows = []
+    for f in doc["phases"]:
+        if "error" in f:
+            rows.append([LABEL[f["model"]], failed(f["error"])] + [""] * 5)
+            continue
+        one, two = f["threads_1"], f["threads_2"]
+        for p in ("gemm", "attention", "norms_rope", "output", "pass"):
+            a = one["median_ms"] if p == "pass" else one["phases_median_ms"][p]
+            b = two["median_ms"] if p == "pass" else two["phases_median_ms"][p]
+            rows.append([LABEL[f["model"]], p, fmt(a), fmt(b), fmt(f["ratio"].get(p), 2)])
+    lines = ["**Phases on 1 and 2 threads** (`dllm bench --threads-sweep 1,2`, canvas %d, "
+             "logits for 32 rows; median ms of each phase; 2 / 1: the 2-thread time over the "
+             "1-thread time, 0.5 when the phase divides perfectly)" % doc["phases"][0]["canvas"],
+             ""]
+    lines += table(["model", "phase", "1 thread ms", "2 threads ms", "2 / 1"], rows)
     return lines + ["", source(doc)]
 
 
@@ -331,7 +352,20 @@ def gemm_section(doc):
              "fastest variant: %s)" % (fmt(peak), ", ".join(sorted(variants))), ""]
     lines += table(["model", "N x K", "Q4_K L=160", "Q4_K L=512", "Q6_K L=160", "Q6_K L=512"],
                    rows)
-    return lines + ["", source(doc)]
+    return lines + mix_bound_lines(doc.get("gemm_mix_bound"), variants) + ["", source(doc)]
+
+
+def mix_bound_lines(mb, variants):
+    """The bound the inner loops' instruction mix sets (bench/mix_bound.py), for the variants
+    the table shows, as a sentence."""
+    rows = [r for r in (mb or {}).get("rows", []) if r["kernel"] in variants and
+            r["function"] in ("ktile_q45", "ktile_q6")]
+    if not rows:
+        return []
+    parts = ["%s %s on %s %s%%" % (r["kernel"], "/".join(r["types"]), r["cpu"],
+                                   round(100 * r["bound"])) for r in rows]
+    return ["", "The share of the int8 peak the inner loop's instruction mix allows (llvm-mca %s, "
+            "bench/mix_bound.py): %s." % (mb["llvm_version"], ", ".join(parts))]
 
 
 def render(docs):
@@ -339,7 +373,8 @@ def render(docs):
     # Sections whose rows may come from several runs take all the documents.
     merged = {"cache": cache_section, "divergence": divergence_section,
               "compare": compare_section}
-    for section, fn in (("forward", forward_section), ("compare", None),
+    for section, fn in (("forward", forward_section), ("phases", phases_section),
+                        ("compare", None),
                         ("generate", generate_section), ("sampling", sampling_section),
                         ("cache", None), ("divergence", None),
                         ("kvf16", kvf16_section), ("moe", moe_section), ("gemm", gemm_section)):

@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""The bound that the GEMM kernels' inner loops set by their instruction mix, from llvm-mca.
+
+A kernel reaches the int8 peak only if its inner loop issues nothing but dot products
+(VPDPBUSD); every load, conversion, FMA and address computation beside them competes for
+the same ports. For each matrix-kernel variant with dot-product instructions (avx512:
+VPDPBUSD on zmm; avxvnni: the VEX form on ymm) this compiles the kernel file to assembly
+with the build's own command (`make -n`), takes in each tile function (ktile_q45: Q4_K and
+Q5_K; ktile_q6: Q6_K; qtile_plain and qtile_sum: the 32-element blocks) the loop with the
+most dot products, and hands it to llvm-mca for a CPU model (znver4: AMD Zen 4;
+sapphirerapids: Intel Xeon 4th generation). The ports its dot products alone would occupy
+(their reciprocal throughput as a block, in the same forms) over the loop's cycles per
+iteration (simulated over 100 iterations, dependencies included) give the share of the
+dot-product peak its mix allows: bound = dot_rthroughput / loop_cycles. Branches inside the loop are dropped (llvm-mca
+times straight-line code), so the bound holds for the loop's common path; the models are
+LLVM's, not measurements (LLVM 19's znver4 model, for one, gives VPDPBUSD zmm a throughput
+of 1 a cycle with a memory operand and 1 every 2 with registers).
+
+Usage: bench/mix_bound.py [--build DIR] [--mca PROGRAM]; prints the JSON that bench/run.py's
+gemm part records as "mix_bound".
+"""
+import argparse
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+# The variants with dot-product instructions: their libtool library and source.
+VARIANTS = {
+    "avx512": ("engine/libkernels-avx512.la", "engine/kernels/matmul-avx512.c"),
+    "avxvnni": ("engine/libkernels-avxvnni.la", "engine/kernels/matmul-avxvnni.c"),
+}
+# The tile functions and the weight types each multiplies.
+FUNCTIONS = {
+    "ktile_q45": ["Q4_K", "Q5_K"],
+    "ktile_q6": ["Q6_K"],
+    "qtile_plain": ["Q8_0"],
+    "qtile_sum": ["Q4_0", "Q4_1", "Q5_0", "Q5_1"],
+}
+CPUS = ["znver4", "sapphirerapids"]
+DOT = re.compile(r"^(\{vex\}\s*)?vpdpbusd\b")
+LABEL = re.compile(r"^(\.L\w+):")
+JUMP = re.compile(r"^\s+j\w+\s+(\.L\w+)")
+FUNC = re.compile(r"^([A-Za-z_][\w.]*):")
+
+
+def find_mca(given):
+    for name in ([given] if given else ["llvm-mca-19", "llvm-mca-18", "llvm-mca-17",
+                                        "llvm-mca-16", "llvm-mca"]):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def compile_command(build, lib, src, out):
+    """The build's command for src (from `make -n`), made to write assembly to out."""
+    dry = subprocess.run(["make", "-n", "-B", lib], cwd=build, capture_output=True, text=True)
+    line = next((l for l in dry.stdout.splitlines() if src in l and "--mode=compile" in l), None)
+    if line is None:
+        raise RuntimeError("make -n in %s shows no compile command for %s" % (build, src))
+    words = shlex.split(line.split("--mode=compile", 1)[1].split("`", 1)[0])
+    cmd, skip = [], 0
+    for w in words:
+        if skip:
+            skip -= 1
+        elif w in ("-MT", "-MF", "-o"):
+            skip = 1
+        elif w not in ("-MD", "-MP", "-c", "-g"):
+            cmd.append(w)
+    return cmd + ["-S", "-o", out, os.path.join(ROOT, src)]
+
+
+def loops(lines, func):
+    """The loops of func in the assembly: (first line, last line) of each back edge's range."""
+    start = next(i for i, l in enumerate(lines) if l.startswith(func + ":"))
+    end = next((i for i in range(start + 1, len(lines)) if FUNC.match(lines[i])), len(lines))
+    labels = {}
+    found = []
+    for i in range(start, end):
+        m = LABEL.match(lines[i])
+        if m:
+            labels[m.group(1)] = i
+        m = JUMP.match(lines[i])
+        if m and m.group(1) in labels:
+            found.append((labels[m.group(1)], i))
+    return found
+
+
+def instructions(lines, first, last):
+    """The instructions of lines[first..last], without labels, directives and branches."""
+    out = []
+    for l in lines[first:last + 1]:
+        s = l.strip()
+        if not l.startswith("\t") or not s or s.startswith(".") or s.startswith("#") or \
+                re.match(r"j\w+\s", s):
+            continue
+        out.append(s)
+    return out
+
+
+def mca(program, cpu, body):
+    """llvm-mca's cycles per iteration (over 100) and block reciprocal throughput of body."""
+    with tempfile.NamedTemporaryFile("w", suffix=".s", delete=False) as f:
+        f.write("\n".join(body) + "\n")
+    try:
+        r = subprocess.run([program, "-mtriple=x86_64", "-mcpu=" + cpu, "-iterations=100",
+                            f.name], capture_output=True, text=True)
+    finally:
+        os.unlink(f.name)
+    if r.returncode != 0:
+        raise RuntimeError("llvm-mca -mcpu=%s: %s" % (cpu, r.stderr.strip()[:200]))
+    cycles = float(re.search(r"Total Cycles:\s+(\d+)", r.stdout).group(1)) / 100
+    rthr = float(re.search(r"Block RThroughput:\s+([\d.]+)", r.stdout).group(1))
+    return cycles, rthr
+
+
+def measure(build, program):
+    """The bound of every variant's tile functions on every CPU model, as a JSON object."""
+    version = subprocess.run([program, "--version"], capture_output=True, text=True).stdout
+    out = {"llvm_mca": program, "llvm_version": (re.search(r"version ([\d.]+)", version) or
+                                                 re.search(r"(\S+)", version)).group(1),
+           "rows": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for kernel, (lib, src) in VARIANTS.items():
+            asm = os.path.join(tmp, kernel + ".s")
+            cmd = compile_command(build, lib, src, asm)
+            subprocess.run(cmd, cwd=build, check=True)
+            out.setdefault("compiler", cmd[0])
+            lines = open(asm).read().split("\n")
+            for func, types in FUNCTIONS.items():
+                if not any(l.startswith(func + ":") for l in lines):
+                    continue
+                best = max(loops(lines, func), default=None,
+                           key=lambda r: sum(1 for s in instructions(lines, *r) if DOT.match(s)))
+                body = instructions(lines, *best) if best else []
+                dots = [s for s in body if DOT.match(s)]
+                if not dots:
+                    continue
+                for cpu in CPUS:
+                    loop_cycles, loop_rthr = mca(program, cpu, body)
+                    _, dot_rthr = mca(program, cpu, dots)
+                    out["rows"].append({
+                        "kernel": kernel, "function": func, "types": types, "cpu": cpu,
+                        "instructions": len(body), "dot_products": len(dots),
+                        "loop_cycles": loop_cycles, "loop_rthroughput": loop_rthr,
+                        "dot_rthroughput": dot_rthr,
+                        "bound": round(dot_rthr / max(loop_cycles, loop_rthr), 3)})
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"),
+                    help="a configured build folder of this checkout (default build/)")
+    ap.add_argument("--mca", help="the llvm-mca program (default: the newest found)")
+    a = ap.parse_args()
+    program = find_mca(a.mca)
+    if not program:
+        sys.exit("mix_bound.py: no llvm-mca found: install Debian's llvm-19 (or give --mca)")
+    json.dump(measure(a.build, program), sys.stdout, indent=1)
+    print()
+
+
+if __name__ == "__main__":
+    main()
