@@ -481,6 +481,38 @@ static void cpu_bind_kv(struct dllm_backend *be, struct dllm_kv_cache *kv, int64
     c->fp16->to_f32(c->bound_v, (int64_t)n, c->own_v);
 }
 
+/*
+ * An op that works row by row, over rows [r0, r1) split into chunks across the pool:
+ * body(job, i0, i1) does the rows [i0, i1). Each row's result is the same on any number of
+ * threads.
+ */
+struct rows_job {
+    const struct cpu *c;
+    void (*body)(const struct rows_job *job, int64_t i0, int64_t i1);
+    int64_t r0, r1, chunk;
+    enum dllm_buf src, dst;
+    const float *vec;               /* a norm's weights, a bias */
+    const struct dllm_layer *layer; /* qk_norm's */
+};
+
+static void rows_item(void *ctx, int64_t item, int thread)
+{
+    (void)thread;
+    const struct rows_job *job = ctx;
+    const int64_t i0 = job->r0 + item * job->chunk;
+    job->body(job, i0, i0 + job->chunk < job->r1 ? i0 + job->chunk : job->r1);
+}
+
+/* Runs job over its rows: two chunks a thread, so that a thread woken late is made up for. */
+static void run_rows(struct rows_job *job)
+{
+    const int64_t n = job->r1 - job->r0, items = 2 * (int64_t)dllm_threadpool_size(job->c->pool);
+    if (n <= 0)
+        return;
+    job->chunk = (n + items - 1) / items;
+    dllm_threadpool_run(job->c->pool, (n + job->chunk - 1) / job->chunk, rows_item, job);
+}
+
 /* Rounds rows [r0, r1) of a float buffer through binary16, the rounded rows into h as well. */
 static void round_rows(const struct cpu *c, float *buf, dllm_fp16 *h, int64_t r0, int64_t r1)
 {
@@ -489,13 +521,19 @@ static void round_rows(const struct cpu *c, float *buf, dllm_fp16 *h, int64_t r0
     c->fp16->to_f32(h + r0 * w, (r1 - r0) * w, buf + r0 * w);
 }
 
+static void store_kv_rows(const struct rows_job *job, int64_t i0, int64_t i1)
+{
+    round_rows(job->c, job->c->own_k, job->c->bound_k, i0, i1);
+    round_rows(job->c, job->c->own_v, job->c->bound_v, i0, i1);
+}
+
 static void cpu_store_kv(struct dllm_backend *be, int64_t r0, int64_t r1)
 {
     struct cpu *c = (struct cpu *)be;
     if (!c->bound_k)
         return;
-    round_rows(c, c->own_k, c->bound_k, r0, r1);
-    round_rows(c, c->own_v, c->bound_v, r0, r1);
+    struct rows_job job = {.c = c, .body = store_kv_rows, .r0 = r0, .r1 = r1};
+    run_rows(&job);
 }
 
 static enum dllm_status cpu_embed(struct dllm_backend *be, const int32_t *ids, int64_t r0,
@@ -513,14 +551,27 @@ static enum dllm_status cpu_embed(struct dllm_backend *be, const int32_t *ids, i
     return DLLM_OK;
 }
 
+static void rms_norm_rows(const struct rows_job *job, int64_t i0, int64_t i1)
+{
+    const struct cpu *c = job->c;
+    const int64_t n = c->model->hp.n_embd;
+    for (int64_t i = i0; i < i1; i++)
+        c->ops->rms_norm(c->buf[job->src] + i * n, job->vec, c->model->hp.norm_eps, n,
+                         c->buf[job->dst] + i * n);
+}
+
 static void cpu_rms_norm(struct dllm_backend *be, enum dllm_buf src, int64_t r0, int64_t r1,
                          int64_t layer, enum dllm_vector g, enum dllm_buf dst)
 {
     struct cpu *c = (struct cpu *)be;
-    const int64_t n = c->model->hp.n_embd;
-    const float *w = vector(c, layer, g);
-    for (int64_t i = r0; i < r1; i++)
-        c->ops->rms_norm(c->buf[src] + i * n, w, c->model->hp.norm_eps, n, c->buf[dst] + i * n);
+    struct rows_job job = {.c = c,
+                           .body = rms_norm_rows,
+                           .r0 = r0,
+                           .r1 = r1,
+                           .src = src,
+                           .dst = dst,
+                           .vec = vector(c, layer, g)};
+    run_rows(&job);
 }
 
 static void cpu_gather(struct dllm_backend *be, enum dllm_buf src, const int32_t *rows, int64_t R,
@@ -570,25 +621,30 @@ static void cpu_matmul(struct dllm_backend *be, int64_t layer, enum dllm_weight 
             c->buf[dst] + r0 * N, N);
 }
 
+static void add_bias_rows(const struct rows_job *job, int64_t i0, int64_t i1)
+{
+    const int64_t n = buf_cols(job->c, job->dst);
+    for (int64_t i = i0; i < i1; i++)
+        job->c->ops->add(job->c->buf[job->dst] + i * n, job->vec, n);
+}
+
 static void cpu_add_bias(struct dllm_backend *be, enum dllm_buf buf, int64_t layer,
                          enum dllm_vector b, int64_t r0, int64_t r1)
 {
     struct cpu *c = (struct cpu *)be;
-    const float *v = vector(c, layer, b);
-    if (!v)
-        return;
-    const int64_t n = buf_cols(c, buf);
-    for (int64_t i = r0; i < r1; i++)
-        c->ops->add(c->buf[buf] + i * n, v, n);
+    struct rows_job job = {
+        .c = c, .body = add_bias_rows, .r0 = r0, .r1 = r1, .dst = buf, .vec = vector(c, layer, b)};
+    if (job.vec)
+        run_rows(&job);
 }
 
-static void cpu_rope(struct dllm_backend *be, int64_t r0, int64_t r1)
+static void rope_rows(const struct rows_job *job, int64_t i0, int64_t i1)
 {
-    struct cpu *c = (struct cpu *)be;
+    const struct cpu *c = job->c;
     const struct dllm_hparams *hp = &c->model->hp;
     const int64_t dq = hp->n_head * hp->head_dim, dkv = hp->n_head_kv * hp->head_dim;
     const int64_t half = hp->n_rot / 2;
-    for (int64_t i = r0; i < r1; i++) {
+    for (int64_t i = i0; i < i1; i++) {
         c->ops->rope(c->buf[DLLM_BUF_Q] + i * dq, hp->n_head, hp->head_dim, hp->n_rot,
                      hp->rope_mode, c->cos + i * half, c->sin + i * half);
         c->ops->rope(c->buf[DLLM_BUF_K] + i * dkv, hp->n_head_kv, hp->head_dim, hp->n_rot,
@@ -596,15 +652,19 @@ static void cpu_rope(struct dllm_backend *be, int64_t r0, int64_t r1)
     }
 }
 
-static void cpu_qk_norm(struct dllm_backend *be, int64_t layer, int64_t r0, int64_t r1)
+static void cpu_rope(struct dllm_backend *be, int64_t r0, int64_t r1)
 {
-    struct cpu *c = (struct cpu *)be;
+    struct rows_job job = {.c = (struct cpu *)be, .body = rope_rows, .r0 = r0, .r1 = r1};
+    run_rows(&job);
+}
+
+static void qk_norm_rows(const struct rows_job *job, int64_t i0, int64_t i1)
+{
+    const struct cpu *c = job->c;
     const struct dllm_hparams *hp = &c->model->hp;
-    const struct dllm_layer *l = &c->model->layers[layer];
-    if (!l->q_norm)
-        return;
+    const struct dllm_layer *l = job->layer;
     const int64_t hd = hp->head_dim;
-    for (int64_t i = r0; i < r1; i++) {
+    for (int64_t i = i0; i < i1; i++) {
         float *q = c->buf[DLLM_BUF_Q] + i * hp->n_head * hd;
         float *k = c->buf[DLLM_BUF_K] + i * hp->n_head_kv * hd;
         for (int64_t h = 0; h < hp->n_head; h++)
@@ -612,6 +672,15 @@ static void cpu_qk_norm(struct dllm_backend *be, int64_t layer, int64_t r0, int6
         for (int64_t h = 0; h < hp->n_head_kv; h++)
             c->ops->rms_norm(k + h * hd, l->k_norm, hp->norm_eps, hd, k + h * hd);
     }
+}
+
+static void cpu_qk_norm(struct dllm_backend *be, int64_t layer, int64_t r0, int64_t r1)
+{
+    struct cpu *c = (struct cpu *)be;
+    struct rows_job job = {
+        .c = c, .body = qk_norm_rows, .r0 = r0, .r1 = r1, .layer = &c->model->layers[layer]};
+    if (job.layer->q_norm)
+        run_rows(&job);
 }
 
 struct attention_job {
@@ -641,11 +710,17 @@ static void cpu_attention(struct dllm_backend *be, int64_t r0, int64_t r1, int64
                         &job);
 }
 
+static void swiglu_rows(const struct rows_job *job, int64_t i0, int64_t i1)
+{
+    const struct cpu *c = job->c;
+    const int64_t n = c->model->hp.n_ff;
+    c->ops->swiglu(c->buf[DLLM_BUF_GATE] + i0 * n, c->buf[DLLM_BUF_UP] + i0 * n, (i1 - i0) * n);
+}
+
 static void cpu_swiglu(struct dllm_backend *be, int64_t r0, int64_t r1)
 {
-    struct cpu *c = (struct cpu *)be;
-    const int64_t n = c->model->hp.n_ff;
-    c->ops->swiglu(c->buf[DLLM_BUF_GATE] + r0 * n, c->buf[DLLM_BUF_UP] + r0 * n, (r1 - r0) * n);
+    struct rows_job job = {.c = (struct cpu *)be, .body = swiglu_rows, .r0 = r0, .r1 = r1};
+    run_rows(&job);
 }
 
 /*
@@ -725,11 +800,17 @@ static void cpu_moe(struct dllm_backend *be, int64_t layer, int64_t r0, int64_t 
         xn[i] = c->moe_sum[i];
 }
 
+static void add_rows(const struct rows_job *job, int64_t i0, int64_t i1)
+{
+    const struct cpu *c = job->c;
+    const int64_t n = c->model->hp.n_embd;
+    c->ops->add(c->buf[DLLM_BUF_X] + i0 * n, c->buf[job->src] + i0 * n, (i1 - i0) * n);
+}
+
 static void cpu_add(struct dllm_backend *be, enum dllm_buf src, int64_t r0, int64_t r1)
 {
-    struct cpu *c = (struct cpu *)be;
-    const int64_t n = c->model->hp.n_embd;
-    c->ops->add(c->buf[DLLM_BUF_X] + r0 * n, c->buf[src] + r0 * n, (r1 - r0) * n);
+    struct rows_job job = {.c = (struct cpu *)be, .body = add_rows, .r0 = r0, .r1 = r1, .src = src};
+    run_rows(&job);
 }
 
 struct stats_job {

@@ -609,6 +609,53 @@ START_TEST(test_rows_tail)
 END_TEST
 
 /*
+ * A pass's logits do not depend on how many threads share it: every op splits its work by rows
+ * or by output columns, never inside a sum, so 1, 2 and 3 threads give the same bits. Without a
+ * cache and through a float16 cache's refresh (which rounds K and V row by row); on a dense
+ * model, one with biases (Dream) and a MoE one with QK norms.
+ */
+START_TEST(test_threads_same_bits)
+{
+    static const char *const files[] = {"llada-tiny-q4km", "dream-tiny-q4km",
+                                        "llada-moe-tiny-q4km"};
+    char file[64];
+    snprintf(file, sizeof file, "%s.gguf", files[_i]);
+    struct dllm_model *model = open_model(file);
+    const int64_t V = dllm_model_n_vocab(model), n = 37;
+    int32_t ids[37], rows[37];
+    for (int i = 0; i < n; i++) {
+        ids[i] = i % 4 ? (int32_t)((i * 977 + 11) % V) : dllm_model_mask_id(model);
+        rows[i] = i;
+    }
+    float *want[2] = {malloc((size_t)(n * V) * sizeof(float)),
+                      malloc((size_t)(n * V) * sizeof(float))};
+    float *got = malloc((size_t)(n * V) * sizeof *got);
+    struct dllm_error err = {0};
+    for (int threads = 1; threads <= 3; threads++) {
+        struct test_forward t = test_forward_new(model, n, n, threads, NULL);
+        struct dllm_kv_cache *kv;
+        ck_assert_msg(dllm_kv_cache_new(t.fwd, n, DLLM_CACHE_F16, true, &kv, &err) == DLLM_OK, "%s",
+                      err.text);
+        for (int cached = 0; cached < 2; cached++) {
+            float *out = threads == 1 ? want[cached] : got;
+            ck_assert_msg(test_forward_run(t.fwd, ids, n, rows, n, out, cached ? kv : NULL, 0,
+                                           cached ? n : 0, &err) == DLLM_OK,
+                          "%s", err.text);
+            ck_assert_msg(threads == 1 || !memcmp(got, want[cached], (size_t)(n * V) * sizeof *got),
+                          "%s: %d threads %s give other logits than 1", files[_i], threads,
+                          cached ? "through a float16 cache" : "without a cache");
+        }
+        dllm_kv_cache_free(kv);
+        test_forward_free(&t);
+    }
+    free(want[0]);
+    free(want[1]);
+    free(got);
+    dllm_model_close(model);
+}
+END_TEST
+
+/*
  * The statistics a pass computes for its rows (dllm_pass.stats) against a float64 pass over
  * the logits it returned (libm's exp and log): argmax (first of equal maxima), max, the
  * runner-up, log-sum-exp and entropy; a pass without stats leaves the array as it was.
@@ -1087,6 +1134,7 @@ static Suite *forward_suite(void)
     tcase_add_loop_test(tc, test_rows_subset, 0, 2);
     tcase_add_loop_test(tc, test_rows_tail, 0, sizeof fixture_models / sizeof fixture_models[0]);
     tcase_add_test(tc, test_run_errors);
+    tcase_add_loop_test(tc, test_threads_same_bits, 0, 3);
     tcase_add_loop_test(tc, test_row_stats, 0, 2);
     tcase_add_loop_test(tc, test_stats_only, 0, 4);
     tcase_add_loop_test(tc, test_repack_progress, 0, 2);
