@@ -124,7 +124,9 @@ def loadavg():
 
 
 def machine():
-    """The CPU model (lscpu), cores, memory and OS: where the figures were measured."""
+    """The CPU (lscpu: its name, family and model, which tell e.g. AMD Zen 4, family 25, from
+    Zen 5, family 26, where both are named "AMD EPYC"), cores, memory and OS: where the
+    figures were measured."""
     info = {"cpu": platform.processor() or "unknown", "cores": os.cpu_count(),
             "kernel": platform.release()}
     try:
@@ -133,6 +135,9 @@ def machine():
             key, _, val = line.partition(":")
             if key.strip() == "Model name":
                 info["cpu"] = val.strip()
+            elif key.strip() in ("CPU family", "Model"):
+                info["cpu_" + key.strip().split()[-1].lower()] = int(val) if val.strip().isdigit() \
+                    else val.strip()
             elif key.strip() == "Flags":
                 flags = val.split()
                 info["int8_dot"] = [f for f in ("avx2", "avx_vnni", "avx512_vnni") if f in flags]

@@ -51,8 +51,10 @@ def newest(docs, section):
 def source(doc):
     m = doc["machine"]
     dirty = " (with uncommitted changes)" if doc.get("dirty") else ""
+    cpu = m["cpu"] + (" (family %s model %s)" % (m["cpu_family"], m["cpu_model"])
+                      if "cpu_family" in m else "")
     return "_%s, commit %s%s, %s, %d cores, %s threads; load average %.1f before the run._" % (
-        doc["date"][:10], doc["commit"], dirty, m["cpu"], m["cores"], doc["threads"],
+        doc["date"][:10], doc["commit"], dirty, cpu, m["cores"], doc["threads"],
         doc["loadavg_start"][0])
 
 
