@@ -292,6 +292,8 @@ static enum dllm_status repack_matrices(struct cpu *c, const struct dllm_backend
                               "out of memory for the repacked weights (%.1f GB): close other "
                               "programs or use a smaller model",
                               (double)total / 1e9);
+    /* Huge pages where the system gives them on request: a 2 MB page faults once for 512. */
+    madvise(map, total, MADV_HUGEPAGE);
     c->packed = map;
     c->packed_bytes = total;
     uint8_t *dst = map;
@@ -303,6 +305,7 @@ static enum dllm_status repack_matrices(struct cpu *c, const struct dllm_backend
         const size_t bytes = repacked_bytes(c, mat);
         if (bytes == 0)
             continue;
+        dllm_gguf_prefault(m->gguf, mat->data, mat->bytes);
         dllm_kernels_repack_par(c->kernels, c->pool, mat->type, mat->data, mat->K, mat->N, dst);
         mat->packed = dst;
         if (mat->data != m->tok_embd->data)

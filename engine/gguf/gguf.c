@@ -642,6 +642,18 @@ void dllm_gguf_release_pages(const struct dllm_gguf *g, const void *p, size_t n)
         madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
+void dllm_gguf_prefault(const struct dllm_gguf *g, const void *p, size_t n)
+{
+#ifdef MADV_POPULATE_READ
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t lo = (uintptr_t)p / page * page, hi = (uintptr_t)p + n;
+    if (g->mapped && lo < hi)
+        madvise((void *)lo, hi - lo, MADV_POPULATE_READ);
+#else
+    (void)g, (void)p, (void)n;
+#endif
+}
+
 uint32_t dllm_gguf_version(const struct dllm_gguf *g)
 {
     return g->version;
