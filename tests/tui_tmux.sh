@@ -40,6 +40,9 @@ wait_for() {
     "printf 'before dllm-tui\n'; env LANG=C.UTF-8 TERM=xterm-256color \
      XDG_STATE_HOME='$TMP/state' '$TUI' -m '$MODEL' --max-tokens 256 --steps 256 \
      --no-early-stop; echo \"exit status \$?\"; sleep 60"
+# The server stays when its only session is killed: a new-session sent while it was still
+# shutting down failed with "server exited unexpectedly" (seen once, under TSan).
+"${T[@]}" set -s exit-empty off
 wait_for "starts" '─ message · Enter sends'
 "${T[@]}" send-keys -t tui -l "hello tmux"
 "${T[@]}" send-keys -t tui Enter
