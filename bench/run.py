@@ -208,19 +208,24 @@ def part_gemm(bench_gemm, names, threads, reps, best_probe):
     return out
 
 
+def result_docs(folder):
+    """The result files in folder, oldest name first, as documents."""
+    for fn in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+        if fn.endswith(".json"):
+            with open(os.path.join(folder, fn)) as f:
+                yield json.load(f)
+
+
 def best_probe(folder, cpu, threads):
     """The highest int8 peak probe of the result files measured on this CPU (same name, family
     and model), or None."""
     key = (cpu.get("cpu"), cpu.get("cpu_family"), cpu.get("cpu_model"))
     best = None
-    for fn in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
-        if fn.endswith(".json"):
-            with open(os.path.join(folder, fn)) as f:
-                doc = json.load(f)
-            m = doc.get("machine") or {}
-            p = int8_peak(doc.get("gemm"), threads)
-            if p and (m.get("cpu"), m.get("cpu_family"), m.get("cpu_model")) == key:
-                best = max(best or 0, p)
+    for doc in result_docs(folder):
+        m = doc.get("machine") or {}
+        p = int8_peak(doc.get("gemm"), threads)
+        if p and (m.get("cpu"), m.get("cpu_family"), m.get("cpu_model")) == key:
+            best = max(best or 0, p)
     return best
 
 
@@ -1007,13 +1012,10 @@ def main():
 def latest_peak(folder, threads):
     """The int8 peak of the newest result file that measured one, for the forward part."""
     best = None
-    for fn in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
-        if fn.endswith(".json"):
-            with open(os.path.join(folder, fn)) as f:
-                doc = json.load(f)
-            p = int8_peak(doc.get("gemm"), threads)
-            if p and (best is None or doc["date"] > best[0]):
-                best = (doc["date"], p)
+    for doc in result_docs(folder):
+        p = int8_peak(doc.get("gemm"), threads)
+        if p and (best is None or doc["date"] > best[0]):
+            best = (doc["date"], p)
     return best[1] if best else None
 
 
