@@ -180,8 +180,11 @@ END_TEST
 
 /* ---- every variant against the reference -------------------------------------------------- */
 
-/* Row lengths: empty, shorter than a vector, tails of every size, and a long row. */
-static const int64_t lengths[] = {0, 1, 3, 7, 8, 9, 15, 16, 17, 31, 1000, 4099};
+/*
+ * Row lengths: empty, shorter than a vector, tails of every size after one and after two
+ * groups of 8 (loops take two groups at a time), and long rows.
+ */
+static const int64_t lengths[] = {0, 1, 3, 7, 8, 9, 15, 16, 17, 23, 24, 25, 31, 1000, 4099, 4111};
 
 /* Random logits of standard deviation about 3, with -inf and equal values sprinkled in. */
 static void random_logits(float *x, int64_t n, uint64_t seed)

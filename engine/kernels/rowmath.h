@@ -45,7 +45,7 @@ double dllm_rowmath_combine(const double s[8]);
 
 /* One variant. */
 struct dllm_rowmath {
-    const char *name;  /* "ref" or "avx2" */
+    const char *name;  /* "ref", "avx2" or "avx512" */
     unsigned features; /* the enum dllm_cpu_feature bits it needs */
 
     /* The largest of x[0 .. n-1], NaNs ignored; -inf when there is none. */
@@ -115,5 +115,14 @@ void dllm_rowmath_scale_avx2(double *y, int64_t n, double a);
 double dllm_rowmath_neg_entropy_avx2(const double *p, int64_t n);
 int64_t dllm_rowmath_gumbel_argmax_avx2(const float *l, const double *u, int64_t n, double t,
                                         double *best);
+float dllm_rowmath_max_avx512(const float *x, int64_t n);
+double dllm_rowmath_exp_avx512(const float *x, int64_t n, double shift, double scale, double *y);
+double dllm_rowmath_sum_avx512(const double *y, int64_t n);
+void dllm_rowmath_sum_from_avx512(const double *y, int64_t n, const double *c, double *sum,
+                                  int64_t *count);
+void dllm_rowmath_scale_avx512(double *y, int64_t n, double a);
+double dllm_rowmath_neg_entropy_avx512(const double *p, int64_t n);
+int64_t dllm_rowmath_gumbel_argmax_avx512(const float *l, const double *u, int64_t n, double t,
+                                          double *best);
 
 #endif
