@@ -631,12 +631,6 @@ static void sort_ranked(struct ranked r, int64_t lo, int64_t hi)
 #define PARTITION_SHORT  16
 #define PARTITION_ROUNDS 64
 
-/* A probability in whole units of 2^-62, truncated: exact sums of up to 2 in 64 bits. */
-static uint64_t fixed_mass(double p)
-{
-    return (uint64_t)(int64_t)(p * 0x1p62); /* below 2^63: one signed conversion */
-}
-
 /*
  * The index among the n entries of r (reordered) of the last entry of the top-p nucleus, when
  * `before` is the fixed-point mass of the entries ranked before all of them: the first by
@@ -653,19 +647,19 @@ static int64_t nucleus_end(struct ranked r, int64_t n, uint64_t before, double t
         int64_t k = partition(r, lo, hi);
         uint64_t left = 0;
         for (int64_t i = lo; i < k; i++)
-            left += fixed_mass(r.p[i]);
+            left += dllm_rowmath_fixed_mass(r.p[i]);
         if (before + left > limit) {
             hi = k;
             continue;
         }
-        before += left + fixed_mass(r.p[k]);
+        before += left + dllm_rowmath_fixed_mass(r.p[k]);
         if (before > limit)
             return k;
         lo = k + 1;
     }
     sort_ranked(r, lo, hi);
     for (int64_t i = lo; i < hi; i++) {
-        before += fixed_mass(r.p[i]);
+        before += dllm_rowmath_fixed_mass(r.p[i]);
         if (before > limit)
             return i;
     }
@@ -702,35 +696,6 @@ static double double_of(uint64_t b)
     double x;
     memcpy(&x, &b, sizeof x);
     return x;
-}
-
-/*
- * Copies the positive entries of p[0 .. n-1] in [lo, hi) to r in id order and returns their
- * count; adds the fixed-point mass of the entries >= hi to *above. The bracket is narrow, so
- * the copy's one test (on bit patterns, as unsigned distances from the smallest kept one) is
- * predictable; whether an entry lies above hi is too where few do, but where many do (dense)
- * it is a coin toss, so the sum then masks every entry's mass instead of branching.
- */
-static int64_t gather(const double *p, int64_t n, double lo, double hi, bool dense, struct ranked r,
-                      uint64_t *above)
-{
-    uint64_t first = lo > 0.0 ? bits_of(lo) : 1, hi_bits = bits_of(hi), width = hi_bits - first;
-    int64_t m = 0;
-    uint64_t mass = 0;
-    for (int64_t v = 0; v < n; v++) {
-        double x = p[v];
-        uint64_t b = bits_of(x), up = b >= hi_bits;
-        if (dense)
-            mass += fixed_mass(x) & (0 - up);
-        else if (up)
-            mass += fixed_mass(x);
-        if (b - first < width) {
-            r.p[m] = x;
-            r.id[m++] = (int32_t)v;
-        }
-    }
-    *above += mass;
-    return m;
 }
 
 /*
@@ -799,8 +764,8 @@ static bool nucleus(const struct dllm_sampler *s, struct row_scratch *w, double 
         if (lo == was_lo && hi == was_hi)
             break; /* the boundary is within rounding of the cut-offs: rank the bracket */
     }
-    uint64_t above = 0;
-    int64_t n_band = gather(p, n, lo, hi, n_hi > n / 8, w->ranked, &above);
+    uint64_t above;
+    int64_t n_band = s->rm->band(p, n, lo, hi, n_hi > n / 8, w->ranked.p, w->ranked.id, &above);
     int64_t end = nucleus_end(w->ranked, n_band, above, top_p);
     if (end < 0)
         return false;
@@ -811,36 +776,6 @@ static bool nucleus(const struct dllm_sampler *s, struct row_scratch *w, double 
 }
 
 /*
- * Copies to r, in id order, the entries of p[0 .. n-1] that are positive, rank no later than
- * (theta, last) by probability descending then id ascending, and are at least kth; returns
- * their count. Where most entries stay (expect, the caller's estimate of the count, above
- * n / 8), whether one does is a coin toss the CPU cannot predict: then every entry is stored at
- * the next free place (never beyond its own, so within r) and kept by advancing past it, with
- * no branch; else a branch skips the dropped ones.
- */
-static int64_t keep(const double *p, int64_t n, double theta, int32_t last, double kth,
-                    int64_t expect, struct ranked r)
-{
-    int64_t m = 0;
-    if (expect > n / 8) {
-        for (int64_t v = 0; v < n; v++) {
-            double x = p[v];
-            r.p[m] = x;
-            r.id[m] = (int32_t)v;
-            /* & rather than &&: no branch */
-            m += (x > 0.0) & ((x > theta) | ((x == theta) & (v <= last))) & (x >= kth);
-        }
-        return m;
-    }
-    for (int64_t v = 0; v < n; v++)
-        if (p[v] > 0.0 && (p[v] > theta || (p[v] == theta && v <= last)) && p[v] >= kth) {
-            r.p[m] = p[v];
-            r.id[m++] = (int32_t)v;
-        }
-    return m;
-}
-
-/*
  * The k-th largest probability of p (w->probs) among the `size` entries the top-p nucleus
  * (theta, last) keeps, in *kth; false when k or fewer are positive (then it is 0 or the
  * smallest positive one, and nothing drops).
@@ -848,7 +783,8 @@ static int64_t keep(const double *p, int64_t n, double theta, int32_t last, doub
 static bool kth_largest(const struct dllm_sampler *s, struct row_scratch *w, int64_t k,
                         double theta, int32_t last, int64_t size, double *kth)
 {
-    int64_t n = keep(w->probs, s->n_vocab, theta, last, 0.0, size, w->ranked);
+    int64_t n = s->rm->keep(w->probs, s->n_vocab, theta, last, 0.0, size, w->ranked.p,
+                            w->ranked.id);
     if (n <= k)
         return false;
     select_rank(w->ranked, n, k - 1);
@@ -895,7 +831,7 @@ static enum dllm_status probs_dream(const struct dllm_sampler *s, struct row_scr
     *kept = (struct kept){p, NULL, nv};
     if (filtered)
         *kept = (struct kept){w->ranked.p, w->ranked.id,
-                              keep(p, nv, theta, last, kth, size, w->ranked)};
+                              rm->keep(p, nv, theta, last, kth, size, w->ranked.p, w->ranked.id)};
     sum = rm->sum(kept->p, kept->n);
     if (!(sum > 0.0))
         return dllm_error_set(err, DLLM_ERR_ARG,

@@ -204,6 +204,71 @@ static bool same_bits(double a, double b)
     return memcmp(&a, &b, sizeof a) == 0;
 }
 
+/*
+ * The band and keep filters of rm against the reference's, on the probabilities y (a few
+ * set equal, so that ties at theta occur): counts, values and indices, and the mass above;
+ * the reference's two paths (the dense and expect hints) against each other.
+ */
+static void check_filters(const struct dllm_rowmath *ref, const struct dllm_rowmath *rm,
+                          double *y, int64_t n)
+{
+    if (n == 0)
+        return;
+    for (int64_t v = 3; v < n; v += 7)
+        y[v] = y[n / 2];
+    double *pa = malloc((size_t)n * sizeof *pa), *pb = malloc((size_t)n * sizeof *pb);
+    int32_t *ia = malloc((size_t)n * sizeof *ia), *ib = malloc((size_t)n * sizeof *ib);
+    ck_assert(pa && pb && ia && ib);
+    const double bounds[][2] = {{0.0, 2.0}, {0.0, y[n / 2]}, {y[n / 3], y[n / 2]}, {1e-4, 1e-3}};
+    for (size_t b = 0; b < sizeof bounds / sizeof bounds[0]; b++) {
+        double lo = bounds[b][0], hi = bounds[b][1];
+        if (!(lo < hi))
+            continue;
+        uint64_t above_a, above_b, above_c;
+        int64_t ka = ref->band(y, n, lo, hi, false, pa, ia, &above_a);
+        /* the reference against the definition, by value rather than by bit pattern */
+        int64_t want = 0;
+        uint64_t want_above = 0;
+        for (int64_t v = 0; v < n; v++) {
+            if (y[v] > 0.0 && y[v] >= lo && y[v] < hi)
+                ck_assert(want < ka && ia[want] == v && pa[want++] == y[v]);
+            if (y[v] >= hi)
+                want_above += (uint64_t)(y[v] * 4611686018427387904.0); /* 2^62 */
+        }
+        ck_assert(want == ka && want_above == above_a);
+        int64_t kb = rm->band(y, n, lo, hi, true, pb, ib, &above_b);
+        ck_assert_int_eq(ref->band(y, n, lo, hi, true, pb, ib, &above_c), ka);
+        ck_assert(above_c == above_a);
+        kb = rm->band(y, n, lo, hi, false, pb, ib, &above_b);
+        ck_assert_msg(ka == kb && above_a == above_b, "%s band n=%lld [%g, %g)", rm->name,
+                      (long long)n, lo, hi);
+        ck_assert(memcmp(pa, pb, (size_t)ka * sizeof *pa) == 0);
+        ck_assert(memcmp(ia, ib, (size_t)ka * sizeof *ia) == 0);
+    }
+    const double theta = y[n / 2], kths[] = {0.0, y[n / 3]};
+    const int64_t lasts[] = {-1, n / 2, n};
+    for (size_t k = 0; k < sizeof kths / sizeof kths[0]; k++)
+        for (size_t l = 0; l < sizeof lasts / sizeof lasts[0]; l++) {
+            int64_t ka = ref->keep(y, n, theta, lasts[l], kths[k], 0, pa, ia), want = 0;
+            for (int64_t v = 0; v < n; v++) {
+                bool ranks = y[v] > theta || (y[v] == theta && v <= lasts[l]);
+                if (y[v] > 0.0 && ranks && y[v] >= kths[k])
+                    ck_assert(want < ka && ia[want] == v && pa[want++] == y[v]);
+            }
+            ck_assert_int_eq(want, ka);
+            ck_assert_int_eq(ref->keep(y, n, theta, lasts[l], kths[k], n, pb, ib), ka);
+            int64_t kb = rm->keep(y, n, theta, lasts[l], kths[k], n, pb, ib);
+            ck_assert_msg(ka == kb, "%s keep n=%lld: %lld vs %lld", rm->name, (long long)n,
+                          (long long)ka, (long long)kb);
+            ck_assert(memcmp(pa, pb, (size_t)ka * sizeof *pa) == 0);
+            ck_assert(memcmp(ia, ib, (size_t)ka * sizeof *ia) == 0);
+        }
+    free(pa);
+    free(pb);
+    free(ia);
+    free(ib);
+}
+
 START_TEST(test_variants)
 {
     size_t n_variants;
@@ -248,6 +313,7 @@ START_TEST(test_variants)
         rm->sum_from(y0, n, c, sb, cb);
         for (int j = 0; j < DLLM_ROWMATH_CUTS; j++)
             ck_assert(same_bits(sa[j], sb[j]) && ca[j] == cb[j]);
+        check_filters(ref, rm, y0, n);
         /* entropy over a row with runs of zeros, as top-p leaves them */
         for (int64_t v = 0; v < n; v++)
             if (y0[v] < 1e-3 || (v / 8) % 3 == 1)

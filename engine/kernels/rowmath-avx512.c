@@ -1,14 +1,16 @@
 /*
  * The AVX-512 row maths (kernels/rowmath.h): 8 doubles per 512-bit vector, so the 8 partial
  * sums are one accumulator, and comparisons give mask registers. The functions themselves are
- * in rowmath-simd.h; this file defines its vector interface. Built with -mavx512f
- * -mavx512dq and -ffp-contract=off: nothing is fused, so the bits are the reference's.
+ * in rowmath-simd.h; this file defines its vector interface, and the band and keep filters,
+ * which need VCOMPRESSPD. Built with -mavx512f -mavx512dq and -ffp-contract=off: nothing is
+ * fused, so the bits are the reference's.
  */
 #include "config.h"
 
 #include "kernels/rowmath.h"
 
 #include <immintrin.h>
+#include <string.h>
 
 #define RM_ISA    avx512
 #define RM_INLINE static inline __attribute__((always_inline))
@@ -209,3 +211,89 @@ RM_INLINE vf vf_max(vf a, vf b)
 }
 
 #include "kernels/rowmath-simd.h"
+
+/* The bit pattern of x (for x >= 0, patterns order as the values do). */
+static uint64_t bits_of(double x)
+{
+    uint64_t b;
+    memcpy(&b, &x, sizeof b);
+    return b;
+}
+
+/*
+ * The filters below copy what they keep with VCOMPRESSPD into a register and a full store at
+ * the next free place (which never passes the element being read, so stays within the
+ * output), not with its memory form, which Zen 4 runs slowly. The last n mod 8 elements go one
+ * at a time.
+ */
+
+/* The indices v, ..., v + 7 compressed by m to the first lanes, stored as 8 int32 at id. */
+RM_INLINE void store_ids(int32_t *id, vm m, int64_t v)
+{
+    const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 0, 0, 0, 0, 0, 0, 0, 0);
+    __m512i ids = _mm512_add_epi32(lanes, _mm512_set1_epi32((int32_t)v));
+    _mm256_storeu_si256((__m256i *)(void *)id,
+                        _mm512_castsi512_si256(_mm512_maskz_compress_epi32(m, ids)));
+}
+
+int64_t dllm_rowmath_band_avx512(const double *y, int64_t n, double lo, double hi, bool dense,
+                                 double *out_p, int32_t *out_id, uint64_t *above)
+{
+    (void)dense; /* no branch to predict */
+    uint64_t first_bits = lo > 0.0 ? bits_of(lo) : 1, hi_bits = bits_of(hi);
+    const vl first = vl_set1((long long)first_bits), width = vl_set1((long long)(hi_bits - first_bits)),
+             top = vl_set1((long long)hi_bits);
+    const vd unit = vd_set1(0x1p62);
+    vl mass = vl_set1(0);
+    int64_t m = 0, v = 0;
+    for (; v + 8 <= n; v += 8) {
+        vd x = vd_loadu(y + v);
+        vl b = vd_bits(x);
+        vm up = _mm512_cmpge_epu64_mask(b, top);
+        mass = _mm512_mask_add_epi64(mass, up, mass, _mm512_cvttpd_epi64(vd_mul(x, unit)));
+        vm in = _mm512_cmplt_epu64_mask(vl_sub(b, first), width);
+        _mm512_storeu_pd(out_p + m, _mm512_maskz_compress_pd(in, x));
+        store_ids(out_id + m, in, v);
+        m += __builtin_popcount(in);
+    }
+    uint64_t lanes[8], sum = 0;
+    vl_storeu((long long *)lanes, mass);
+    for (int i = 0; i < 8; i++)
+        sum += lanes[i];
+    for (; v < n; v++) {
+        uint64_t b = bits_of(y[v]);
+        if (b >= hi_bits)
+            sum += dllm_rowmath_fixed_mass(y[v]);
+        if (b - first_bits < hi_bits - first_bits) {
+            out_p[m] = y[v];
+            out_id[m++] = (int32_t)v;
+        }
+    }
+    *above = sum;
+    return m;
+}
+
+int64_t dllm_rowmath_keep_avx512(const double *y, int64_t n, double theta, int64_t last,
+                                 double kth, int64_t expect, double *out_p, int32_t *out_id)
+{
+    (void)expect; /* no branch to predict */
+    const vd t = vd_set1(theta), k = vd_set1(kth), zero = vd_zero();
+    const vl lastv = vl_set1((long long)last);
+    vl idx = vl_iota();
+    int64_t m = 0, v = 0;
+    for (; v + 8 <= n; v += 8) {
+        vd x = vd_loadu(y + v);
+        vm tie = vd_eq(x, t) & _mm512_cmple_epi64_mask(idx, lastv);
+        vm keep = vd_gt(x, zero) & (vd_gt(x, t) | tie) & vd_ge(x, k);
+        _mm512_storeu_pd(out_p + m, _mm512_maskz_compress_pd(keep, x));
+        store_ids(out_id + m, keep, v);
+        m += __builtin_popcount(keep);
+        idx = vl_add(idx, vl_set1(8));
+    }
+    for (; v < n; v++)
+        if (y[v] > 0.0 && (y[v] > theta || (y[v] == theta && v <= last)) && y[v] >= kth) {
+            out_p[m] = y[v];
+            out_id[m++] = (int32_t)v;
+        }
+    return m;
+}

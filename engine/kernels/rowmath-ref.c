@@ -153,3 +153,58 @@ int64_t dllm_rowmath_gumbel_argmax_ref(const float *l, const double *u, int64_t 
     *best = b;
     return at < 0 ? 0 : at;
 }
+
+/*
+ * Where many entries lie above hi (dense), whether one does is a coin toss the CPU cannot
+ * predict, so the sum masks every entry's mass instead of branching; the copy's one test (on
+ * bit patterns, as unsigned distances from the smallest kept one) is predictable, the band
+ * being narrow.
+ */
+int64_t dllm_rowmath_band_ref(const double *y, int64_t n, double lo, double hi, bool dense,
+                              double *out_p, int32_t *out_id, uint64_t *above)
+{
+    uint64_t first = lo > 0.0 ? bits_of(lo) : 1, hi_bits = bits_of(hi), width = hi_bits - first;
+    int64_t m = 0;
+    uint64_t mass = 0;
+    for (int64_t v = 0; v < n; v++) {
+        double x = y[v];
+        uint64_t b = bits_of(x), up = b >= hi_bits;
+        if (dense)
+            mass += dllm_rowmath_fixed_mass(x) & (0 - up);
+        else if (up)
+            mass += dllm_rowmath_fixed_mass(x);
+        if (b - first < width) {
+            out_p[m] = x;
+            out_id[m++] = (int32_t)v;
+        }
+    }
+    *above = mass;
+    return m;
+}
+
+/*
+ * Where most entries stay (expect above n / 8), whether one does is a coin toss: then every
+ * entry is stored at the next free place (never beyond its own, so within the output) and kept
+ * by advancing past it, with no branch; else a branch skips the dropped ones.
+ */
+int64_t dllm_rowmath_keep_ref(const double *y, int64_t n, double theta, int64_t last, double kth,
+                              int64_t expect, double *out_p, int32_t *out_id)
+{
+    int64_t m = 0;
+    if (expect > n / 8) {
+        for (int64_t v = 0; v < n; v++) {
+            double x = y[v];
+            out_p[m] = x;
+            out_id[m] = (int32_t)v;
+            /* & rather than &&: no branch */
+            m += (x > 0.0) & ((x > theta) | ((x == theta) & (v <= last))) & (x >= kth);
+        }
+        return m;
+    }
+    for (int64_t v = 0; v < n; v++)
+        if (y[v] > 0.0 && (y[v] > theta || (y[v] == theta && v <= last)) && y[v] >= kth) {
+            out_p[m] = y[v];
+            out_id[m++] = (int32_t)v;
+        }
+    return m;
+}

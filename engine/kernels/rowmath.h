@@ -17,6 +17,7 @@
 
 #include "dllm.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,6 +40,15 @@ double dllm_rowmath_log(double x);
 
 /* The sum of the 8 partial sums s[0 .. 7] in the order the header names. */
 double dllm_rowmath_combine(const double s[8]);
+
+/*
+ * A probability in whole units of 2^-62, truncated (p * 2^62 is exact, and below 2^63 for
+ * p < 2): fixed-point masses of up to 2 sum exactly, in any order, in 64 bits.
+ */
+static inline uint64_t dllm_rowmath_fixed_mass(double p)
+{
+    return (uint64_t)(int64_t)(p * 0x1p62);
+}
 
 /* Cut-offs a sum_from pass takes. */
 #define DLLM_ROWMATH_CUTS 3
@@ -81,6 +91,25 @@ struct dllm_rowmath {
      * that g.
      */
     int64_t (*gumbel_argmax)(const float *l, const double *u, int64_t n, double t, double *best);
+
+    /*
+     * The band [lo, hi) of the probabilities y[0 .. n-1] (0 <= lo < hi): copies the positive
+     * y[v] with lo <= y[v] < hi to out_p and their indices v to out_id, in index order, and
+     * returns their count; *above receives the sum of the fixed-point masses of the
+     * y[v] >= hi. Where most y[v] lie at or above hi, say so with dense (a hint: the result is
+     * the same). out_p and out_id have room for n entries.
+     */
+    int64_t (*band)(const double *y, int64_t n, double lo, double hi, bool dense, double *out_p,
+                    int32_t *out_id, uint64_t *above);
+
+    /*
+     * Copies to out_p and out_id, in index order, the positive y[v] that rank no later than
+     * (theta, last) by probability descending then index ascending (y[v] > theta, or
+     * y[v] == theta and v <= last) and are at least kth; returns their count. expect, the
+     * caller's estimate of that count, is a hint. out_p and out_id have room for n entries.
+     */
+    int64_t (*keep)(const double *y, int64_t n, double theta, int64_t last, double kth,
+                    int64_t expect, double *out_p, int32_t *out_id);
 };
 
 /* All variants, slowest (the reference) first; *n receives their count. */
@@ -106,6 +135,10 @@ void dllm_rowmath_scale_ref(double *y, int64_t n, double a);
 double dllm_rowmath_neg_entropy_ref(const double *p, int64_t n);
 int64_t dllm_rowmath_gumbel_argmax_ref(const float *l, const double *u, int64_t n, double t,
                                        double *best);
+int64_t dllm_rowmath_band_ref(const double *y, int64_t n, double lo, double hi, bool dense,
+                              double *out_p, int32_t *out_id, uint64_t *above);
+int64_t dllm_rowmath_keep_ref(const double *y, int64_t n, double theta, int64_t last, double kth,
+                              int64_t expect, double *out_p, int32_t *out_id);
 float dllm_rowmath_max_avx2(const float *x, int64_t n);
 double dllm_rowmath_exp_avx2(const float *x, int64_t n, double shift, double scale, double *y);
 double dllm_rowmath_sum_avx2(const double *y, int64_t n);
@@ -124,5 +157,9 @@ void dllm_rowmath_scale_avx512(double *y, int64_t n, double a);
 double dllm_rowmath_neg_entropy_avx512(const double *p, int64_t n);
 int64_t dllm_rowmath_gumbel_argmax_avx512(const float *l, const double *u, int64_t n, double t,
                                           double *best);
+int64_t dllm_rowmath_band_avx512(const double *y, int64_t n, double lo, double hi, bool dense,
+                                 double *out_p, int32_t *out_id, uint64_t *above);
+int64_t dllm_rowmath_keep_avx512(const double *y, int64_t n, double theta, int64_t last,
+                                 double kth, int64_t expect, double *out_p, int32_t *out_id);
 
 #endif
