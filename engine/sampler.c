@@ -783,8 +783,8 @@ static bool nucleus(const struct dllm_sampler *s, struct row_scratch *w, double 
 static bool kth_largest(const struct dllm_sampler *s, struct row_scratch *w, int64_t k,
                         double theta, int32_t last, int64_t size, double *kth)
 {
-    int64_t n = s->rm->keep(w->probs, s->n_vocab, theta, last, 0.0, size, w->ranked.p,
-                            w->ranked.id);
+    int64_t n =
+        s->rm->keep(w->probs, s->n_vocab, theta, last, 0.0, size, w->ranked.p, w->ranked.id);
     if (n <= k)
         return false;
     select_rank(w->ranked, n, k - 1);

@@ -209,8 +209,8 @@ static bool same_bits(double a, double b)
  * set equal, so that ties at theta occur): counts, values and indices, and the mass above;
  * the reference's two paths (the dense and expect hints) against each other.
  */
-static void check_filters(const struct dllm_rowmath *ref, const struct dllm_rowmath *rm,
-                          double *y, int64_t n)
+static void check_filters(const struct dllm_rowmath *ref, const struct dllm_rowmath *rm, double *y,
+                          int64_t n)
 {
     if (n == 0)
         return;

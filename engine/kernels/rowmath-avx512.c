@@ -241,8 +241,8 @@ int64_t dllm_rowmath_band_avx512(const double *y, int64_t n, double lo, double h
 {
     (void)dense; /* no branch to predict */
     uint64_t first_bits = lo > 0.0 ? bits_of(lo) : 1, hi_bits = bits_of(hi);
-    const vl first = vl_set1((long long)first_bits), width = vl_set1((long long)(hi_bits - first_bits)),
-             top = vl_set1((long long)hi_bits);
+    const vl first = vl_set1((long long)first_bits),
+             width = vl_set1((long long)(hi_bits - first_bits)), top = vl_set1((long long)hi_bits);
     const vd unit = vd_set1(0x1p62);
     vl mass = vl_set1(0);
     int64_t m = 0, v = 0;
@@ -273,8 +273,8 @@ int64_t dllm_rowmath_band_avx512(const double *y, int64_t n, double lo, double h
     return m;
 }
 
-int64_t dllm_rowmath_keep_avx512(const double *y, int64_t n, double theta, int64_t last,
-                                 double kth, int64_t expect, double *out_p, int32_t *out_id)
+int64_t dllm_rowmath_keep_avx512(const double *y, int64_t n, double theta, int64_t last, double kth,
+                                 int64_t expect, double *out_p, int32_t *out_id)
 {
     (void)expect; /* no branch to predict */
     const vd t = vd_set1(theta), k = vd_set1(kth), zero = vd_zero();

@@ -157,10 +157,11 @@ double RM_NAME(dllm_rowmath_sum)(const double *y, int64_t n)
 {
     struct partials acc = partials_zero();
     int64_t v = 0;
-    for (; v + 8 <= n; v += 8)
+    for (; v + 8 <= n; v += 8) {
         RM_UNROLL
         for (int i = 0; i < RM_ACCS; i++)
             acc.acc[i] = vd_add(acc.acc[i], vd_loadu(y + v + i * RM_LANES));
+    }
     double s[8];
     partials_spill(&acc, s);
     for (; v < n; v++)
@@ -187,8 +188,8 @@ RM_INLINE void cut_add(struct cut_acc *a, const vd g[RM_ACCS])
 }
 
 /* The sum and count of one cut-off: the accumulators, then the tail from v in scalar code. */
-RM_INLINE void cut_finish(const struct cut_acc *a, const double *y, int64_t v, int64_t n,
-                          double c, double *sum, int64_t *count)
+RM_INLINE void cut_finish(const struct cut_acc *a, const double *y, int64_t v, int64_t n, double c,
+                          double *sum, int64_t *count)
 {
     double s[8];
     long long k_lanes[RM_LANES];
@@ -285,7 +286,7 @@ int64_t RM_NAME(dllm_rowmath_gumbel_argmax)(const float *l, const double *u, int
         idx[i] = vl_add(vl_iota(), SET1I(i * RM_LANES));
     }
     int64_t v = 0;
-    for (; v + 8 <= n; v += 8)
+    for (; v + 8 <= n; v += 8) {
         RM_UNROLL
         for (int i = 0; i < RM_ACCS; i++) {
             int64_t w = v + i * RM_LANES;
@@ -296,6 +297,7 @@ int64_t RM_NAME(dllm_rowmath_gumbel_argmax)(const float *l, const double *u, int
             at[i] = vl_select(gt, idx[i], at[i]);
             idx[i] = vl_add(idx[i], SET1I(8));
         }
+    }
     double bl[8];
     long long il[8];
     RM_UNROLL

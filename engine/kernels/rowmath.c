@@ -14,8 +14,8 @@ static const struct dllm_rowmath variants[] = {
      dllm_rowmath_gumbel_argmax_avx2, dllm_rowmath_band_ref, dllm_rowmath_keep_ref},
     {"avx512", DLLM_CPU_AVX2 | DLLM_CPU_AVX512F | DLLM_CPU_AVX512DQ, dllm_rowmath_max_avx512,
      dllm_rowmath_exp_avx512, dllm_rowmath_sum_avx512, dllm_rowmath_sum_from_avx512,
-     dllm_rowmath_scale_avx512, dllm_rowmath_neg_entropy_avx512,
-     dllm_rowmath_gumbel_argmax_avx512, dllm_rowmath_band_avx512, dllm_rowmath_keep_avx512},
+     dllm_rowmath_scale_avx512, dllm_rowmath_neg_entropy_avx512, dllm_rowmath_gumbel_argmax_avx512,
+     dllm_rowmath_band_avx512, dllm_rowmath_keep_avx512},
 };
 #define N_VARIANTS (sizeof variants / sizeof variants[0])
 

@@ -159,7 +159,7 @@ int64_t dllm_rowmath_gumbel_argmax_avx512(const float *l, const double *u, int64
                                           double *best);
 int64_t dllm_rowmath_band_avx512(const double *y, int64_t n, double lo, double hi, bool dense,
                                  double *out_p, int32_t *out_id, uint64_t *above);
-int64_t dllm_rowmath_keep_avx512(const double *y, int64_t n, double theta, int64_t last,
-                                 double kth, int64_t expect, double *out_p, int32_t *out_id);
+int64_t dllm_rowmath_keep_avx512(const double *y, int64_t n, double theta, int64_t last, double kth,
+                                 int64_t expect, double *out_p, int32_t *out_id);
 
 #endif
