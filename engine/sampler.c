@@ -682,22 +682,6 @@ static void select_rank(struct ranked r, int64_t n, int64_t k)
     sort_ranked(r, lo, hi);
 }
 
-/* The bit pattern of x (for x >= 0, patterns order as the values do). */
-static uint64_t bits_of(double x)
-{
-    uint64_t b;
-    memcpy(&b, &x, sizeof b);
-    return b;
-}
-
-/* The double whose bit pattern is b. */
-static double double_of(uint64_t b)
-{
-    double x;
-    memcpy(&x, &b, sizeof x);
-    return x;
-}
-
 /*
  * The margin by which a floating-point mass must clear top_p to decide a side: far above its
  * rounding (n 2^-53) and the fixed-point truncation (n 2^-62) for any vocabulary below 2^31.
@@ -756,10 +740,11 @@ static bool nucleus(const struct dllm_sampler *s, struct row_scratch *w, double 
     if (lo == 0.0 && bound > 0.0 && bound < hi)
         lo = bound; /* n_lo stays n, an upper bound */
     while (lo > 0.0 && n_lo - n_hi > TOP_P_BAND) {
-        uint64_t a = bits_of(lo), b = bits_of(hi);
+        uint64_t a = dllm_rowmath_bits(lo), b = dllm_rowmath_bits(hi);
         double c[DLLM_ROWMATH_CUTS], was_lo = lo, was_hi = hi;
         for (int j = 0; j < DLLM_ROWMATH_CUTS; j++)
-            c[j] = double_of(a + (b - a) / (DLLM_ROWMATH_CUTS + 1) * (uint64_t)(j + 1));
+            c[j] =
+                dllm_rowmath_from_bits(a + (b - a) / (DLLM_ROWMATH_CUTS + 1) * (uint64_t)(j + 1));
         narrow(s->rm, p, n, top_p, c, &lo, &n_lo, &hi, &n_hi);
         if (lo == was_lo && hi == was_hi)
             break; /* the boundary is within rounding of the cut-offs: rank the bracket */

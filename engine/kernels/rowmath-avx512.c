@@ -10,7 +10,6 @@
 #include "kernels/rowmath.h"
 
 #include <immintrin.h>
-#include <string.h>
 
 #define RM_ISA    avx512
 #define RM_INLINE static inline __attribute__((always_inline))
@@ -212,14 +211,6 @@ RM_INLINE vf vf_max(vf a, vf b)
 
 #include "kernels/rowmath-simd.h"
 
-/* The bit pattern of x (for x >= 0, patterns order as the values do). */
-static uint64_t bits_of(double x)
-{
-    uint64_t b;
-    memcpy(&b, &x, sizeof b);
-    return b;
-}
-
 /*
  * The filters below copy what they keep with VCOMPRESSPD into a register and a full store at
  * the next free place (which never passes the element being read, so stays within the
@@ -240,7 +231,7 @@ int64_t dllm_rowmath_band_avx512(const double *y, int64_t n, double lo, double h
                                  double *out_p, int32_t *out_id, uint64_t *above)
 {
     (void)dense; /* no branch to predict */
-    uint64_t first_bits = lo > 0.0 ? bits_of(lo) : 1, hi_bits = bits_of(hi);
+    uint64_t first_bits = lo > 0.0 ? dllm_rowmath_bits(lo) : 1, hi_bits = dllm_rowmath_bits(hi);
     const vl first = vl_set1((long long)first_bits),
              width = vl_set1((long long)(hi_bits - first_bits)), top = vl_set1((long long)hi_bits);
     const vd unit = vd_set1(0x1p62);
@@ -261,7 +252,7 @@ int64_t dllm_rowmath_band_avx512(const double *y, int64_t n, double lo, double h
     for (int i = 0; i < 8; i++)
         sum += lanes[i];
     for (; v < n; v++) {
-        uint64_t b = bits_of(y[v]);
+        uint64_t b = dllm_rowmath_bits(y[v]);
         if (b >= hi_bits)
             sum += dllm_rowmath_fixed_mass(y[v]);
         if (b - first_bits < hi_bits - first_bits) {
@@ -291,7 +282,7 @@ int64_t dllm_rowmath_keep_avx512(const double *y, int64_t n, double theta, int64
         idx = vl_add(idx, vl_set1(8));
     }
     for (; v < n; v++)
-        if (y[v] > 0.0 && (y[v] > theta || (y[v] == theta && v <= last)) && y[v] >= kth) {
+        if (dllm_rowmath_kept(y[v], v, theta, last, kth)) {
             out_p[m] = y[v];
             out_id[m++] = (int32_t)v;
         }

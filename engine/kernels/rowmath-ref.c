@@ -8,27 +8,12 @@
 #include "kernels/rowmath-const.h"
 
 #include <math.h>
-#include <string.h>
-
-static uint64_t bits_of(double x)
-{
-    uint64_t b;
-    memcpy(&b, &x, sizeof b);
-    return b;
-}
-
-static double double_of(uint64_t b)
-{
-    double x;
-    memcpy(&x, &b, sizeof x);
-    return x;
-}
 
 double dllm_rowmath_exp(double x)
 {
     x = RM_EXP_MIN > x ? RM_EXP_MIN : x; /* as MAXPD: a NaN x stays */
     double kd = x * RM_LOG2E + RM_MAGIC;
-    uint64_t kb = bits_of(kd); /* RM_MAGIC_BITS + k */
+    uint64_t kb = dllm_rowmath_bits(kd); /* RM_MAGIC_BITS + k */
     kd -= RM_MAGIC;
     double r = (x - kd * RM_LN2_HI) - kd * RM_LN2_LO;
     double p = RM_EXP_C13;
@@ -45,15 +30,15 @@ double dllm_rowmath_exp(double x)
     p = p * r + RM_EXP_C2;
     p = p * r + 1.0;
     p = p * r + 1.0;
-    double scale = double_of((kb - RM_MAGIC_BITS + 2023) << 52); /* 2^(k + 1000) */
+    double scale = dllm_rowmath_from_bits((kb - RM_MAGIC_BITS + 2023) << 52); /* 2^(k + 1000) */
     return p * scale * 0x1p-1000;
 }
 
 double dllm_rowmath_log(double x)
 {
-    uint64_t b = bits_of(x);
-    double e = double_of((b >> 52) | RM_2P52_BITS) - 0x1p52 - 1023.0;
-    double m = double_of((b & RM_MANT_BITS) | RM_ONE_BITS);
+    uint64_t b = dllm_rowmath_bits(x);
+    double e = dllm_rowmath_from_bits((b >> 52) | RM_2P52_BITS) - 0x1p52 - 1023.0;
+    double m = dllm_rowmath_from_bits((b & RM_MANT_BITS) | RM_ONE_BITS);
     if (m > RM_SQRT2) {
         m = m * 0.5;
         e = e + 1.0;
@@ -163,12 +148,13 @@ int64_t dllm_rowmath_gumbel_argmax_ref(const float *l, const double *u, int64_t 
 int64_t dllm_rowmath_band_ref(const double *y, int64_t n, double lo, double hi, bool dense,
                               double *out_p, int32_t *out_id, uint64_t *above)
 {
-    uint64_t first = lo > 0.0 ? bits_of(lo) : 1, hi_bits = bits_of(hi), width = hi_bits - first;
+    uint64_t first = lo > 0.0 ? dllm_rowmath_bits(lo) : 1, hi_bits = dllm_rowmath_bits(hi),
+             width = hi_bits - first;
     int64_t m = 0;
     uint64_t mass = 0;
     for (int64_t v = 0; v < n; v++) {
         double x = y[v];
-        uint64_t b = bits_of(x), up = b >= hi_bits;
+        uint64_t b = dllm_rowmath_bits(x), up = b >= hi_bits;
         if (dense)
             mass += dllm_rowmath_fixed_mass(x) & (0 - up);
         else if (up)
@@ -196,13 +182,12 @@ int64_t dllm_rowmath_keep_ref(const double *y, int64_t n, double theta, int64_t 
             double x = y[v];
             out_p[m] = x;
             out_id[m] = (int32_t)v;
-            /* & rather than &&: no branch */
-            m += (x > 0.0) & ((x > theta) | ((x == theta) & (v <= last))) & (x >= kth);
+            m += dllm_rowmath_kept(x, v, theta, last, kth);
         }
         return m;
     }
     for (int64_t v = 0; v < n; v++)
-        if (y[v] > 0.0 && (y[v] > theta || (y[v] == theta && v <= last)) && y[v] >= kth) {
+        if (dllm_rowmath_kept(y[v], v, theta, last, kth)) {
             out_p[m] = y[v];
             out_id[m++] = (int32_t)v;
         }

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /*
  * e^x for x <= 0 (or NaN, which it returns), within 2 ulp: x is clamped to -746 (where e^x
@@ -48,6 +49,31 @@ double dllm_rowmath_combine(const double s[8]);
 static inline uint64_t dllm_rowmath_fixed_mass(double p)
 {
     return (uint64_t)(int64_t)(p * 0x1p62);
+}
+
+/* The bit pattern of x (for x >= 0, patterns order as the values do). */
+static inline uint64_t dllm_rowmath_bits(double x)
+{
+    uint64_t b;
+    memcpy(&b, &x, sizeof b);
+    return b;
+}
+
+/* The double whose bit pattern is b. */
+static inline double dllm_rowmath_from_bits(uint64_t b)
+{
+    double x;
+    memcpy(&x, &b, sizeof x);
+    return x;
+}
+
+/*
+ * Whether keep keeps y = x at index v: positive, ranked no later than (theta, last), at least
+ * kth. With & and | rather than && and ||, so that it compiles without branches.
+ */
+static inline bool dllm_rowmath_kept(double x, int64_t v, double theta, int64_t last, double kth)
+{
+    return (x > 0.0) & ((x > theta) | ((x == theta) & (v <= last))) & (x >= kth);
 }
 
 /* Cut-offs a sum_from pass takes. */
@@ -126,40 +152,27 @@ enum dllm_status dllm_rowmath_select(const char *force, const struct dllm_rowmat
                                      struct dllm_error *err);
 
 /* The variants' entry points, defined in rowmath-<name>.c. */
-float dllm_rowmath_max_ref(const float *x, int64_t n);
-double dllm_rowmath_exp_ref(const float *x, int64_t n, double shift, double scale, double *y);
-double dllm_rowmath_sum_ref(const double *y, int64_t n);
-void dllm_rowmath_sum_from_ref(const double *y, int64_t n, const double *c, double *sum,
-                               int64_t *count);
-void dllm_rowmath_scale_ref(double *y, int64_t n, double a);
-double dllm_rowmath_neg_entropy_ref(const double *p, int64_t n);
-int64_t dllm_rowmath_gumbel_argmax_ref(const float *l, const double *u, int64_t n, double t,
-                                       double *best);
-int64_t dllm_rowmath_band_ref(const double *y, int64_t n, double lo, double hi, bool dense,
-                              double *out_p, int32_t *out_id, uint64_t *above);
-int64_t dllm_rowmath_keep_ref(const double *y, int64_t n, double theta, int64_t last, double kth,
-                              int64_t expect, double *out_p, int32_t *out_id);
-float dllm_rowmath_max_avx2(const float *x, int64_t n);
-double dllm_rowmath_exp_avx2(const float *x, int64_t n, double shift, double scale, double *y);
-double dllm_rowmath_sum_avx2(const double *y, int64_t n);
-void dllm_rowmath_sum_from_avx2(const double *y, int64_t n, const double *c, double *sum,
-                                int64_t *count);
-void dllm_rowmath_scale_avx2(double *y, int64_t n, double a);
-double dllm_rowmath_neg_entropy_avx2(const double *p, int64_t n);
-int64_t dllm_rowmath_gumbel_argmax_avx2(const float *l, const double *u, int64_t n, double t,
-                                        double *best);
-float dllm_rowmath_max_avx512(const float *x, int64_t n);
-double dllm_rowmath_exp_avx512(const float *x, int64_t n, double shift, double scale, double *y);
-double dllm_rowmath_sum_avx512(const double *y, int64_t n);
-void dllm_rowmath_sum_from_avx512(const double *y, int64_t n, const double *c, double *sum,
-                                  int64_t *count);
-void dllm_rowmath_scale_avx512(double *y, int64_t n, double a);
-double dllm_rowmath_neg_entropy_avx512(const double *p, int64_t n);
-int64_t dllm_rowmath_gumbel_argmax_avx512(const float *l, const double *u, int64_t n, double t,
-                                          double *best);
-int64_t dllm_rowmath_band_avx512(const double *y, int64_t n, double lo, double hi, bool dense,
-                                 double *out_p, int32_t *out_id, uint64_t *above);
-int64_t dllm_rowmath_keep_avx512(const double *y, int64_t n, double theta, int64_t last, double kth,
-                                 int64_t expect, double *out_p, int32_t *out_id);
+#define DLLM_ROWMATH_DECLARE(isa)                                                                  \
+    float dllm_rowmath_max_##isa(const float *x, int64_t n);                                       \
+    double dllm_rowmath_exp_##isa(const float *x, int64_t n, double shift, double scale,           \
+                                  double *y);                                                      \
+    double dllm_rowmath_sum_##isa(const double *y, int64_t n);                                     \
+    void dllm_rowmath_sum_from_##isa(const double *y, int64_t n, const double *c, double *sum,     \
+                                     int64_t *count);                                              \
+    void dllm_rowmath_scale_##isa(double *y, int64_t n, double a);                                 \
+    double dllm_rowmath_neg_entropy_##isa(const double *p, int64_t n);                             \
+    int64_t dllm_rowmath_gumbel_argmax_##isa(const float *l, const double *u, int64_t n, double t, \
+                                             double *best);
+/* The filters, where a variant has its own (AVX2 uses the reference's). */
+#define DLLM_ROWMATH_DECLARE_FILTERS(isa)                                                          \
+    int64_t dllm_rowmath_band_##isa(const double *y, int64_t n, double lo, double hi, bool dense,  \
+                                    double *out_p, int32_t *out_id, uint64_t *above);              \
+    int64_t dllm_rowmath_keep_##isa(const double *y, int64_t n, double theta, int64_t last,        \
+                                    double kth, int64_t expect, double *out_p, int32_t *out_id);
+DLLM_ROWMATH_DECLARE(ref)
+DLLM_ROWMATH_DECLARE(avx2)
+DLLM_ROWMATH_DECLARE(avx512)
+DLLM_ROWMATH_DECLARE_FILTERS(ref)
+DLLM_ROWMATH_DECLARE_FILTERS(avx512)
 
 #endif
