@@ -2,13 +2,13 @@
 """The bound that the GEMM kernels' inner loops set by their instruction mix, from llvm-mca.
 
 A kernel reaches the int8 peak only if its inner loop issues nothing but dot products
-(VPDPBUSD); every load, conversion, FMA and address computation beside them competes for
-the same ports. For each matrix-kernel variant with dot-product instructions (avx512:
-VPDPBUSD on zmm; avxvnni: the VEX form on ymm) this compiles the kernel file to assembly
-with the build's own command (`make -n`), takes in each tile function (ktile_q45: Q4_K and
-Q5_K; ktile_q6: Q6_K; qtile_plain and qtile_sum: the 32-element blocks) the loop with the
-most dot products, and hands it to llvm-mca for a CPU model (znver4: AMD Zen 4;
-sapphirerapids: Intel Xeon 4th generation). The ports its dot products alone would occupy
+(VPDPBUSD; VPMADDUBSW without VNNI); every load, conversion, FMA and address computation
+beside them competes for the same ports. For each matrix-kernel variant (avx512: VPDPBUSD on
+zmm; avxvnni: the VEX form on ymm; avx2: VPMADDUBSW on ymm) this compiles the kernel file to
+assembly with the build's own command (`make -n`), takes in each tile function (ktile_q4,
+ktile_q5, ktile_q6: the K-quants; qtile_plain and qtile_sum: the 32-element blocks) the loop
+with the most dot products, and hands it to llvm-mca for CPU models (znver3: AMD Zen 3;
+znver4: AMD Zen 4; sapphirerapids: Intel Xeon 4th generation). The ports its dot products alone would occupy
 (their reciprocal throughput as a block, in the same forms) over the loop's cycles per
 iteration (simulated over 100 iterations, dependencies included) give the share of the
 dot-product peak its mix allows: bound = dot_rthroughput / loop_cycles. Branches inside the loop are dropped (llvm-mca
@@ -32,20 +32,25 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-# The variants with dot-product instructions: their libtool library and source.
+VPDPBUSD = re.compile(r"^(\{vex\}\s*)?vpdpbusd\b")
+# The matrix-kernel variants: their libtool library and source, their dot-product instruction
+# (the one the int8 peak is measured with, bench_gemm) and the CPU models to ask about.
 VARIANTS = {
-    "avx512": ("engine/libkernels-avx512.la", "engine/kernels/matmul-avx512.c"),
-    "avxvnni": ("engine/libkernels-avxvnni.la", "engine/kernels/matmul-avxvnni.c"),
+    "avx512": ("engine/libkernels-avx512.la", "engine/kernels/matmul-avx512.c", VPDPBUSD,
+               ["znver4", "sapphirerapids"]),
+    "avxvnni": ("engine/libkernels-avxvnni.la", "engine/kernels/matmul-avxvnni.c", VPDPBUSD,
+                ["znver4", "sapphirerapids"]),
+    "avx2": ("engine/libkernels-avx2.la", "engine/kernels/matmul-avx2.c",
+             re.compile(r"^vpmaddubsw\b"), ["znver3"]),
 }
 # The tile functions and the weight types each multiplies.
 FUNCTIONS = {
-    "ktile_q45": ["Q4_K", "Q5_K"],
+    "ktile_q4": ["Q4_K"],
+    "ktile_q5": ["Q5_K"],
     "ktile_q6": ["Q6_K"],
     "qtile_plain": ["Q8_0"],
     "qtile_sum": ["Q4_0", "Q4_1", "Q5_0", "Q5_1"],
 }
-CPUS = ["znver4", "sapphirerapids"]
-DOT = re.compile(r"^(\{vex\}\s*)?vpdpbusd\b")
 LABEL = re.compile(r"^(\.L\w+):")
 JUMP = re.compile(r"^\s+j\w+\s+(\.L\w+)")
 FUNC = re.compile(r"^([A-Za-z_][\w.]*):")
@@ -61,8 +66,13 @@ def find_mca(given):
 
 
 def compile_command(build, lib, src, out):
-    """The build's command for src (from `make -n`), made to write assembly to out."""
-    dry = subprocess.run(["make", "-n", "-B", lib], cwd=build, capture_output=True, text=True)
+    """The build's command for src (from `make -n`), made to write assembly to out.
+
+    `-W src` (src taken as new) rather than `-B`: under -B make also remakes the included
+    dependency files, even with -n, and automake's rule for them writes empty ones, after
+    which the build no longer sees header changes."""
+    dry = subprocess.run(["make", "-n", "-W", src, lib], cwd=build, capture_output=True,
+                         text=True)
     line = next((l for l in dry.stdout.splitlines() if src in l and "--mode=compile" in l), None)
     if line is None:
         raise RuntimeError("make -n in %s shows no compile command for %s" % (build, src))
@@ -129,7 +139,7 @@ def measure(build, program):
                                                  re.search(r"(\S+)", version)).group(1),
            "rows": []}
     with tempfile.TemporaryDirectory() as tmp:
-        for kernel, (lib, src) in VARIANTS.items():
+        for kernel, (lib, src, dot, cpus) in VARIANTS.items():
             asm = os.path.join(tmp, kernel + ".s")
             cmd = compile_command(build, lib, src, asm)
             subprocess.run(cmd, cwd=build, check=True)
@@ -139,12 +149,12 @@ def measure(build, program):
                 if not any(l.startswith(func + ":") for l in lines):
                     continue
                 best = max(loops(lines, func), default=None,
-                           key=lambda r: sum(1 for s in instructions(lines, *r) if DOT.match(s)))
+                           key=lambda r: sum(1 for s in instructions(lines, *r) if dot.match(s)))
                 body = instructions(lines, *best) if best else []
-                dots = [s for s in body if DOT.match(s)]
+                dots = [s for s in body if dot.match(s)]
                 if not dots:
                     continue
-                for cpu in CPUS:
+                for cpu in cpus:
                     loop_cycles, loop_rthr = mca(program, cpu, body)
                     _, dot_rthr = mca(program, cpu, dots)
                     out["rows"].append({

@@ -231,9 +231,12 @@ def best_probe(folder, cpu, threads):
 
 def int8_peak(gemm, threads):
     """The highest int8 peak bench_gemm measured (each model's run measures it once): a peak
-    taken while other programs ran is lower, never higher."""
-    peaks = [p["zmm_vpdpbusd"] for doc in (gemm or {}).values() for p in doc["int8_peak_gops"]
-             if p["threads"] == threads and p["zmm_vpdpbusd"] > 0]
+    taken while other programs ran is lower, never higher. The peak is the probe of the CPU's
+    widest multiply-add (bench_gemm's int8_peak; files from before it had one measured only
+    512-bit VPDPBUSD)."""
+    peaks = [p.get("int8_peak", p["zmm_vpdpbusd"]) for doc in (gemm or {}).values()
+             for p in doc["int8_peak_gops"] if p["threads"] == threads]
+    peaks = [p for p in peaks if p > 0]
     return max(peaks) if peaks else None
 
 

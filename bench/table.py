@@ -15,6 +15,8 @@ import os
 import statistics
 import sys
 
+import run
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 LABEL = {"llada": "LLaDA-8B shape", "dream": "Dream-7B shape",
@@ -23,9 +25,7 @@ LABEL = {"llada": "LLaDA-8B shape", "dream": "Dream-7B shape",
 
 def peak_of(doc):
     """The run's int8 peak: the highest bench_gemm measured in it, else the one it recorded."""
-    peaks = [p["zmm_vpdpbusd"] for g in (doc.get("gemm") or {}).values()
-             for p in g["int8_peak_gops"] if p["threads"] == doc["threads"]]
-    return max(peaks) if peaks else doc.get("int8_peak_gops")
+    return run.int8_peak(doc.get("gemm"), doc["threads"]) or doc.get("int8_peak_gops")
 
 
 def failed(msg):
@@ -361,7 +361,7 @@ def mix_bound_lines(mb, variants):
     """The bound the inner loops' instruction mix sets (bench/mix_bound.py), for the variants
     the table shows, as a sentence."""
     rows = [r for r in (mb or {}).get("rows", []) if r["kernel"] in variants and
-            r["function"] in ("ktile_q45", "ktile_q6")]
+            r["function"] in ("ktile_q45", "ktile_q4", "ktile_q5", "ktile_q6")]
     if not rows:
         return []
     parts = ["%s %s on %s %s%%" % (r["kernel"], "/".join(r["types"]), r["cpu"],

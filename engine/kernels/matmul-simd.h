@@ -23,10 +23,11 @@
  * Three kinds of weight types:
  *   K-quants (Q4_K, Q5_K, Q6_K) x Q8_K128: weights unsigned (0..63) against signed
  *     activations. Each weight sub-block's integer dot product (8 dot-product instructions for
- *     16 rows x 32 elements) is scaled by one FMA into a sum over the 128 elements that share
- *     an activation scale, which multiplies that sum once. The Q4_K/Q5_K mins enter per 128 as
- *     integer products of the mins with the activation sums (VPDPWSSD), Q6_K's offset of 32
- *     through the initial value of each integer sum.
+ *     16 rows x 32 elements; without VNNI summed in int16 first, see PAIRS_SPAN) is scaled by
+ *     one FMA into a sum over the 128 elements that share an activation scale, which
+ *     multiplies that sum once. The Q4_K/Q5_K mins enter per 128 as integer products of the
+ *     mins with the activation sums (VPDPWSSD), Q6_K's offset of 32 through the initial value
+ *     of each integer sum.
  *   32-element blocks (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) x Q8_0: weights signed (offset removed)
  *     against activations made unsigned by adding 128 (a copy per tile); the 128 * sum(w) this
  *     adds is subtracted by starting each block's sum at -128 * sum(w).
@@ -250,18 +251,67 @@ static void pack_q6_K(void *panel, const uint8_t *blk, const struct panel_rows *
 }
 
 /*
+ * A sub-block's integer dot products, two weight vectors a call (4 calls for 32 elements):
+ * with VNNI straight into the int32 sums; without it as int16 pair sums (vi_dot2_pairs_bcast),
+ * widened into the int32 sums every PAIRS_SPAN(wmax) calls, as rarely as weights 0..wmax
+ * against activations within +-128 allow (a call adds at most 4 * 128 * wmax to an int16
+ * lane): every 4 calls for Q4_K, 2 for Q5_K, each call for Q6_K. Spans of 4, 2 or 1 divide a
+ * sub-block.
+ */
+#define PAIRS_FIT(n, wmax) ((n)*4 * 128 * (wmax) <= INT16_MAX)
+#if SIMD_DOT_ANY_U8
+#define PAIRS_SPAN(wmax) 4 /* never widened: a whole sub-block */
+
+SIMD_INLINE vi pairs_first_bcast(vi acc, vi w0, vi w1, const void *a)
+{
+    return vi_dot2_bcast(acc, w0, w1, a);
+}
+
+SIMD_INLINE vi pairs_dot2_bcast(vi ps, vi w0, vi w1, const void *a)
+{
+    return vi_dot2_bcast(ps, w0, w1, a);
+}
+
+SIMD_INLINE vi pairs_end(vi acc, vi ps)
+{
+    (void)acc;
+    return ps;
+}
+#else
+#define PAIRS_SPAN(wmax) (PAIRS_FIT(4, wmax) ? 4 : PAIRS_FIT(2, wmax) ? 2 : 1)
+
+SIMD_INLINE vi pairs_first_bcast(vi acc, vi w0, vi w1, const void *a)
+{
+    (void)acc;
+    return vi_dot2_pairs_first_bcast(w0, w1, a);
+}
+
+SIMD_INLINE vi pairs_dot2_bcast(vi ps, vi w0, vi w1, const void *a)
+{
+    return vi_dot2_pairs_bcast(ps, w0, w1, a);
+}
+
+SIMD_INLINE vi pairs_end(vi acc, vi ps)
+{
+    return vi_add_pairs(acc, ps);
+}
+#endif
+static_assert(PAIRS_FIT(1, 63), "a Q6_K call fits int16 pair sums");
+
+/*
  * A tile of TT activation rows a[t] (Q8_K128, from the panel's first super-block) times nb
- * packed super-blocks with nsub sub-blocks each. Per activation scale da_h of 128 elements and
- * row, with dot_s the integer dot product of sub-block s and sums over s in h:
+ * packed super-blocks with nsub sub-blocks each, of weights 0..wmax. Per activation scale da_h
+ * of 128 elements and row, with dot_s the integer dot product of sub-block s and sums over s in h:
  *   Q4_K, Q5_K (nsub 8): y += da_h * (sum dsc[s] * dot_s - dmin * sum mn[s] * sums[s])
  *   Q6_K (nsub 16):      y += da_h * sum dsc[s] * (dot_s + q6off[s])
  * (q6off[s] = -32 times the sum of the activations of s). Results go to y rows t < nt, lanes
  * < nr.
  */
-SIMD_INLINE void ktile(const struct kpanel *p, int nb, const uint8_t *const *a, int nsub, float *y,
-                       int64_t ldy, int nt, int nr, bool accumulate)
+SIMD_INLINE void ktile(const struct kpanel *p, int nb, const uint8_t *const *a, int nsub, int wmax,
+                       float *y, int64_t ldy, int nt, int nr, bool accumulate)
 {
     const int len = QK_K / nsub; /* elements per sub-block */
+    const int run = 2 * PAIRS_SPAN(wmax) < len / 4 ? 2 * PAIRS_SPAN(wmax) : len / 4; /* vectors */
     vf facc[TT_K];
 #pragma GCC unroll 16
     for (int t = 0; t < TT_K; t++) {
@@ -285,11 +335,24 @@ SIMD_INLINE void ktile(const struct kpanel *p, int nb, const uint8_t *const *a, 
                     acc[t] = nsub == 8 ? vi_zero() : vi_set1(blk->q6off[s]);
                 }
 #pragma GCC unroll 4
-                for (int i = 0; i < len / 4; i += 2) {
-                    const vi w0 = p->q[s * len / 4 + i], w1 = p->q[s * len / 4 + i + 1];
+                for (int i0 = 0; i0 < len / 4; i0 += run) {
+                    vi ps[TT_K];
+                    const vi *w = p->q + s * len / 4 + i0;
 #pragma GCC unroll 16
                     for (int t = 0; t < TT_K; t++) {
-                        acc[t] = vi_dot2_bcast(acc[t], w0, w1, a[t] + at + 4 * i);
+                        ps[t] = pairs_first_bcast(acc[t], w[0], w[1], a[t] + at + 4 * i0);
+                    }
+#pragma GCC unroll 4
+                    for (int i = 2; i < run; i += 2) {
+#pragma GCC unroll 16
+                        for (int t = 0; t < TT_K; t++) {
+                            ps[t] =
+                                pairs_dot2_bcast(ps[t], w[i], w[i + 1], a[t] + at + 4 * (i0 + i));
+                        }
+                    }
+#pragma GCC unroll 16
+                    for (int t = 0; t < TT_K; t++) {
+                        acc[t] = pairs_end(acc[t], ps[t]);
                     }
                 }
 #pragma GCC unroll 16
@@ -318,18 +381,25 @@ SIMD_INLINE void ktile(const struct kpanel *p, int nb, const uint8_t *const *a, 
     }
 }
 
-static void ktile_q45(const void *panel, int nb, const void *acts, const uint8_t *const *a,
-                      float *y, int64_t ldy, int nt, int nr, bool accumulate)
+static void ktile_q4(const void *panel, int nb, const void *acts, const uint8_t *const *a, float *y,
+                     int64_t ldy, int nt, int nr, bool accumulate)
 {
     (void)acts;
-    ktile(panel, nb, a, 8, y, ldy, nt, nr, accumulate);
+    ktile(panel, nb, a, 8, 15, y, ldy, nt, nr, accumulate);
+}
+
+static void ktile_q5(const void *panel, int nb, const void *acts, const uint8_t *const *a, float *y,
+                     int64_t ldy, int nt, int nr, bool accumulate)
+{
+    (void)acts;
+    ktile(panel, nb, a, 8, 31, y, ldy, nt, nr, accumulate);
 }
 
 static void ktile_q6(const void *panel, int nb, const void *acts, const uint8_t *const *a, float *y,
                      int64_t ldy, int nt, int nr, bool accumulate)
 {
     (void)acts;
-    ktile(panel, nb, a, 16, y, ldy, nt, nr, accumulate);
+    ktile(panel, nb, a, 16, 63, y, ldy, nt, nr, accumulate);
 }
 
 /* ---- 32-element blocks ------------------------------------------------------------------- */
@@ -697,8 +767,8 @@ struct kind {
             prep, ftile                                                                            \
     }
 
-static const struct kind kind_q4_K = KQ(q4_K, pack_q4_K, NULL, ktile_q45);
-static const struct kind kind_q5_K = KQ(q5_K, pack_q5_K, NULL, ktile_q45);
+static const struct kind kind_q4_K = KQ(q4_K, pack_q4_K, NULL, ktile_q4);
+static const struct kind kind_q5_K = KQ(q5_K, pack_q5_K, NULL, ktile_q5);
 static const struct kind kind_q6_K = KQ(q6_K, pack_q6_K, NULL, ktile_q6);
 #if SIMD_DOT_ANY_U8
 static const struct kind kind_q8_0 = Q32(q8_0, pack_q8_0, qprep_plain, qtile_plain);

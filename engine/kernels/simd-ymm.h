@@ -158,6 +158,39 @@ SIMD_INLINE vi vi_dot2_bcast(vi acc, vi w0, vi w1, const void *a)
     return vi_dot2(acc, w0, vi_bcast32(a), w1, vi_bcast32((const uint8_t *)a + 4));
 }
 
+#ifndef SIMD_VNNI
+/*
+ * Without VNNI, dot products can be summed as int16 pairs for a while and widened once
+ * (VPMADDWD by ones), which saves a multiply and an add per vi_dot2. vi_dot2_pairs_bcast adds
+ * to each int16 lane of p the two pairs of products vi_dot2_bcast would add to its int32 lane
+ * (vi_dot2_pairs_first_bcast: to zero); the caller keeps every partial sum within int16.
+ * vi_add_pairs widens p into acc. The adds are written as instructions so that the compiler keeps
+ * them a chain: reassociated into a tree over an unrolled sub-block, the products wait in more
+ * registers than there are.
+ */
+SIMD_INLINE vi vi_dot2_pairs_first_bcast(vi w0, vi w1, const void *a)
+{
+    vi p = _mm256_maddubs_epi16(w0, vi_bcast32(a));
+    const vi d1 = _mm256_maddubs_epi16(w1, vi_bcast32((const uint8_t *)a + 4));
+    __asm__("vpaddw %1, %0, %0" : "+x"(p) : "x"(d1));
+    return p;
+}
+
+SIMD_INLINE vi vi_dot2_pairs_bcast(vi p, vi w0, vi w1, const void *a)
+{
+    const vi d0 = _mm256_maddubs_epi16(w0, vi_bcast32(a));
+    __asm__("vpaddw %1, %0, %0" : "+x"(p) : "x"(d0));
+    const vi d1 = _mm256_maddubs_epi16(w1, vi_bcast32((const uint8_t *)a + 4));
+    __asm__("vpaddw %1, %0, %0" : "+x"(p) : "x"(d1));
+    return p;
+}
+
+SIMD_INLINE vi vi_add_pairs(vi acc, vi p)
+{
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+}
+#endif
+
 /* acc + in each lane the sum of the two int16 x int16 products of w and the two int16 at a. */
 SIMD_INLINE vi vi_dot16_bcast(vi acc, vi w, const void *a)
 {
