@@ -216,15 +216,19 @@ def result_docs(folder):
                 yield json.load(f)
 
 
+def cpu_key(machine_info):
+    """What tells one CPU model from another in a result file: name, family and model."""
+    m = machine_info or {}
+    return m.get("cpu"), m.get("cpu_family"), m.get("cpu_model")
+
+
 def best_probe(folder, cpu, threads):
     """The highest int8 peak probe of the result files measured on this CPU (same name, family
     and model), or None."""
-    key = (cpu.get("cpu"), cpu.get("cpu_family"), cpu.get("cpu_model"))
     best = None
     for doc in result_docs(folder):
-        m = doc.get("machine") or {}
         p = int8_peak(doc.get("gemm"), threads)
-        if p and (m.get("cpu"), m.get("cpu_family"), m.get("cpu_model")) == key:
+        if p and cpu_key(doc.get("machine")) == cpu_key(cpu):
             best = max(best or 0, p)
     return best
 
@@ -967,7 +971,7 @@ def main():
         except (RuntimeError, subprocess.CalledProcessError) as e:
             res["gemm_mix_bound"] = {"error": str(e)}
         save()
-    peak = int8_peak(res.get("gemm"), a.threads) or latest_peak(a.out, a.threads)
+    peak = int8_peak(res.get("gemm"), a.threads) or latest_peak(a.out, res["machine"], a.threads)
     res["int8_peak_gops"] = peak
     if "phases" in parts:
         res["phases"] = part_phases(dllm, paths, a.reps)
@@ -1012,12 +1016,14 @@ def main():
     log("wrote " + out)
 
 
-def latest_peak(folder, threads):
-    """The int8 peak of the newest result file that measured one, for the forward part."""
+def latest_peak(folder, cpu, threads):
+    """The int8 peak of the newest result file that measured one on this CPU, for the forward
+    part."""
     best = None
     for doc in result_docs(folder):
         p = int8_peak(doc.get("gemm"), threads)
-        if p and (best is None or doc["date"] > best[0]):
+        if p and cpu_key(doc.get("machine")) == cpu_key(cpu) and \
+                (best is None or doc["date"] > best[0]):
             best = (doc["date"], p)
     return best[1] if best else None
 

@@ -19,6 +19,10 @@ import run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+# Sections whose speed depends on the CPU's instructions get one table per class, widest first.
+ISA_CLASSES = ("avx512_vnni", "avx_vnni", "avx2")
+PER_ISA = ("forward", "phases", "sampling", "gemm")
+
 LABEL = {"llada": "LLaDA-8B shape", "dream": "Dream-7B shape",
          "llada-moe": "LLaDA-MoE-7B-A1B shape"}
 
@@ -48,11 +52,21 @@ def newest(docs, section):
     return max(full, key=lambda d: d["date"]) if full else None
 
 
+def isa_class(doc):
+    """The widest int8 dot-product instructions of the run's CPU, which decide the matrix and
+    row-maths kernels it ran: avx512_vnni, avx_vnni or avx2."""
+    dots = (doc.get("machine") or {}).get("int8_dot") or []
+    return next((c for c in ISA_CLASSES if c in dots), "avx2")
+
+
 def source(doc):
     m = doc["machine"]
     dirty = " (with uncommitted changes)" if doc.get("dirty") else ""
     cpu = m["cpu"] + (" (family %s model %s)" % (m["cpu_family"], m["cpu_model"])
                       if "cpu_family" in m else "")
+    if m.get("int8_dot"):
+        cpu += ", " + ("AVX2 without VNNI" if m["int8_dot"] == ["avx2"] else
+                       "+".join(d.upper().replace("_", "-") for d in m["int8_dot"]))
     return "_%s, commit %s%s, %s, %d cores, %s threads; load average %.1f before the run._" % (
         doc["date"][:10], doc["commit"], dirty, cpu, m["cores"], doc["threads"],
         doc["loadavg_start"][0])
@@ -380,6 +394,11 @@ def render(docs):
                         ("generate", generate_section), ("sampling", sampling_section),
                         ("cache", None), ("divergence", None),
                         ("kvf16", kvf16_section), ("moe", moe_section), ("gemm", gemm_section)):
+        if section in PER_ISA:
+            for isa in ISA_CLASSES:
+                doc = newest([d for d in docs if isa_class(d) == isa], section)
+                out += fn(doc) + [""] if doc else []
+            continue
         doc = newest(docs, section)
         if doc and fn is None:
             out += merged[section](docs) + [""]
