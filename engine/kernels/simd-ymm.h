@@ -164,25 +164,30 @@ SIMD_INLINE vi vi_dot2_bcast(vi acc, vi w0, vi w1, const void *a)
  * (VPMADDWD by ones), which saves a multiply and an add per vi_dot2. vi_dot2_pairs_bcast adds
  * to each int16 lane of p the two pairs of products vi_dot2_bcast would add to its int32 lane
  * (vi_dot2_pairs_first_bcast: to zero); the caller keeps every partial sum within int16.
- * vi_add_pairs widens p into acc. The adds are written as instructions so that the compiler keeps
- * them a chain: reassociated into a tree over an unrolled sub-block, the products wait in more
+ * vi_add_pairs widens p into acc.
+ */
+
+/*
+ * p + d in int16 lanes, written as the instruction so that the compiler keeps a run of them a
+ * chain: reassociated into a tree over an unrolled sub-block, the products would wait in more
  * registers than there are.
  */
+SIMD_INLINE vi vi_add16_chained(vi p, vi d)
+{
+    __asm__("vpaddw %1, %0, %0" : "+x"(p) : "x"(d));
+    return p;
+}
+
 SIMD_INLINE vi vi_dot2_pairs_first_bcast(vi w0, vi w1, const void *a)
 {
-    vi p = _mm256_maddubs_epi16(w0, vi_bcast32(a));
-    const vi d1 = _mm256_maddubs_epi16(w1, vi_bcast32((const uint8_t *)a + 4));
-    __asm__("vpaddw %1, %0, %0" : "+x"(p) : "x"(d1));
-    return p;
+    const vi d0 = _mm256_maddubs_epi16(w0, vi_bcast32(a));
+    return vi_add16_chained(d0, _mm256_maddubs_epi16(w1, vi_bcast32((const uint8_t *)a + 4)));
 }
 
 SIMD_INLINE vi vi_dot2_pairs_bcast(vi p, vi w0, vi w1, const void *a)
 {
-    const vi d0 = _mm256_maddubs_epi16(w0, vi_bcast32(a));
-    __asm__("vpaddw %1, %0, %0" : "+x"(p) : "x"(d0));
-    const vi d1 = _mm256_maddubs_epi16(w1, vi_bcast32((const uint8_t *)a + 4));
-    __asm__("vpaddw %1, %0, %0" : "+x"(p) : "x"(d1));
-    return p;
+    p = vi_add16_chained(p, _mm256_maddubs_epi16(w0, vi_bcast32(a)));
+    return vi_add16_chained(p, _mm256_maddubs_epi16(w1, vi_bcast32((const uint8_t *)a + 4)));
 }
 
 SIMD_INLINE vi vi_add_pairs(vi acc, vi p)
