@@ -41,10 +41,11 @@ Parts (--parts, default gemm,forward,generate):
             alternating: `dllm bench` with logits for every row next to llama-diffusion-cli's
             time per step (one non-causal pass over the canvas plus its sampling), and
             llama-bench -p L -n 0 (a causal prefill of L tokens) as a second reference.
-            Needs --llama-cpp DIR, a folder holding those two programs (built by you,
+            --llama-cpp DIR names a folder holding those two programs (built by you,
             outside this repository). With --ik-llama DIR (ik_llama.cpp's build/bin), its
             llama-bench too, on a copy of each file whose architecture is renamed to the
             autoregressive one it knows (llada -> llama, dream -> qwen2: the same tensors).
+            Needs one of the two folders or both.
 
 The models are written once by `dllm synth` (LLaDA-8B and Dream-7B shapes, Q4_K_M, random
 weights, about 5 GB each) into --cache (default ~/.cache/dllm-bench). Nothing here asserts a
@@ -787,8 +788,8 @@ def ar_arch_copy(path, arch):
 
 
 def part_compare(dllm, llama_dir, ik_dir, paths, threads, rounds, canvas):
-    diff_cli = os.path.join(llama_dir, "llama-diffusion-cli")
-    lbench = os.path.join(llama_dir, "llama-bench")
+    diff_cli = os.path.join(llama_dir, "llama-diffusion-cli") if llama_dir else ""
+    lbench = os.path.join(llama_dir, "llama-bench") if llama_dir else ""
     ik_bench = os.path.join(ik_dir, "llama-bench") if ik_dir else None
     out = []
     for name, path in paths.items():
@@ -886,8 +887,8 @@ def main():
                      "kvf16", "moe", "compare"} or \
             set(names) - set(MODELS):
         ap.error("unknown part or model")
-    if "compare" in parts and not a.llama_cpp:
-        ap.error("compare needs --llama-cpp DIR")
+    if "compare" in parts and not (a.llama_cpp or a.ik_llama):
+        ap.error("compare needs --llama-cpp DIR, --ik-llama DIR or both")
     dllm = find_program(a.dllm, ["build/src/dllm", "build-bench/src/dllm"])
     build = os.path.dirname(os.path.dirname(dllm))
 
