@@ -115,7 +115,7 @@ def phases_section(doc):
             a = one["median_ms"] if p == "pass" else one["phases_median_ms"][p]
             b = two["median_ms"] if p == "pass" else two["phases_median_ms"][p]
             rows.append([LABEL[f["model"]], p, fmt(a), fmt(b), fmt(f["ratio"].get(p), 2)])
-    lines = ["**Phases on 1 and 2 threads** (`dllm bench --threads-sweep 1,2`, canvas %d, "
+    lines = ["**Phases on 1 and 2 threads** (`dllm bench` with `--threads-sweep`, canvas %d, "
              "logits for 32 rows; median ms of each phase; 2 / 1: the 2-thread time over the "
              "1-thread time, 0.5 when the phase divides perfectly)" % doc["phases"][0]["canvas"],
              ""]
