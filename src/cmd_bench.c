@@ -30,7 +30,8 @@ const char cmd_bench_usage[] =
     "each pass, its time by phase and the median, and the throughput: GOPS = 2 x\n"
     "(transformer weight parameters x L + output parameters x R) / median time, where a\n"
     "MoE model's experts count as many times as a token uses them (expert_used_count of\n"
-    "the stack).\n"
+    "the stack) and, on the CPU, the last block's attention output and FFN count R times\n"
+    "(it computes them for the logits rows alone).\n"
     "\n"
     "options:\n"
     "  -m, --model MODEL   a LLaDA, Dream, LLaDA-MoE or RND1 GGUF file, or a hub model\n"
@@ -66,7 +67,8 @@ struct timing {
 struct bench_result {
     const char *path, *arch, *file_type, *kernel;
     int64_t canvas, rows, n_prompt;
-    int64_t weight_params; /* matrix elements of the transformer blocks */
+    int64_t weight_params; /* matrix elements of the transformer blocks but tail_params */
+    int64_t tail_params;   /* those of the last block's attention output and FFN */
     int64_t output_params; /* elements of the output projection */
     double load_ms, gops, peak_rss_mb;
     int reps;
@@ -97,22 +99,36 @@ static double median(const double *v, int n)
 /*
  * Counts the multiply-accumulate weights of a pass: the matrices (two or more dimensions) of
  * the blocks blk.*, applied to every canvas token (of a stack of experts, the n_used each
- * token is routed to), and the output projection (output.weight, or the tied
- * token_embd.weight), applied to each logits row. Norms and biases are left out.
+ * token is routed to), except that the last block's attention output and FFN (tail) serve only
+ * the logits rows, and the output projection (output.weight, or the tied token_embd.weight),
+ * applied to each logits row. Norms and biases are left out.
  */
 static void count_params(const struct dllm_gguf *gguf, int64_t n_used, int64_t *weights,
-                         int64_t *output)
+                         int64_t *tail, int64_t *output)
 {
     const struct dllm_gguf_tensor *out = dllm_gguf_find_tensor(gguf, "output.weight");
     if (!out)
         out = dllm_gguf_find_tensor(gguf, "token_embd.weight");
-    *weights = 0;
+    *weights = *tail = 0;
     *output = out ? out->ne[0] * out->ne[1] : 0;
+    long last = -1;
+    for (int64_t i = 0; i < dllm_gguf_n_tensors(gguf); i++) {
+        const char *name = dllm_gguf_tensor(gguf, i)->name;
+        if (strncmp(name, "blk.", 4) == 0 && strtol(name + 4, NULL, 10) > last)
+            last = strtol(name + 4, NULL, 10);
+    }
     for (int64_t i = 0; i < dllm_gguf_n_tensors(gguf); i++) {
         const struct dllm_gguf_tensor *t = dllm_gguf_tensor(gguf, i);
         if (t->n_dims < 2 || strncmp(t->name, "blk.", 4) != 0)
             continue;
-        *weights += t->ne[0] * t->ne[1] * (t->n_dims == 3 && n_used ? n_used : t->ne[2] * t->ne[3]);
+        const int64_t n =
+            t->ne[0] * t->ne[1] * (t->n_dims == 3 && n_used ? n_used : t->ne[2] * t->ne[3]);
+        char *rest;
+        const bool in_last = strtol(t->name + 4, &rest, 10) == last;
+        if (in_last && (strncmp(rest, ".ffn_", 5) == 0 || strncmp(rest, ".attn_output.", 13) == 0))
+            *tail += n;
+        else
+            *weights += n;
     }
 }
 
@@ -223,12 +239,13 @@ static void timing_json(json_t *obj, const struct timing *t, int reps)
 static void print_json(const struct bench_result *r)
 {
     json_t *doc = json_pack(
-        "{s:f, s:n, s:f, s:I, s:I, s:i, s:s, s:f, s:f, s:s, s:s, s:s, s:I, s:I, s:I}", "load_ms",
-        r->load_ms, "pass_ms", "median_ms", r->base.median_ms, "canvas", (json_int_t)r->canvas,
-        "rows", (json_int_t)r->rows, "threads", r->base.threads, "kernel", r->kernel, "gops",
-        r->gops, "peak_rss_mb", r->peak_rss_mb, "model", r->path, "arch", r->arch, "file_type",
-        r->file_type, "prompt_tokens", (json_int_t)r->n_prompt, "weight_params",
-        (json_int_t)r->weight_params, "output_params", (json_int_t)r->output_params);
+        "{s:f, s:n, s:f, s:I, s:I, s:i, s:s, s:f, s:f, s:s, s:s, s:s, s:I, s:I, s:I, s:I}",
+        "load_ms", r->load_ms, "pass_ms", "median_ms", r->base.median_ms, "canvas",
+        (json_int_t)r->canvas, "rows", (json_int_t)r->rows, "threads", r->base.threads, "kernel",
+        r->kernel, "gops", r->gops, "peak_rss_mb", r->peak_rss_mb, "model", r->path, "arch",
+        r->arch, "file_type", r->file_type, "prompt_tokens", (json_int_t)r->n_prompt,
+        "weight_params", (json_int_t)r->weight_params, "tail_params", (json_int_t)r->tail_params,
+        "output_params", (json_int_t)r->output_params);
     timing_json(doc, &r->base, r->reps);
     if (r->n_sweep) {
         json_t *sweep = json_array();
@@ -368,7 +385,7 @@ int cmd_bench(const struct cli_command *cmd, int argc, char **argv)
     r.file_type = dllm_model_file_type(model);
     r.n_prompt = canvas > BENCH_MASKS ? canvas - BENCH_MASKS : 0;
     count_params(dllm_model_gguf(model), dllm_model_experts(model).n_used, &r.weight_params,
-                 &r.output_params);
+                 &r.tail_params, &r.output_params);
 
     int32_t *ids = make_canvas(model, canvas, r.n_prompt);
     int32_t *row_pos = malloc((size_t)rows * sizeof *row_pos);
@@ -381,7 +398,11 @@ int cmd_bench(const struct cli_command *cmd, int argc, char **argv)
     const struct dllm_pass pass = {
         .ids = ids, .n_tokens = canvas, .rows = row_pos, .n_rows = rows, .logits = logits};
     time_passes(fwd, &pass, reps, &r.base);
-    r.gops = 2.0 * ((double)r.weight_params * canvas + (double)r.output_params * rows) /
+    /* the CPU backend computes the tail for the logits rows alone, the CUDA backend for all */
+    const int64_t tail_rows = fp.backend && strcmp(fp.backend, "cuda") == 0 ? canvas : rows;
+    r.gops = 2.0 *
+             ((double)r.weight_params * canvas + (double)r.tail_params * tail_rows +
+              (double)r.output_params * rows) /
              (r.base.median_ms * 1e6);
     dllm_forward_free(fwd);
     dllm_threadpool_free(fp.pool);

@@ -8,17 +8,18 @@ need_fixtures
 L=$FIX/models/llada-tiny-q4km.gguf
 D=$FIX/models/dream-tiny-q4km.gguf
 
-# check_json FILE CANVAS ROWS REPS THREADS PROMPT WEIGHTS OUTPUT: the document has every field
-# with its type, the requested sizes, per-pass times whose median it reports, and gops equal
-# to 2 x (WEIGHTS x CANVAS + OUTPUT x ROWS) / median. WEIGHTS and OUTPUT come from the shapes
-# in the fixtures' README, not from the program. Each pass's phases_ms are non-negative and
+# check_json FILE CANVAS ROWS REPS THREADS PROMPT WEIGHTS TAIL OUTPUT: the document has every
+# field with its type, the requested sizes, per-pass times whose median it reports, and gops
+# equal to 2 x (WEIGHTS x CANVAS + (TAIL + OUTPUT) x ROWS) / median (TAIL: the last block's
+# attention output and FFN, which the CPU computes for the logits rows alone). WEIGHTS, TAIL
+# and OUTPUT come from the shapes in the fixtures' README, not from the program. Each pass's phases_ms are non-negative and
 # add up to at most its time and at least 80% of it less 5 ms; with a sixth argument (a
 # threads list, e.g. 1,2) threads_sweep holds the same for each of those numbers of threads.
 check_json() {
     python3 - "$@" <<'PY'
 import json, statistics, sys
-path, canvas, rows, reps, threads, prompt, weights, output = sys.argv[1:9]
-sweep = [int(t) for t in sys.argv[9].split(",")] if len(sys.argv) > 9 else []
+path, canvas, rows, reps, threads, prompt, weights, tail, output = sys.argv[1:10]
+sweep = [int(t) for t in sys.argv[10].split(",")] if len(sys.argv) > 10 else []
 d = json.load(open(path))
 
 def check_passes(t, name):
@@ -44,40 +45,45 @@ assert len(d.get("threads_sweep", [])) == len(sweep), d.get("threads_sweep")
 types = {"load_ms": float, "pass_ms": list, "median_ms": float, "canvas": int, "rows": int,
          "threads": int, "kernel": str, "gops": float, "peak_rss_mb": float, "model": str,
          "arch": str, "file_type": str, "prompt_tokens": int, "weight_params": int,
-         "output_params": int, "cpu_ms": list, "phases_ms": list}
+         "tail_params": int, "output_params": int, "cpu_ms": list, "phases_ms": list}
 for k, t in types.items():
     assert isinstance(d.get(k), t), "%s: %r is not %s" % (k, d.get(k), t.__name__)
 assert d["canvas"] == int(canvas) and d["rows"] == int(rows), (d["canvas"], d["rows"])
 assert d["threads"] == int(threads), d["threads"]
 assert d["prompt_tokens"] == int(prompt), d["prompt_tokens"]
 assert d["weight_params"] == int(weights), d["weight_params"]
+assert d["tail_params"] == int(tail), d["tail_params"]
 assert d["output_params"] == int(output), d["output_params"]
 assert d["kernel"] in ("ref", "avx2", "avxvnni", "avx512"), d["kernel"]
 assert d["file_type"] == "Q4_K_M", d["file_type"]
-gops = 2 * (int(weights) * int(canvas) + int(output) * int(rows)) / (d["median_ms"] * 1e6)
+gops = 2 * (int(weights) * int(canvas) + (int(tail) + int(output)) * int(rows)) / \
+    (d["median_ms"] * 1e6)
 assert abs(d["gops"] - gops) <= 1e-6 * gops, (d["gops"], gops)
 assert d["load_ms"] > 0 and d["peak_rss_mb"] > 1, (d["load_ms"], d["peak_rss_mb"])
 PY
 }
 
 # LLaDA tiny: 2 layers of q, k, v, o (256 x 256) and gate, up, down (256 x 512); output 2048 x 256.
-LW=$((2 * (4 * 256 * 256 + 3 * 256 * 512)))
+# The tail: the second layer's o and FFN.
+LT=$((256 * 256 + 3 * 256 * 512))
+LW=$((2 * (4 * 256 * 256 + 3 * 256 * 512) - LT))
 # Dream tiny: q, o 256 x 256, k, v 128 x 256 (2 kv heads of 64), ffn 3 x 256 x 768.
-DW=$((2 * (2 * 256 * 256 + 2 * 128 * 256 + 3 * 256 * 768)))
+DT=$((256 * 256 + 3 * 256 * 768))
+DW=$((2 * (2 * 256 * 256 + 2 * 128 * 256 + 3 * 256 * 768) - DT))
 OUT=$((2048 * 256))
 
 run "llada --json" 0 "$DLLM" bench -m "$L" --canvas 160 --rows 32 --reps 3 --threads 2 --json
-if check_json "$TMP/out" 160 32 3 2 32 $LW $OUT; then ok "llada JSON schema and gops"; else
+if check_json "$TMP/out" 160 32 3 2 32 $LW $LT $OUT; then ok "llada JSON schema and gops"; else
     not_ok "llada JSON schema and gops"; fi
 run "dream --json, short flags" 0 "$DLLM" bench -m "$D" -L 200 -r 8 -n 2 -t 1 --json
-if check_json "$TMP/out" 200 8 2 1 72 $DW $OUT; then ok "dream JSON schema and gops"; else
+if check_json "$TMP/out" 200 8 2 1 72 $DW $DT $OUT; then ok "dream JSON schema and gops"; else
     not_ok "dream JSON schema and gops"; fi
 run "--threads-sweep 1,2" 0 "$DLLM" bench -m "$L" -L 160 -n 2 -t 2 --threads-sweep 1,2 --json
-if check_json "$TMP/out" 160 32 2 2 32 $LW $OUT 1,2; then ok "threads sweep JSON"; else
+if check_json "$TMP/out" 160 32 2 2 32 $LW $LT $OUT 1,2; then ok "threads sweep JSON"; else
     not_ok "threads sweep JSON"; fi
 run "canvas under 128: all masks, rows default to the canvas" 0 "$DLLM" bench -m "$L" -L 20 \
     -n 1 -t 1 --json
-if check_json "$TMP/out" 20 20 1 1 0 $LW $OUT; then ok "short canvas"; else not_ok "short canvas"; fi
+if check_json "$TMP/out" 20 20 1 1 0 $LW $LT $OUT; then ok "short canvas"; else not_ok "short canvas"; fi
 
 run "DLLM_KERNELS=ref names the kernel" 0 env DLLM_KERNELS=ref "$DLLM" bench -m "$L" -L 130 -n 1 \
     -t 1 --json
