@@ -20,15 +20,17 @@ SOCK=dllm-tui-test-$$
 T=(tmux -L "$SOCK" -f /dev/null)
 trap '"${T[@]}" kill-server 2>/dev/null; rm -rf "$TMP"' EXIT
 
-# wait_for NAME PATTERN: polls the pane (up to 20 s) until grep -E finds PATTERN.
+# wait_for NAME PATTERN [SECONDS]: polls the pane (up to SECONDS, default 30) until grep -E
+# finds PATTERN.
 wait_for() {
-    local i
-    for ((i = 0; i < 400; i++)); do
+    local deadline=$((SECONDS + ${3:-30}))
+    while :; do
         "${T[@]}" capture-pane -p -t tui >"$TMP/pane" 2>/dev/null
         if grep -Eq -- "$2" "$TMP/pane"; then
             ok "$1"
             return 0
         fi
+        ((SECONDS < deadline)) || break
         sleep 0.05
     done
     not_ok "$1: the pane never showed /$2/"
@@ -52,7 +54,8 @@ wait_for "Esc cancels, keeping the partial answer" '^stopped after [0-9]+ steps?
 wait_for "the status line says cancelled" ' · cancelled *$'
 "${T[@]}" send-keys -t tui -l "second"
 "${T[@]}" send-keys -t tui Enter
-wait_for "a second answer completes" '^dllm · 256 steps'
+# 256 whole steps: under the sanitizers on a slow machine about 30 s (seen: 28.7 s for 217)
+wait_for "a second answer completes" '^dllm · 256 steps' 300
 "${T[@]}" send-keys -t tui -l "line one"
 "${T[@]}" send-keys -t tui M-Enter
 "${T[@]}" send-keys -t tui -l "line two"
