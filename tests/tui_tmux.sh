@@ -20,6 +20,10 @@ SOCK=dllm-tui-test-$$
 T=(tmux -L "$SOCK" -f /dev/null)
 trap '"${T[@]}" kill-server 2>/dev/null; rm -rf "$TMP"' EXIT
 
+# Seconds to wait for a whole 256-step generation: under the sanitizers on a slow machine it
+# takes 30 s or more (seen: 28.7 s for 217 steps under ASan).
+WHOLE_RUN=300
+
 # wait_for NAME PATTERN [SECONDS]: polls the pane (up to SECONDS, default 30) until grep -E
 # finds PATTERN.
 wait_for() {
@@ -54,8 +58,7 @@ wait_for "Esc cancels, keeping the partial answer" '^stopped after [0-9]+ steps?
 wait_for "the status line says cancelled" ' · cancelled *$'
 "${T[@]}" send-keys -t tui -l "second"
 "${T[@]}" send-keys -t tui Enter
-# 256 whole steps: under the sanitizers on a slow machine about 30 s (seen: 28.7 s for 217)
-wait_for "a second answer completes" '^dllm · 256 steps' 300
+wait_for "a second answer completes" '^dllm · 256 steps' $WHOLE_RUN
 "${T[@]}" send-keys -t tui -l "line one"
 "${T[@]}" send-keys -t tui M-Enter
 "${T[@]}" send-keys -t tui -l "line two"
@@ -102,7 +105,7 @@ else not_ok "refused after preparing the weights"; sed 's/^/  | /' "$TMP/pane"; 
      --steps 256 --no-early-stop --show-canvas; echo \"exit status \$?\"; sleep 60"
 wait_for "--show-canvas draws the step and the masks" '^step [0-9]+ of 256, [0-9]+ masks left'
 grep -q '░' "$TMP/pane" && ok "masks drawn as ░" || not_ok "no mask glyph on the canvas"
-wait_for "--show-canvas ends with the answer" '^exit status 0$'
+wait_for "--show-canvas ends with the answer" '^exit status 0$' $WHOLE_RUN
 # Ctrl+Z in an interactive shell: dllm-tui stops with the terminal restored (it was ignored,
 # and the shell's fg then went out as a message); fg brings the screen back, fg is no message.
 "${T[@]}" kill-session -t tui
