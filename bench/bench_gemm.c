@@ -103,63 +103,43 @@ __attribute__((target("avx512f,avx512vnni"))) static double peak_zmm_loop(void)
     return (double)PEAK_ITERS * 12 * 64 * 2;
 }
 
-/* The same with 256-bit VPDPBUSD (EVEX, AVX512-VL). */
-__attribute__((target("avx512f,avx512vl,avx512vnni"))) static double peak_ymm_loop(void)
-{
+/*
+ * static double peak_<name>_loop(void), compiled for isa: int8 operations (2 per multiply-add)
+ * of PEAK_ITERS x 12 independent 256-bit accumulators b0..b11, each updated by STEP(i), an
+ * instruction of 32 multiply-adds on b##i and the operands u and s.
+ */
+#define PEAK_LOOP_256(name, isa, STEP)                                                             \
+    __attribute__((target(isa))) static double peak_##name##_loop(void)                            \
+    {                                                                                              \
+        R12(DECL_Y)                                                                                \
+        __m256i u = _mm256_set1_epi8(3), s = _mm256_set1_epi8(-5);                                 \
+        __asm__ volatile("" : "+v"(u), "+v"(s));                                                   \
+        for (long k = 0; k < PEAK_ITERS; k++) {                                                    \
+            R12(STEP)                                                                              \
+        }                                                                                          \
+        int sink = 0;                                                                              \
+        R12(SINK_Y)                                                                                \
+        __asm__ volatile("" : : "r"(sink));                                                        \
+        return (double)PEAK_ITERS * 12 * 32 * 2;                                                   \
+    }
 #define DECL_Y(i) __m256i b##i = _mm256_set1_epi32(i);
-    R12(DECL_Y)
-    __m256i u = _mm256_set1_epi8(3), s = _mm256_set1_epi8(-5);
-    __asm__ volatile("" : "+v"(u), "+v"(s));
-    for (long k = 0; k < PEAK_ITERS; k++) {
-#define OP_Y(i) b##i = _mm256_dpbusd_epi32(b##i, u, s);
-        R12(OP_Y)
-    }
-    int sink = 0;
 #define SINK_Y(i) sink += _mm256_extract_epi32(b##i, 0);
-    R12(SINK_Y)
-    __asm__ volatile("" : : "r"(sink));
-    return (double)PEAK_ITERS * 12 * 32 * 2;
-}
 
-/* The same with the VEX-encoded 256-bit VPDPBUSD of AVX-VNNI. */
-__attribute__((target("avxvnni"))) static double peak_vex_loop(void)
-{
-#define DECL_V(i) __m256i v##i = _mm256_set1_epi32(i);
-    R12(DECL_V)
-    __m256i u = _mm256_set1_epi8(3), s = _mm256_set1_epi8(-5);
-    __asm__ volatile("" : "+v"(u), "+v"(s));
-    for (long k = 0; k < PEAK_ITERS; k++) {
-#define OP_V(i) v##i = _mm256_dpbusd_avx_epi32(v##i, u, s);
-        R12(OP_V)
-    }
-    int sink = 0;
-#define SINK_V(i) sink += _mm256_extract_epi32(v##i, 0);
-    R12(SINK_V)
-    __asm__ volatile("" : : "r"(sink));
-    return (double)PEAK_ITERS * 12 * 32 * 2;
-}
+/* 256-bit VPDPBUSD (EVEX, AVX512-VL). */
+#define OP_Y(i) b##i = _mm256_dpbusd_epi32(b##i, u, s);
+PEAK_LOOP_256(ymm, "avx512f,avx512vl,avx512vnni", OP_Y)
+
+/* The VEX-encoded 256-bit VPDPBUSD of AVX-VNNI. */
+#define OP_V(i) b##i = _mm256_dpbusd_avx_epi32(b##i, u, s);
+PEAK_LOOP_256(vex, "avxvnni", OP_V)
 
 /*
- * Without VNNI: 12 independent int16 sums of 256-bit VPMADDUBSW results (each 32 u8 x s8
- * products, added in pairs), the most the AVX2 kernels' multiplies could do. Each product
- * takes its sum as one operand, so that it cannot be hoisted out of the loop.
+ * Without VNNI: int16 sums of 256-bit VPMADDUBSW results (each 32 u8 x s8 products, added in
+ * pairs), the most the AVX2 kernels' multiplies could do. Each product takes its sum as one
+ * operand, so that it cannot be hoisted out of the loop.
  */
-__attribute__((target("avx2"))) static double peak_maddubs_loop(void)
-{
-#define DECL_M(i) __m256i m##i = _mm256_set1_epi32(i);
-    R12(DECL_M)
-    __m256i s = _mm256_set1_epi8(-5);
-    __asm__ volatile("" : "+v"(s));
-    for (long k = 0; k < PEAK_ITERS; k++) {
-#define OP_M(i) m##i = _mm256_add_epi16(m##i, _mm256_maddubs_epi16(m##i, s));
-        R12(OP_M)
-    }
-    int sink = 0;
-#define SINK_M(i) sink += _mm256_extract_epi32(m##i, 0);
-    R12(SINK_M)
-    __asm__ volatile("" : : "r"(sink));
-    return (double)PEAK_ITERS * 12 * 32 * 2;
-}
+#define OP_M(i) b##i = _mm256_add_epi16(b##i, _mm256_maddubs_epi16(b##i, s));
+PEAK_LOOP_256(maddubs, "avx2", OP_M)
 
 struct peak_job {
     double (*loop)(void);
