@@ -8,13 +8,14 @@ zmm; avxvnni: the VEX form on ymm; avx2: VPMADDUBSW on ymm) this compiles the ke
 assembly with the build's own command (`make -n`), takes in each tile function (ktile_q4,
 ktile_q5, ktile_q6: the K-quants; qtile_plain and qtile_sum: the 32-element blocks) the loop
 with the most dot products, and hands it to llvm-mca for CPU models (znver3: AMD Zen 3;
-znver4: AMD Zen 4; sapphirerapids: Intel Xeon 4th generation). The ports its dot products alone would occupy
-(their reciprocal throughput as a block, in the same forms) over the loop's cycles per
-iteration (simulated over 100 iterations, dependencies included) give the share of the
-dot-product peak its mix allows: bound = dot_rthroughput / loop_cycles. Branches inside the loop are dropped (llvm-mca
-times straight-line code), so the bound holds for the loop's common path; the models are
-LLVM's, not measurements (LLVM 19's znver4 model, for one, gives VPDPBUSD zmm a throughput
-of 1 a cycle with a memory operand and 1 every 2 with registers).
+znver4: AMD Zen 4; sapphirerapids: Intel Xeon 4th generation). The ports its dot products
+alone would occupy (their reciprocal throughput as a block, in the same forms) over the
+loop's cycles per iteration (simulated over 100 iterations, dependencies included) give the
+share of the dot-product peak its mix allows: bound = dot_rthroughput / loop_cycles.
+Branches inside the loop are dropped (llvm-mca times straight-line code), so the bound holds
+for the loop's common path; the models are LLVM's, not measurements (LLVM 19's znver4 model,
+for one, gives VPDPBUSD zmm a throughput of 1 a cycle with a memory operand and 1 every 2
+with registers).
 
 Usage: bench/mix_bound.py [--build DIR] [--mca PROGRAM]; prints the JSON that bench/run.py's
 gemm part records as "mix_bound".

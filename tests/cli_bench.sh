@@ -12,9 +12,10 @@ D=$FIX/models/dream-tiny-q4km.gguf
 # field with its type, the requested sizes, per-pass times whose median it reports, and gops
 # equal to 2 x (WEIGHTS x CANVAS + (TAIL + OUTPUT) x ROWS) / median (TAIL: the last block's
 # attention output and FFN, which the CPU computes for the logits rows alone). WEIGHTS, TAIL
-# and OUTPUT come from the shapes in the fixtures' README, not from the program. Each pass's phases_ms are non-negative and
-# add up to at most its time and at least 80% of it less 5 ms; with a sixth argument (a
-# threads list, e.g. 1,2) threads_sweep holds the same for each of those numbers of threads.
+# and OUTPUT come from the shapes in the fixtures' README, not from the program. Each pass's
+# phases_ms are non-negative and add up to at most its time and at least 80% of it less 5 ms;
+# with a tenth argument (a threads list, e.g. 1,2) threads_sweep holds the same for each of
+# those numbers of threads.
 check_json() {
     python3 - "$@" <<'PY'
 import json, statistics, sys
@@ -83,7 +84,8 @@ if check_json "$TMP/out" 160 32 2 2 32 $LW $LT $OUT 1,2; then ok "threads sweep 
     not_ok "threads sweep JSON"; fi
 run "canvas under 128: all masks, rows default to the canvas" 0 "$DLLM" bench -m "$L" -L 20 \
     -n 1 -t 1 --json
-if check_json "$TMP/out" 20 20 1 1 0 $LW $LT $OUT; then ok "short canvas"; else not_ok "short canvas"; fi
+if check_json "$TMP/out" 20 20 1 1 0 $LW $LT $OUT; then ok "short canvas"; else
+    not_ok "short canvas"; fi
 
 run "DLLM_KERNELS=ref names the kernel" 0 env DLLM_KERNELS=ref "$DLLM" bench -m "$L" -L 130 -n 1 \
     -t 1 --json
