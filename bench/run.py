@@ -223,15 +223,18 @@ def cpu_key(machine_info):
     return m.get("cpu"), m.get("cpu_family"), m.get("cpu_model")
 
 
-def best_probe(folder, cpu, threads):
-    """The highest int8 peak probe of the result files measured on this CPU (same name, family
-    and model), or None."""
-    best = None
+def recorded_peaks(folder, cpu, threads):
+    """(date, int8 peak) of each result file in folder measured on this CPU (same name, family
+    and model) that has a peak."""
     for doc in result_docs(folder):
         p = int8_peak(doc.get("gemm"), threads)
         if p and cpu_key(doc.get("machine")) == cpu_key(cpu):
-            best = max(best or 0, p)
-    return best
+            yield doc["date"], p
+
+
+def best_probe(folder, cpu, threads):
+    """The highest int8 peak probe recorded on this CPU, or None."""
+    return max((p for _, p in recorded_peaks(folder, cpu, threads)), default=None)
 
 
 def int8_peak(gemm, threads):
@@ -1021,13 +1024,7 @@ def main():
 def latest_peak(folder, cpu, threads):
     """The int8 peak of the newest result file that measured one on this CPU, for the forward
     part."""
-    best = None
-    for doc in result_docs(folder):
-        p = int8_peak(doc.get("gemm"), threads)
-        if p and cpu_key(doc.get("machine")) == cpu_key(cpu) and \
-                (best is None or doc["date"] > best[0]):
-            best = (doc["date"], p)
-    return best[1] if best else None
+    return max(recorded_peaks(folder, cpu, threads), default=(None, None))[1]
 
 
 if __name__ == "__main__":
