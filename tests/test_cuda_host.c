@@ -214,13 +214,6 @@ END_TEST
 
 /* ---- row statistics ------------------------------------------------------------------ */
 
-static uint64_t dbits(double x)
-{
-    uint64_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
 /* e^x and ln x give dllm_rowmath_exp's and dllm_rowmath_log's bits. */
 START_TEST(test_exp_log)
 {
@@ -232,7 +225,7 @@ START_TEST(test_exp_log)
                    : i & 1           ? -800.0 * rng_uniform(&seed)
                                      : -ldexp(rng_uniform(&seed), -(int)(rng_next(&seed) % 60));
         double got = dllm_hd_exp(x), want = dllm_rowmath_exp(x);
-        if (dbits(got) != dbits(want))
+        if (dllm_rowmath_bits(got) != dllm_rowmath_bits(want))
             ck_abort_msg("e^%a is %a, dllm_rowmath_exp gives %a", x, got, want);
     }
     static const double pos[] = {
@@ -241,9 +234,9 @@ START_TEST(test_exp_log)
         uint64_t b = (rng_next(&seed) % (2046 * (UINT64_C(1) << 52))) + (UINT64_C(1) << 52);
         double x = i < N_OF(pos) ? pos[i] : i & 1 ? 1.0 + 1e6 * rng_uniform(&seed) : 0.0;
         if (i >= N_OF(pos) && !(i & 1))
-            memcpy(&x, &b, sizeof x);
+            x = dllm_rowmath_from_bits(b);
         double got = dllm_hd_log(x), want = dllm_rowmath_log(x);
-        if (dbits(got) != dbits(want))
+        if (dllm_rowmath_bits(got) != dllm_rowmath_bits(want))
             ck_abort_msg("ln %a is %a, dllm_rowmath_log gives %a", x, got, want);
     }
 }
@@ -309,8 +302,8 @@ START_TEST(test_stats_cpu)
         ck_assert_msg(got.argmax == stats[r].argmax &&
                           dllm_f32_bits(got.max) == dllm_f32_bits(stats[r].max) &&
                           dllm_f32_bits(got.second) == dllm_f32_bits(stats[r].second) &&
-                          dbits(got.lse) == dbits(stats[r].lse) &&
-                          dbits(got.entropy) == dbits(stats[r].entropy),
+                          dllm_rowmath_bits(got.lse) == dllm_rowmath_bits(stats[r].lse) &&
+                          dllm_rowmath_bits(got.entropy) == dllm_rowmath_bits(stats[r].entropy),
                       "%s: %d %a %a %a %a, the CPU gives %d %a %a %a %a", what, got.argmax, got.max,
                       got.second, got.lse, got.entropy, stats[r].argmax, stats[r].max,
                       stats[r].second, stats[r].lse, stats[r].entropy);
