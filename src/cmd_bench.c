@@ -114,8 +114,8 @@ static void count_params(const struct dllm_gguf *gguf, int64_t n_used, int64_t *
     long last = -1;
     for (int64_t i = 0; i < dllm_gguf_n_tensors(gguf); i++) {
         const char *name = dllm_gguf_tensor(gguf, i)->name;
-        if (strncmp(name, "blk.", 4) == 0 && strtol(name + 4, NULL, 10) > last)
-            last = strtol(name + 4, NULL, 10);
+        const long il = strncmp(name, "blk.", 4) == 0 ? strtol(name + 4, NULL, 10) : -1;
+        last = il > last ? il : last;
     }
     for (int64_t i = 0; i < dllm_gguf_n_tensors(gguf); i++) {
         const struct dllm_gguf_tensor *t = dllm_gguf_tensor(gguf, i);
