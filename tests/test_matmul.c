@@ -114,15 +114,15 @@ START_TEST(test_supported_list)
 }
 END_TEST
 
-/* Row and scratch sizes from the block layouts: Q8_K128 344 bytes per 256, Q8_0 34 per 32. */
+/* Row and scratch sizes from the block layouts: Q8_K128 376 bytes per 256, Q8_0 34 per 32. */
 START_TEST(test_scratch_bytes)
 {
-    ck_assert_uint_eq(dllm_matmul_act_row_bytes(DLLM_TYPE_Q5_K, 256), 344);
+    ck_assert_uint_eq(dllm_matmul_act_row_bytes(DLLM_TYPE_Q5_K, 256), 376);
     ck_assert_uint_eq(dllm_matmul_act_row_bytes(DLLM_TYPE_Q4_0, 32), 34);
     ck_assert_uint_eq(dllm_matmul_act_row_bytes(DLLM_TYPE_F16, 32), 64);
     ck_assert_uint_eq(dllm_matmul_act_row_bytes(DLLM_TYPE_F32, 32), 128);
-    ck_assert_uint_eq(dllm_matmul_scratch_bytes(DLLM_TYPE_Q4_K, 4096, 3), 3 * 16 * 344);
-    ck_assert_uint_eq(dllm_matmul_scratch_bytes(DLLM_TYPE_Q6_K, 12288, 1), 48 * 344);
+    ck_assert_uint_eq(dllm_matmul_scratch_bytes(DLLM_TYPE_Q4_K, 4096, 3), 3 * 16 * 376);
+    ck_assert_uint_eq(dllm_matmul_scratch_bytes(DLLM_TYPE_Q6_K, 12288, 1), 48 * 376);
     ck_assert_uint_eq(dllm_matmul_scratch_bytes(DLLM_TYPE_Q8_0, 4096, 2), 2 * 128 * 34);
     ck_assert_uint_eq(dllm_matmul_scratch_bytes(DLLM_TYPE_Q5_1, 64, 5), 5 * 2 * 34);
     ck_assert_uint_eq(dllm_matmul_scratch_bytes(DLLM_TYPE_F16, 4096, 7), 7 * 4096 * 2);
@@ -150,8 +150,8 @@ static float *corner_acts(int64_t K, uint64_t *s)
 /*
  * Q8_K128: per 128 elements h the dequantised d[h]*q lies within |d[h]|/2 of x, d[h] is the
  * signed largest magnitude over -127 and that element maps to -127, an all-zero 128 has d[h] = 0
- * and q = 0 (both of block 1, and one of block 3); sums are the 32-element sums of q and q6off
- * -32 times the 16-element ones.
+ * and q = 0 (both of block 1, and one of block 3); sums are the 32-element sums of q, sums16
+ * the 16-element ones and q6off -32 times those.
  */
 START_TEST(test_quantize_q8_K128)
 {
@@ -193,6 +193,7 @@ START_TEST(test_quantize_q8_K128)
             for (int e = 0; e < 16; e++) {
                 sum += y[b].qs[16 * g + e];
             }
+            ck_assert_int_eq(y[b].sums16[g], sum);
             ck_assert_int_eq(y[b].q6off[g], -32 * sum);
         }
         for (int j = 0; j < 8; j++) {
@@ -235,8 +236,10 @@ START_TEST(test_quantize_q8_K128_ties)
     ck_assert_int_eq(y.qs[5], 127);
     ck_assert_int_eq(y.qs[100], -2);
     ck_assert_int_eq(y.sums[0], -127 - 2 - 4 - 126 + 127);
+    ck_assert_int_eq(y.sums16[0], -127 - 2 - 4 - 126 + 127);
     ck_assert_int_eq(y.q6off[0], -32 * (-127 - 2 - 4 - 126 + 127));
     ck_assert_int_eq(y.sums[3], -2);
+    ck_assert_int_eq(y.sums16[6], -2);
     ck_assert_int_eq(y.q6off[6], 64);
     for (int j = 4; j < 8; j++) {
         ck_assert_int_eq(y.sums[j], 0);

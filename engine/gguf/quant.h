@@ -40,18 +40,19 @@ static_assert(sizeof(struct block_q8_K) == 292, "Q8_K block is 292 bytes");
  * The activation format dllm multiplies K-quant weights with (kernels/matmul.h): int8 values
  * with a float scale per 128 elements instead of llama.cpp's one per 256. Element e has the
  * value d[e / 128] * qs[e]. Beside them, what the kernels would otherwise recompute for every
- * weight row: sums[j], the sum of qs[32j .. 32j+31] (for the mins of Q4_K and Q5_K), and
- * q6off[g], -32 times the sum of qs[16g .. 16g+15] (for Q6_K's offset of 32). Only ever in
- * scratch buffers, never in files, so it has no GGML type id.
+ * weight row: sums[j], the sum of qs[32j .. 32j+31] (for the mins of Q4_K and Q5_K), sums16[g],
+ * the sum of qs[16g .. 16g+15], and q6off[g], -32 times sums16[g] (for Q6_K's offset of 32).
+ * Only ever in scratch buffers, never in files, so it has no GGML type id.
  */
 #define QK8_K128 128 /* elements per scale */
 struct block_q8_K128 {
     float d[QK_K / QK8_K128];
     int16_t sums[QK_K / 32];
+    int16_t sums16[QK_K / 16];
     int32_t q6off[QK_K / 16];
     int8_t qs[QK_K];
 };
-static_assert(sizeof(struct block_q8_K128) == 344, "Q8_K128 block is 344 bytes");
+static_assert(sizeof(struct block_q8_K128) == 376, "Q8_K128 block is 376 bytes");
 
 /* Decodes n elements (a multiple of the block size) starting at the block pointer src. */
 typedef void (*dllm_decode_fn)(const void *src, float *dst, int64_t n);

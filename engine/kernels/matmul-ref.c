@@ -270,7 +270,7 @@ size_t dllm_matmul_scratch_bytes(uint32_t wtype, int64_t K, int64_t L)
  * Q8_K128: llama.cpp's Q8_K rule (quantize_row_q8_K_ref) applied to each 128 elements h: max is
  * the signed value of largest magnitude (the first one), q = min(127, round_half_even(-127/max
  * * x)), d[h] = max / -127 as 1 / iscale; an all-zero 128 has d[h] = 0. Then the sums of q over
- * each 32 and -32 times those over each 16.
+ * each 32 and each 16, and -32 times the latter.
  */
 static void quantize_row_q8_K128(const float *x, struct block_q8_K128 *y, int64_t K)
 {
@@ -297,6 +297,7 @@ static void quantize_row_q8_K128(const float *x, struct block_q8_K128 *y, int64_
         }
         for (int e = 0; e < QK_K; e++) {
             y->sums[e / 32] = (int16_t)(y->sums[e / 32] + y->qs[e]);
+            y->sums16[e / 16] = (int16_t)(y->sums16[e / 16] + y->qs[e]);
             y->q6off[e / 16] -= 32 * y->qs[e];
         }
     }

@@ -23,11 +23,12 @@
  * Three kinds of weight types:
  *   K-quants (Q4_K, Q5_K, Q6_K) x Q8_K128: weights unsigned (0..63) against signed
  *     activations. Each weight sub-block's integer dot product (8 dot-product instructions for
- *     16 rows x 32 elements; without VNNI summed in int16 first, see PAIRS_SPAN) is scaled by
- *     one FMA into a sum over the 128 elements that share an activation scale, which
- *     multiplies that sum once. The Q4_K/Q5_K mins enter per 128 as integer products of the
- *     mins with the activation sums (VPDPWSSD), Q6_K's offset of 32 through the initial value
- *     of each integer sum.
+ *     16 rows x 32 elements; without VNNI summed in int16 first, see PAIRS_SPAN) is scaled into
+ *     a sum over the 128 elements that share an activation scale, which multiplies that sum
+ *     once: with VNNI by one FMA each, without it by the VPMADDWD that widens the int16 sums
+ *     (KSCALE_INT). The Q4_K/Q5_K mins enter per 128 as integer products of the mins with the
+ *     activation sums (VPDPWSSD); Q6_K's offset of 32 through the initial value of each
+ *     integer sum, or with KSCALE_INT as such products of -32 times the scales.
  *   32-element blocks (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) x Q8_0: weights signed (offset removed)
  *     against activations made unsigned by adding 128 (a copy per tile); the 128 * sum(w) this
  *     adds is subtracted by starting each block's sum at -128 * sum(w).
@@ -152,13 +153,48 @@ SIMD_INLINE void store_row(float *y, vf v, int nr, bool accumulate)
 #define KQ_CHUNK 2 /* super-blocks unpacked per panel at a time */
 #define KQ_GROUP 4 /* panels sharing one prepared activation tile */
 
+/*
+ * Where sub-block scales apply. Without VNNI a sub-block's products end as int16 pair sums that
+ * VPMADDWD widens; multiplying them by the sub-block's scale there instead of by ones costs
+ * nothing, so the sums over each 128 elements stay exact integers, converted to float once
+ * (KSCALE_INT). With VNNI the dot products are int32 already, and each sub-block's sum is
+ * converted and scaled in float.
+ */
+#define KSCALE_INT (!SIMD_DOT_ANY_U8)
+
 /* One super-block of NR rows, unpacked. */
 struct kpanel {
-    vi q[QK_K / 4];    /* lane r of q[i]: elements 4i..4i+3 of row r, unsigned */
-    vf dsc[QK_K / 16]; /* d * scale of each sub-block (8 of 32 or 16 of 16 elements) */
-    vi mn[QK_K / 64];  /* Q4_K, Q5_K: the mins of sub-blocks 2i and 2i + 1, two int16 */
-    vf ndmin;          /* Q4_K, Q5_K: -dmin */
+    vi q[QK_K / 4]; /* lane r of q[i]: elements 4i..4i+3 of row r, unsigned */
+#if KSCALE_INT
+    vi sc[QK_K / 16]; /* the scale of each sub-block (8 of 32 or 16 of 16 elements), as two int16 */
+    vf d;             /* the super-block scale */
+#else
+    vf dsc[QK_K / 16]; /* d * scale of each sub-block */
+#endif
+    /*
+     * Two int16 a lane for sub-blocks 2i and 2i + 1: the mins of Q4_K and Q5_K, and with
+     * KSCALE_INT -32 times the scales of Q6_K (its offset)
+     */
+    vi mn[QK_K / 32];
+    vf ndmin; /* Q4_K, Q5_K: -dmin */
 };
+
+/* The low int16 of each lane of lo and of hi, as the two halves of each lane. */
+SIMD_INLINE vi int16_pair(vi lo, vi hi)
+{
+    return vi_or(vi_and(lo, vi_set1(0xffff)), vi_sll(hi, 16));
+}
+
+/* Sets sub-block s's scale, sc in int32 lanes, under a super-block scale d. */
+SIMD_INLINE void set_scale(struct kpanel *p, int s, vf d, vi sc)
+{
+#if KSCALE_INT
+    (void)d;
+    p->sc[s] = int16_pair(sc, sc);
+#else
+    p->dsc[s] = vf_mul(d, vf_cvt(sc));
+#endif
+}
 
 /*
  * Q4_K and Q5_K scales and mins from the block's first four words w (fp16 d and dmin, then
@@ -174,14 +210,17 @@ SIMD_INLINE void pack_scales_k4(struct kpanel *p, const vi *w)
     for (int j = 0; j < 4; j++) {
         const vi b0 = byte_of(w[1], j), b1 = byte_of(w[2], j), b2 = byte_of(w[3], j);
         const vi sc_hi = vi_or(vi_and(b2, m15), vi_sll(vi_srl(b0, 6), 4));
-        p->dsc[j] = vf_mul(d, vf_cvt(vi_and(b0, m63)));
-        p->dsc[j + 4] = vf_mul(d, vf_cvt(sc_hi));
+        set_scale(p, j, d, vi_and(b0, m63));
+        set_scale(p, j + 4, d, sc_hi);
         mn[j] = vi_and(b1, m63);
         mn[j + 4] = vi_or(vi_srl(b2, 4), vi_sll(vi_srl(b1, 6), 4));
     }
     for (int i = 0; i < 4; i++) {
-        p->mn[i] = vi_or(mn[2 * i], vi_sll(mn[2 * i + 1], 16));
+        p->mn[i] = int16_pair(mn[2 * i], mn[2 * i + 1]);
     }
+#if KSCALE_INT
+    p->d = d;
+#endif
     p->ndmin = vf_sub(vf_zero(), half_of(w[0], true));
 }
 
@@ -222,7 +261,8 @@ static void pack_q5_K(void *panel, const uint8_t *blk, const struct panel_rows *
 /*
  * Q6_K: in each half n, element 128n + 32i + l (i < 4, l < 32) takes a nibble of
  * ql[64n + 32(i & 1) + l] (the high one for i >= 2) and bits 2i, 2i+1 of qh[32n + l]; its value
- * is d * sc[g] * (q - 32) with 16 signed scales for sub-blocks g of 16.
+ * is d * sc[g] * (q - 32) with 16 signed scales for sub-blocks g of 16. With KSCALE_INT the
+ * offset enters through mn, -32 * sc[g] against the activation sums over g.
  */
 static void pack_q6_K(void *panel, const uint8_t *blk, const struct panel_rows *pr)
 {
@@ -243,11 +283,18 @@ static void pack_q6_K(void *panel, const uint8_t *blk, const struct panel_rows *
         }
     }
     const vf d = half_of(w[offsetof(struct block_q6_K, d) / 4], false);
-    for (int i = 0; i < 4; i++) {
-        for (int j = 0; j < 4; j++) {
-            p->dsc[4 * i + j] = vf_mul(d, vf_cvt(vi_sra(vi_sll(sc[i], 24 - 8 * j), 24)));
-        }
+    vi scale[QK_K / 16];
+    for (int g = 0; g < QK_K / 16; g++) {
+        scale[g] = vi_sra(vi_sll(sc[g / 4], 24 - 8 * (g % 4)), 24);
+        set_scale(p, g, d, scale[g]);
     }
+#if KSCALE_INT
+    p->d = d;
+    for (int i = 0; i < QK_K / 32; i++) {
+        p->mn[i] = int16_pair(vi_sub(vi_zero(), vi_sll(scale[2 * i], 5)),
+                              vi_sub(vi_zero(), vi_sll(scale[2 * i + 1], 5)));
+    }
+#endif
 }
 
 /*
@@ -272,9 +319,9 @@ SIMD_INLINE vi pairs_dot2_bcast(vi ps, vi w0, vi w1, const void *a)
     return vi_dot2_bcast(ps, w0, w1, a);
 }
 
-SIMD_INLINE vi pairs_end(vi acc, vi ps)
+SIMD_INLINE vi pairs_end(vi acc, vi ps, vi sc)
 {
-    (void)acc;
+    (void)acc, (void)sc;
     return ps;
 }
 #else
@@ -291,21 +338,34 @@ SIMD_INLINE vi pairs_dot2_bcast(vi ps, vi w0, vi w1, const void *a)
     return vi_dot2_pairs_bcast(ps, w0, w1, a);
 }
 
-SIMD_INLINE vi pairs_end(vi acc, vi ps)
+SIMD_INLINE vi pairs_end(vi acc, vi ps, vi sc)
 {
-    return vi_add_pairs(acc, ps);
+    return vi_add_pairs(acc, ps, sc);
 }
 #endif
 static_assert(PAIRS_FIT(1, 63), "a Q6_K call fits int16 pair sums");
 
+/* What pairs_end multiplies sub-block s's int16 pair sums by: with KSCALE_INT its scale. */
+SIMD_INLINE vi pairs_scale(const struct kpanel *p, int s)
+{
+#if KSCALE_INT
+    return p->sc[s];
+#else
+    (void)p, (void)s;
+    return vi_zero();
+#endif
+}
+
 /*
  * A tile of TT activation rows a[t] (Q8_K128, from the panel's first super-block) times nb
  * packed super-blocks with nsub sub-blocks each, of weights 0..wmax. Per activation scale da_h
- * of 128 elements and row, with dot_s the integer dot product of sub-block s and sums over s in h:
- *   Q4_K, Q5_K (nsub 8): y += da_h * (sum dsc[s] * dot_s - dmin * sum mn[s] * sums[s])
- *   Q6_K (nsub 16):      y += da_h * sum dsc[s] * (dot_s + q6off[s])
- * (q6off[s] = -32 times the sum of the activations of s). Results go to y rows t < nt, lanes
- * < nr.
+ * of 128 elements and row, with dot_s the integer dot product of sub-block s, sc[s] its scale,
+ * d the super-block's and sums over s in h:
+ *   Q4_K, Q5_K (nsub 8): y += da_h * (d * sum sc[s] * dot_s - dmin * sum mn[s] * sums[s])
+ *   Q6_K (nsub 16):      y += da_h * d * sum sc[s] * (dot_s + q6off[s])
+ * (q6off[s] = -32 times the sum of the activations of s). The sums over s are exact in int32
+ * with KSCALE_INT, else d * sc[s] * dot_s is summed in float. Results go to y rows t < nt,
+ * lanes < nr.
  */
 SIMD_INLINE void ktile(const struct kpanel *p, int nb, const uint8_t *const *a, int nsub, int wmax,
                        float *y, int64_t ldy, int nt, int nr, bool accumulate)
@@ -321,19 +381,32 @@ SIMD_INLINE void ktile(const struct kpanel *p, int nb, const uint8_t *const *a, 
         const size_t ab = (size_t)b * sizeof(struct block_q8_K128);
         for (int h = 0; h < QK_K / QK8_K128; h++) {
             vf f[TT_K];
+            vi acc[TT_K];
 #pragma GCC unroll 16
             for (int t = 0; t < TT_K; t++) {
                 f[t] = vf_zero();
+                acc[t] = vi_zero();
             }
+            /*
+             * With KSCALE_INT the sub-blocks' loop is not unrolled: unrolled, GCC kept more
+             * sums live than there are registers, and the Q4_K and Q6_K tiles ran 8-10% slower.
+             */
+#if KSCALE_INT
+#pragma GCC unroll 1
+            for (int sh = 0; sh < QK8_K128 / len; sh++) {
+                const int s = h * QK8_K128 / len + sh;
+#else
 #pragma GCC unroll 8
             for (int s = h * QK8_K128 / len; s < (h + 1) * QK8_K128 / len; s++) {
+#endif
                 const size_t at = ab + offsetof(struct block_q8_K128, qs) + (size_t)(s * len);
-                vi acc[TT_K];
+#if !KSCALE_INT
 #pragma GCC unroll 16
                 for (int t = 0; t < TT_K; t++) {
                     const struct block_q8_K128 *blk = (const void *)(a[t] + ab);
                     acc[t] = nsub == 8 ? vi_zero() : vi_set1(blk->q6off[s]);
                 }
+#endif
 #pragma GCC unroll 4
                 for (int i0 = 0; i0 < len / 4; i0 += run) {
                     vi ps[TT_K];
@@ -352,13 +425,15 @@ SIMD_INLINE void ktile(const struct kpanel *p, int nb, const uint8_t *const *a, 
                     }
 #pragma GCC unroll 16
                     for (int t = 0; t < TT_K; t++) {
-                        acc[t] = pairs_end(acc[t], ps[t]);
+                        acc[t] = pairs_end(acc[t], ps[t], pairs_scale(p, s));
                     }
                 }
+#if !KSCALE_INT
 #pragma GCC unroll 16
                 for (int t = 0; t < TT_K; t++) {
                     f[t] = vf_fmadd(vf_cvt(acc[t]), p->dsc[s], f[t]);
                 }
+#endif
             }
 #pragma GCC unroll 16
             for (int t = 0; t < TT_K; t++) {
@@ -369,6 +444,17 @@ SIMD_INLINE void ktile(const struct kpanel *p, int nb, const uint8_t *const *a, 
                     m = vi_dot16_bcast(m, p->mn[2 * h + 1], blk->sums + 4 * h + 2);
                     f[t] = vf_fmadd(vf_cvt(m), p->ndmin, f[t]);
                 }
+#if KSCALE_INT
+                if (nsub == 16) {
+                    /* the offset: -32 times the scales of h's 8 sub-blocks by their sums */
+                    const int16_t *sums = blk->sums16 + 8 * h;
+#pragma GCC unroll 4
+                    for (int i = 0; i < 4; i++) {
+                        acc[t] = vi_dot16_bcast(acc[t], p->mn[4 * h + i], sums + 2 * i);
+                    }
+                }
+                f[t] = vf_fmadd(vf_cvt(acc[t]), p->d, f[t]);
+#endif
                 facc[t] = vf_fmadd(f[t], vf_set1(blk->d[h]), facc[t]);
             }
         }
@@ -978,7 +1064,7 @@ void SIMD_NAME(dllm_matmul_rows_packed)(uint32_t wtype, const void *w, int64_t K
 /*
  * Q8_K128 exactly as the reference: per 128 elements max is the first element of largest
  * magnitude, q = min(127, round_half_even(-127/max * x)), d = 1 / (-127/max) (0 for zeros);
- * then the sums over 32 and -32 times those over 16.
+ * then the sums over 32 and 16, and -32 times the latter.
  */
 static void quantize_q8_K128(const float *x, struct block_q8_K128 *y, int64_t nb)
 {
@@ -1012,6 +1098,7 @@ static void quantize_q8_K128(const float *x, struct block_q8_K128 *y, int64_t nb
             y->d[h] = amax != 0.0f ? 1.0f / iscale : 0.0f;
         }
         for (int g = 0; g < QK_K / 16; g++) {
+            y->sums16[g] = (int16_t)sum16[g];
             y->q6off[g] = -32 * sum16[g];
         }
         for (int j = 0; j < QK_K / 32; j++) {

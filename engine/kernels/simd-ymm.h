@@ -161,10 +161,11 @@ SIMD_INLINE vi vi_dot2_bcast(vi acc, vi w0, vi w1, const void *a)
 #ifndef SIMD_VNNI
 /*
  * Without VNNI, dot products can be summed as int16 pairs for a while and widened once
- * (VPMADDWD by ones), which saves a multiply and an add per vi_dot2. vi_dot2_pairs_bcast adds
- * to each int16 lane of p the two pairs of products vi_dot2_bcast would add to its int32 lane
+ * (VPMADDWD), which saves a multiply and an add per vi_dot2. vi_dot2_pairs_bcast adds to each
+ * int16 lane of p the two pairs of products vi_dot2_bcast would add to its int32 lane
  * (vi_dot2_pairs_first_bcast: to zero); the caller keeps every partial sum within int16.
- * vi_add_pairs widens p into acc.
+ * vi_add_pairs widens p into acc, each int16 times the one in the same place of sc (a scale
+ * in both halves of a lane, or ones).
  */
 
 /*
@@ -190,9 +191,9 @@ SIMD_INLINE vi vi_dot2_pairs_bcast(vi p, vi w0, vi w1, const void *a)
     return vi_add16_chained(p, _mm256_maddubs_epi16(w1, vi_bcast32((const uint8_t *)a + 4)));
 }
 
-SIMD_INLINE vi vi_add_pairs(vi acc, vi p)
+SIMD_INLINE vi vi_add_pairs(vi acc, vi p, vi sc)
 {
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p, sc));
 }
 #endif
 
