@@ -44,8 +44,9 @@ Parts (--parts, default gemm,forward,generate):
             --llama-cpp DIR names a folder holding those two programs (built by you,
             outside this repository). With --ik-llama DIR (ik_llama.cpp's build/bin), its
             llama-bench too, on a copy of each file whose architecture is renamed to the
-            autoregressive one it knows (llada -> llama, dream -> qwen2: the same tensors).
-            Needs one of the two folders or both.
+            autoregressive one it knows (llada -> llama, dream -> qwen2: the same tensors);
+            with --ik-rtr it runs with -rtr 1, its run-time repack into row-interleaved
+            blocks, ik_llama.cpp's fastest CPU layout. Needs one of the two folders or both.
 
 The models are written once by `dllm synth` (LLaDA-8B and Dream-7B shapes, Q4_K_M, random
 weights, about 5 GB each) into --cache (default ~/.cache/dllm-bench). Nothing here asserts a
@@ -712,10 +713,11 @@ def llama_diffusion(binary, path, arch, canvas, threads):
             "wall_s": wall}
 
 
-def llama_bench(binary, path, canvas, threads):
-    """llama-bench -p canvas -n 0: the mean time of a causal prefill of that many tokens."""
+def llama_bench(binary, path, canvas, threads, extra=()):
+    """llama-bench -p canvas -n 0 (and the extra arguments): the mean time of a causal prefill
+    of that many tokens."""
     out, _, _ = run([binary, "-m", path, "-p", str(canvas), "-n", "0", "-t", str(threads), "-r",
-                     "2", "-o", "json"])
+                     "2", "-o", "json"] + list(extra))
     rows = json.loads(out)
     return {"ms": rows[0]["avg_ns"] / 1e6, "samples_ms": [s / 1e6 for s in rows[0]["samples_ns"]],
             "build_commit": rows[0].get("build_commit")}
@@ -791,7 +793,7 @@ def ar_arch_copy(path, arch):
     return out
 
 
-def part_compare(dllm, llama_dir, ik_dir, paths, threads, rounds, canvas):
+def part_compare(dllm, llama_dir, ik_dir, ik_args, paths, threads, rounds, canvas):
     diff_cli = os.path.join(llama_dir, "llama-diffusion-cli") if llama_dir else ""
     lbench = os.path.join(llama_dir, "llama-bench") if llama_dir else ""
     ik_bench = os.path.join(ik_dir, "llama-bench") if ik_dir else None
@@ -801,7 +803,7 @@ def part_compare(dllm, llama_dir, ik_dir, paths, threads, rounds, canvas):
                "llama_diffusion_ms_per_step": [], "llama_bench_prefill_ms": [],
                "ik_bench_prefill_ms": []}
         try:
-            ik = (ik_bench, ar_arch_copy(path, MODELS[name]["arch"])) if ik_bench else None
+            ik = (ik_bench, ar_arch_copy(path, MODELS[name]["arch"]), ik_args) if ik_bench else None
             compare_rounds(rec, dllm, diff_cli, lbench, ik, name, path, threads, rounds, canvas)
         except RunError as e:
             rec["error"] = str(e)
@@ -811,7 +813,7 @@ def part_compare(dllm, llama_dir, ik_dir, paths, threads, rounds, canvas):
 
 def compare_rounds(rec, dllm, diff_cli, lbench, ik, name, path, threads, rounds, canvas):
     """Fills rec with the alternating runs of one model and the speedups; ik is
-    (ik_llama.cpp's llama-bench, the renamed copy of path) or None."""
+    (ik_llama.cpp's llama-bench, the renamed copy of path, its extra arguments) or None."""
     for _ in range(rounds):
         d = dllm_bench(dllm, path, canvas, canvas, 2, threads)
         rec["dllm_ms"].append(d["median_ms"])
@@ -826,9 +828,10 @@ def compare_rounds(rec, dllm, diff_cli, lbench, ik, name, path, threads, rounds,
             rec["llama_bench_prefill_ms"].append(b["ms"])
             rec["llama_cpp_commit"] = b["build_commit"]
         if ik:
-            b = llama_bench(ik[0], ik[1], canvas, threads)
+            b = llama_bench(ik[0], ik[1], canvas, threads, ik[2])
             rec["ik_bench_prefill_ms"].append(b["ms"])
             rec["ik_llama_commit"] = b["build_commit"]
+            rec["ik_args"] = ik[2]
     dm = statistics.median(rec["dllm_ms"])
     rec["dllm_median_ms"] = dm
     if rec["llama_diffusion_ms_per_step"]:
@@ -872,6 +875,8 @@ def main():
                          "commit one a step, so 32 takes a quarter of the time)")
     ap.add_argument("--llama-cpp", help="folder with llama-diffusion-cli and llama-bench")
     ap.add_argument("--ik-llama", help="folder with ik_llama.cpp's llama-bench (compare)")
+    ap.add_argument("--ik-rtr", action="store_true",
+                    help="run ik_llama.cpp's llama-bench with -rtr 1 (its run-time repack)")
     ap.add_argument("--rounds", type=int, default=2, help="alternating rounds for compare")
     ap.add_argument("--compare-canvas", type=int, default=160)
     ap.add_argument("--forward-canvas", default="160,512",
@@ -893,6 +898,8 @@ def main():
         ap.error("unknown part or model")
     if "compare" in parts and not (a.llama_cpp or a.ik_llama):
         ap.error("compare needs --llama-cpp DIR, --ik-llama DIR or both")
+    if a.ik_rtr and not a.ik_llama:
+        ap.error("--ik-rtr needs --ik-llama DIR")
     dllm = find_program(a.dllm, ["build/src/dllm", "build-bench/src/dllm"])
     build = os.path.dirname(os.path.dirname(dllm))
 
@@ -947,8 +954,8 @@ def main():
                    "(one non-causal pass and its sampling) and each step's time from the "
                    "timestamps of its progress lines; llama-bench -p L -n 0 -r 2 (a causal "
                    "prefill, as a proxy); with --ik-llama, ik_llama.cpp's llama-bench the same way "
-                   "on a copy of the file renamed to llama/qwen2; medians over rounds; speedup = "
-                   "their ms / dllm ms",
+                   "on a copy of the file renamed to llama/qwen2 (with ik_args: -rtr 1 repacks its "
+                   "weights at load); medians over rounds; speedup = their ms / dllm ms",
     }
     os.makedirs(a.out, exist_ok=True)
     stamp = res["date"][:16].replace(":", "")  # 2026-11-30T0243: one file per run
@@ -1015,8 +1022,9 @@ def main():
             res["moe"] = {"error": str(e)}
         save()
     if "compare" in parts:
-        res["compare"] = part_compare(dllm, a.llama_cpp, a.ik_llama, paths, a.threads, a.rounds,
-                                      a.compare_canvas)
+        ik_args = ["-rtr", "1"] if a.ik_rtr else []
+        res["compare"] = part_compare(dllm, a.llama_cpp, a.ik_llama, ik_args, paths, a.threads,
+                                      a.rounds, a.compare_canvas)
         save()
     log("wrote " + out)
 

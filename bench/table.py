@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 # Sections whose speed depends on the CPU's instructions get one table per class, widest first.
 ISA_CLASSES = ("avx512_vnni", "avx_vnni", "avx2")
-PER_ISA = ("forward", "phases", "sampling", "gemm")
+PER_ISA = ("forward", "phases", "sampling", "gemm", "compare")
 
 LABEL = {"llada": "LLaDA-8B shape", "dream": "Dream-7B shape",
          "llada-moe": "LLaDA-MoE-7B-A1B shape"}
@@ -289,12 +289,16 @@ def compare_section(docs):
                      fmt(c.get("speedup_vs_llama_bench"), 2),
                      secs(c.get("ik_bench_median_ms")),
                      fmt(c.get("speedup_vs_ik_bench"), 2)])
-    commit = ", ".join(sorted({c["llama_cpp_commit"] for c in entries
-                               if c.get("llama_cpp_commit")})) or "unknown"
-    ik = next((c.get("ik_llama_commit") for c in entries if c.get("ik_llama_commit")), None)
-    lines = ["**Against llama.cpp** (commit %s%s; same file, canvas and threads, runs "
-             "alternating; logits for every row on both sides; median / fastest, speedup = their "
-             "time / dllm time)" % (commit, ", ik_llama.cpp %s" % ik if ik else ""), ""]
+    commits = ", ".join(sorted({c["llama_cpp_commit"] for c in entries
+                                if c.get("llama_cpp_commit")}))
+    peers = ["commit " + commits] if commits else []
+    ik = next((c for c in entries if c.get("ik_llama_commit")), None)
+    if ik:
+        peers.append("ik_llama.cpp %s%s" % (ik["ik_llama_commit"], " with " + " ".join(
+            ik["ik_args"]) if ik.get("ik_args") else ""))
+    lines = ["**Against %s** (%s; same file, canvas and threads, runs alternating; logits for "
+             "every row, but llama-bench's for the last; median / fastest, speedup = their time / "
+             "dllm time)" % ("llama.cpp" if commits else "ik_llama.cpp", "; ".join(peers)), ""]
     lines += table(["model", "canvas", "dllm pass s", "llama-diffusion-cli s/step",
                     "speedup", "llama-bench causal prefill s", "speedup",
                     "ik_llama.cpp causal prefill s", "speedup"], rows)
@@ -396,8 +400,10 @@ def render(docs):
                         ("kvf16", kvf16_section), ("moe", moe_section), ("gemm", gemm_section)):
         if section in PER_ISA:
             for isa in ISA_CLASSES:
-                doc = newest([d for d in docs if isa_class(d) == isa], section)
-                out += fn(doc) + [""] if doc else []
+                of_isa = [d for d in docs if isa_class(d) == isa]
+                doc = newest(of_isa, section)
+                if doc:
+                    out += (fn(doc) if fn else merged[section](of_isa)) + [""]
             continue
         doc = newest(docs, section)
         if doc and fn is None:
