@@ -294,8 +294,8 @@ def compare_section(docs):
     peers = ["commit " + commits] if commits else []
     ik = next((c for c in entries if c.get("ik_llama_commit")), None)
     if ik:
-        peers.append("ik_llama.cpp %s%s" % (ik["ik_llama_commit"], " with " + " ".join(
-            ik["ik_args"]) if ik.get("ik_args") else ""))
+        peers.append("%s %s%s" % ("ik_llama.cpp" if commits else "commit", ik["ik_llama_commit"],
+                                   " with " + " ".join(ik["ik_args"]) if ik.get("ik_args") else ""))
     lines = ["**Against %s** (%s; same file, canvas and threads, runs alternating; logits for "
              "every row, but llama-bench's for the last; median / fastest, speedup = their time / "
              "dllm time)" % ("llama.cpp" if commits else "ik_llama.cpp", "; ".join(peers)), ""]
