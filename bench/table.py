@@ -390,7 +390,8 @@ def mix_bound_lines(mb, variants):
 
 def render(docs):
     out = []
-    # Sections whose rows may come from several runs take all the documents.
+    # Sections whose rows may come from several runs take all the documents (of one class of
+    # CPU, for those in PER_ISA).
     merged = {"cache": cache_section, "divergence": divergence_section,
               "compare": compare_section}
     for section, fn in (("forward", forward_section), ("phases", phases_section),
@@ -398,18 +399,12 @@ def render(docs):
                         ("generate", generate_section), ("sampling", sampling_section),
                         ("cache", None), ("divergence", None),
                         ("kvf16", kvf16_section), ("moe", moe_section), ("gemm", gemm_section)):
-        if section in PER_ISA:
-            for isa in ISA_CLASSES:
-                of_isa = [d for d in docs if isa_class(d) == isa]
-                doc = newest(of_isa, section)
-                if doc:
-                    out += (fn(doc) if fn else merged[section](of_isa)) + [""]
-            continue
-        doc = newest(docs, section)
-        if doc and fn is None:
-            out += merged[section](docs) + [""]
-        elif doc:
-            out += fn(doc) + [""]
+        groups = ([[d for d in docs if isa_class(d) == isa] for isa in ISA_CLASSES]
+                  if section in PER_ISA else [docs])
+        for group in groups:
+            doc = newest(group, section)
+            if doc:
+                out += (fn(doc) if fn else merged[section](group)) + [""]
     return "\n".join(out).rstrip() + "\n"
 
 
