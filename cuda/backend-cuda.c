@@ -70,8 +70,9 @@ struct cuda {
     float *logits; /* [max_rows, n_vocab] */
     struct dllm_row_stats *stats;
     int32_t *ids, *rows, *pos;
-    enum dllm_status status; /* the first failure, kept: the context is unusable after it */
-    struct dllm_error error;
+    enum dllm_status status;    /* the first failure, kept: the context is unusable after it */
+    struct dllm_error error;    /* its text */
+    struct dllm_error op_error; /* the text of an op's last failed call */
 };
 
 /* The model's matrix w of layer il (il ignored for the output). */
@@ -186,11 +187,17 @@ uint64_t dllm_cuda_device_bytes(const struct dllm_model *model, int64_t max_toke
     return (uint64_t)p.weights + p.f16 + p.staging + p.vectors + p.arena + DEVICE_MARGIN;
 }
 
-/* Records the first failure of an op; true while nothing has failed. */
+/*
+ * Records the first failure of an op (its call's text, which the wrapper left in op_error, kept
+ * in error: later failures, as a GPU fault makes every call fail, do not replace it); true
+ * while nothing has failed.
+ */
 static bool ok(struct cuda *c, enum dllm_status st)
 {
-    if (st && !c->status)
+    if (st && !c->status) {
         c->status = st;
+        c->error = c->op_error;
+    }
     return !c->status;
 }
 
@@ -225,6 +232,7 @@ static void cuda_destroy(struct dllm_backend *be)
     if (!c)
         return;
     struct dllm_error ignored;
+    DLLM_CUDA(&ignored, cudaSetDevice(c->device));
     if (c->stream)
         DLLM_CUDA(&ignored, cudaStreamSynchronize(c->stream));
     if (c->blas)
@@ -253,13 +261,13 @@ static void report(const struct dllm_backend_config *cfg, size_t done, size_t to
 }
 
 /* Copies n floats of host vector v (or nothing for NULL) to *at, advancing it. */
-static float *put_vector(const float *v, size_t n, float **at, enum dllm_status *st,
-                         struct dllm_error *err)
+static float *put_vector(const float *v, size_t n, float **at, cudaStream_t stream,
+                         enum dllm_status *st, struct dllm_error *err)
 {
     if (!v || *st)
         return NULL;
     float *d = *at;
-    *st = DLLM_CUDA(err, cudaMemcpy(d, v, n * sizeof(float), cudaMemcpyHostToDevice));
+    *st = DLLM_CUDA(err, cudaMemcpyAsync(d, v, n * sizeof(float), cudaMemcpyHostToDevice, stream));
     *at += n;
     return d;
 }
@@ -274,17 +282,17 @@ static enum dllm_status upload_vectors(struct cuda *c, struct dllm_error *err)
     enum dllm_status st =
         DLLM_CUDA(err, cudaMalloc((void **)&c->vectors, vector_floats(m) * sizeof(float)));
     float *at = c->vectors;
-    c->output_norm = put_vector(m->output_norm, d, &at, &st, err);
+    c->output_norm = put_vector(m->output_norm, d, &at, c->stream, &st, err);
     for (int64_t il = 0; il < hp->n_layer && !st; il++) {
         const struct dllm_layer *l = &m->layers[il];
         struct dvec *v = &c->layers[il];
-        v->attn_norm = put_vector(l->attn_norm, d, &at, &st, err);
-        v->ffn_norm = put_vector(l->ffn_norm, d, &at, &st, err);
-        v->bq = put_vector(l->bq, dq, &at, &st, err);
-        v->bk = put_vector(l->bk, dkv, &at, &st, err);
-        v->bv = put_vector(l->bv, dkv, &at, &st, err);
-        v->q_norm = put_vector(l->q_norm, hd, &at, &st, err);
-        v->k_norm = put_vector(l->k_norm, hd, &at, &st, err);
+        v->attn_norm = put_vector(l->attn_norm, d, &at, c->stream, &st, err);
+        v->ffn_norm = put_vector(l->ffn_norm, d, &at, c->stream, &st, err);
+        v->bq = put_vector(l->bq, dq, &at, c->stream, &st, err);
+        v->bk = put_vector(l->bk, dkv, &at, c->stream, &st, err);
+        v->bv = put_vector(l->bv, dkv, &at, c->stream, &st, err);
+        v->q_norm = put_vector(l->q_norm, hd, &at, c->stream, &st, err);
+        v->k_norm = put_vector(l->k_norm, hd, &at, c->stream, &st, err);
     }
     return st;
 }
@@ -310,7 +318,8 @@ static enum dllm_status upload_weights(struct cuda *c, const struct dllm_backend
     uint8_t *w = c->weights, *h = c->f16;
     const struct dllm_gguf_tensor *e = m->tok_embd;
     c->embd = (struct dmat){.type = e->type, .K = e->ne[0], .N = e->ne[1], .blocks = w};
-    if ((st = DLLM_CUDA(err, cudaMemcpy(w, e->data, e->size, cudaMemcpyHostToDevice))))
+    if ((st = DLLM_CUDA(err,
+                        cudaMemcpyAsync(w, e->data, e->size, cudaMemcpyHostToDevice, c->stream))))
         goto done;
     w += round_up(e->size);
     report(cfg, done += e->size, total);
@@ -330,7 +339,8 @@ static enum dllm_status upload_weights(struct cuda *c, const struct dllm_backend
             continue;
         }
         void *dst = c->resident ? staging : (void *)w;
-        if ((st = DLLM_CUDA(err, cudaMemcpy(dst, t->data, t->size, cudaMemcpyHostToDevice))))
+        if ((st = DLLM_CUDA(
+                 err, cudaMemcpyAsync(dst, t->data, t->size, cudaMemcpyHostToDevice, c->stream))))
             goto done;
         if (c->resident) {
             d->f16 = (uint16_t *)h;
@@ -395,7 +405,10 @@ static enum dllm_status make_arena(struct cuda *c, const struct plan *p, struct 
         return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
     for (int64_t i = 0; i < L; i++)
         pos[i] = (int32_t)i;
-    st = DLLM_CUDA(err, cudaMemcpy(c->pos, pos, (size_t)L * sizeof *pos, cudaMemcpyHostToDevice));
+    st = DLLM_CUDA(err, cudaMemcpyAsync(c->pos, pos, (size_t)L * sizeof *pos,
+                                        cudaMemcpyHostToDevice, c->stream));
+    if (!st) /* pos is freed next */
+        st = DLLM_CUDA(err, cudaStreamSynchronize(c->stream));
     free(pos);
     return st;
 }
@@ -450,7 +463,8 @@ static enum dllm_status cuda_create(const struct dllm_backend_config *cfg,
         (st = make_arena(c, &p, err)) || (st = upload_vectors(c, err)))
         goto fail;
     report(cfg, 0, p.weights + p.f16);
-    if ((st = upload_weights(c, cfg, &p, err)))
+    if ((st = upload_weights(c, cfg, &p, err)) ||
+        (st = DLLM_CUDA(err, cudaStreamSynchronize(c->stream))))
         goto fail;
     c->base.ops = &dllm_backend_cuda;
     *out = &c->base;
@@ -484,7 +498,9 @@ static enum dllm_status cuda_kv_new(struct dllm_backend *be, int64_t n_tokens,
     struct dllm_kv_cache *kv = calloc(1, sizeof *kv);
     if (!kv)
         return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
-    enum dllm_status st = DLLM_CUDA(err, cudaMalloc(&kv->data, cuda_kv_bytes(be, n_tokens, type)));
+    enum dllm_status st = DLLM_CUDA(err, cudaSetDevice(((struct cuda *)be)->device));
+    if (!st)
+        st = DLLM_CUDA(err, cudaMalloc(&kv->data, cuda_kv_bytes(be, n_tokens, type)));
     if (st) {
         free(kv);
         return st;
@@ -501,6 +517,7 @@ static void cuda_kv_free(struct dllm_kv_cache *kv)
     if (!kv)
         return;
     struct dllm_error ignored;
+    DLLM_CUDA(&ignored, cudaSetDevice(((struct cuda *)kv->be)->device));
     DLLM_CUDA(&ignored, cudaFree(kv->data));
     free(kv);
 }
@@ -512,7 +529,7 @@ static void cuda_bind_kv(struct dllm_backend *be, struct dllm_kv_cache *kv, int6
     c->buf[DLLM_BUF_K] = c->own_k;
     c->buf[DLLM_BUF_V] = c->own_v;
     c->bound_k = c->bound_v = NULL;
-    if (!kv)
+    if (!kv || !live(c))
         return;
     const size_t n = dllm_kv_layer_floats(c->model, kv->n_tokens);
     if (kv->type == DLLM_CACHE_F32) {
@@ -523,24 +540,24 @@ static void cuda_bind_kv(struct dllm_backend *be, struct dllm_kv_cache *kv, int6
     }
     c->bound_k = dllm_kv_layer_data(kv, c->model, layer);
     c->bound_v = c->bound_k + n;
-    if (ok(c,
-           DLLM_CUDA(&c->error, dllm_cuda_f16_to_f32(c->bound_k, (int64_t)n, c->own_k, c->stream))))
-        ok(c,
-           DLLM_CUDA(&c->error, dllm_cuda_f16_to_f32(c->bound_v, (int64_t)n, c->own_v, c->stream)));
+    if (ok(c, DLLM_CUDA(&c->op_error,
+                        dllm_cuda_f16_to_f32(c->bound_k, (int64_t)n, c->own_k, c->stream))))
+        ok(c, DLLM_CUDA(&c->op_error,
+                        dllm_cuda_f16_to_f32(c->bound_v, (int64_t)n, c->own_v, c->stream)));
 }
 
 /* K and V rows [r0, r1) into the bound float16 layer, and back rounded; nothing otherwise. */
 static void cuda_store_kv(struct dllm_backend *be, int64_t r0, int64_t r1)
 {
     struct cuda *c = (struct cuda *)be;
-    if (!c->bound_k)
+    if (!c->bound_k || !live(c))
         return;
     const int64_t w = c->model->hp.n_head_kv * c->model->hp.head_dim, o = r0 * w, n = (r1 - r0) * w;
     float *const f[2] = {c->own_k, c->own_v};
     uint16_t *const h[2] = {c->bound_k, c->bound_v};
     for (int i = 0; i < 2; i++) {
-        if (ok(c, DLLM_CUDA(&c->error, dllm_cuda_f32_to_f16(f[i] + o, n, h[i] + o, c->stream))))
-            ok(c, DLLM_CUDA(&c->error, dllm_cuda_f16_to_f32(h[i] + o, n, f[i] + o, c->stream)));
+        if (ok(c, DLLM_CUDA(&c->op_error, dllm_cuda_f32_to_f16(f[i] + o, n, h[i] + o, c->stream))))
+            ok(c, DLLM_CUDA(&c->op_error, dllm_cuda_f16_to_f32(h[i] + o, n, f[i] + o, c->stream)));
     }
 }
 
@@ -568,10 +585,12 @@ static enum dllm_status cuda_embed(struct dllm_backend *be, const int32_t *ids, 
         return c->status;
     }
     const int64_t d = c->model->hp.n_embd, n = r1 - r0;
-    if (ok(c, DLLM_CUDA(&c->error, cudaMemcpyAsync(c->ids, ids + r0, (size_t)n * sizeof *ids,
-                                                   cudaMemcpyHostToDevice, c->stream))))
-        ok(c, DLLM_CUDA(&c->error, dllm_cuda_get_rows(c->embd.type, c->embd.blocks, d, c->ids, n,
-                                                      c->buf[DLLM_BUF_X] + r0 * d, c->stream)));
+    /* a pass may run on another thread than the context's creator: select the GPU there */
+    if (ok(c, DLLM_CUDA(&c->op_error, cudaSetDevice(c->device))) &&
+        ok(c, DLLM_CUDA(&c->op_error, cudaMemcpyAsync(c->ids, ids + r0, (size_t)n * sizeof *ids,
+                                                      cudaMemcpyHostToDevice, c->stream))))
+        ok(c, DLLM_CUDA(&c->op_error, dllm_cuda_get_rows(c->embd.type, c->embd.blocks, d, c->ids, n,
+                                                         c->buf[DLLM_BUF_X] + r0 * d, c->stream)));
     if (c->status)
         *err = c->error;
     return c->status;
@@ -599,9 +618,9 @@ static void cuda_rms_norm(struct dllm_backend *be, enum dllm_buf src, int64_t r0
     struct cuda *c = (struct cuda *)be;
     const int64_t n = c->model->hp.n_embd;
     if (live(c))
-        ok(c, DLLM_CUDA(&c->error, dllm_cuda_rms_norm(c->buf[src] + r0 * n, vector(c, layer, g),
-                                                      r1 - r0, n, c->model->hp.norm_eps,
-                                                      c->buf[dst] + r0 * n, c->stream)));
+        ok(c, DLLM_CUDA(&c->op_error, dllm_cuda_rms_norm(c->buf[src] + r0 * n, vector(c, layer, g),
+                                                         r1 - r0, n, c->model->hp.norm_eps,
+                                                         c->buf[dst] + r0 * n, c->stream)));
 }
 
 static void cuda_gather_norm(struct dllm_backend *be, const int32_t *rows, int64_t R)
@@ -610,13 +629,13 @@ static void cuda_gather_norm(struct dllm_backend *be, const int32_t *rows, int64
     const int64_t n = c->model->hp.n_embd;
     float *out = c->buf[DLLM_BUF_OUT];
     for (int64_t i = 0; i < R && live(c); i++)
-        ok(c, DLLM_CUDA(&c->error,
+        ok(c, DLLM_CUDA(&c->op_error,
                         cudaMemcpyAsync(out + i * n, c->buf[DLLM_BUF_X] + (int64_t)rows[i] * n,
                                         (size_t)n * sizeof(float), cudaMemcpyDeviceToDevice,
                                         c->stream)));
     if (live(c))
-        ok(c, DLLM_CUDA(&c->error, dllm_cuda_rms_norm(out, c->output_norm, R, n,
-                                                      c->model->hp.norm_eps, out, c->stream)));
+        ok(c, DLLM_CUDA(&c->op_error, dllm_cuda_rms_norm(out, c->output_norm, R, n,
+                                                         c->model->hp.norm_eps, out, c->stream)));
 }
 
 /*
@@ -628,7 +647,7 @@ static void product(struct cuda *c, const struct dmat *w, const float *x, int64_
                     bool same_input, float *y, int64_t ldy)
 {
     if (!same_input &&
-        !ok(c, DLLM_CUDA(&c->error, dllm_cuda_f32_to_f16(x, L * w->K, c->act, c->stream))))
+        !ok(c, DLLM_CUDA(&c->op_error, dllm_cuda_f32_to_f16(x, L * w->K, c->act, c->stream))))
         return;
     const float alpha = 1.0f, beta = 0.0f;
     const int64_t slice = w->f16 ? w->N : c->scratch_elems / w->K;
@@ -636,18 +655,19 @@ static void product(struct cuda *c, const struct dmat *w, const float *x, int64_
         const int64_t n = w->N - n0 < slice ? w->N - n0 : slice;
         const uint16_t *a = w->f16;
         if (!a) {
-            if (!ok(c, DLLM_CUDA(&c->error, dllm_cuda_dequant_f16(w->type,
+            if (!ok(c,
+                    DLLM_CUDA(&c->op_error, dllm_cuda_dequant_f16(w->type,
                                                                   (const uint8_t *)w->blocks +
                                                                       (size_t)n0 * w->row_bytes,
                                                                   n, w->K, c->scratch, c->stream))))
                 return;
             a = c->scratch;
         }
-        ok(c,
-           DLLM_CUBLAS(&c->error, cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)L,
-                                               (int)w->K, &alpha, a, CUDA_R_16F, (int)w->K, c->act,
-                                               CUDA_R_16F, (int)w->K, &beta, y + n0, CUDA_R_32F,
-                                               (int)ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)));
+        ok(c, DLLM_CUBLAS(&c->op_error,
+                          cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)L, (int)w->K,
+                                       &alpha, a, CUDA_R_16F, (int)w->K, c->act, CUDA_R_16F,
+                                       (int)w->K, &beta, y + n0, CUDA_R_32F, (int)ldy,
+                                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)));
     }
 }
 
@@ -669,7 +689,7 @@ static void cuda_add_bias(struct dllm_backend *be, enum dllm_buf buf, int64_t la
     const float *v = vector(c, layer, b);
     const int64_t n = buf_cols(c, buf);
     if (v && live(c))
-        ok(c, DLLM_CUDA(&c->error,
+        ok(c, DLLM_CUDA(&c->op_error,
                         dllm_cuda_add_bias(c->buf[buf] + r0 * n, v, r1 - r0, n, c->stream)));
 }
 
@@ -682,10 +702,10 @@ static void cuda_qk_norm(struct dllm_backend *be, int64_t layer, int64_t r0, int
     if (!l->q_norm || !live(c))
         return;
     float *q = c->buf[DLLM_BUF_Q] + r0 * dq, *k = c->buf[DLLM_BUF_K] + r0 * dkv;
-    if (ok(c, DLLM_CUDA(&c->error, dllm_cuda_rms_norm(q, l->q_norm, (r1 - r0) * hp->n_head, hd,
-                                                      hp->norm_eps, q, c->stream))))
-        ok(c, DLLM_CUDA(&c->error, dllm_cuda_rms_norm(k, l->k_norm, (r1 - r0) * hp->n_head_kv, hd,
-                                                      hp->norm_eps, k, c->stream)));
+    if (ok(c, DLLM_CUDA(&c->op_error, dllm_cuda_rms_norm(q, l->q_norm, (r1 - r0) * hp->n_head, hd,
+                                                         hp->norm_eps, q, c->stream))))
+        ok(c, DLLM_CUDA(&c->op_error, dllm_cuda_rms_norm(k, l->k_norm, (r1 - r0) * hp->n_head_kv,
+                                                         hd, hp->norm_eps, k, c->stream)));
 }
 
 static void cuda_rope(struct dllm_backend *be, int64_t r0, int64_t r1)
@@ -695,12 +715,12 @@ static void cuda_rope(struct dllm_backend *be, int64_t r0, int64_t r1)
     const int64_t dq = hp->n_head * hp->head_dim, dkv = hp->n_head_kv * hp->head_dim;
     const bool neox = hp->rope_mode == DLLM_ROPE_NEOX;
     if (live(c) &&
-        ok(c, DLLM_CUDA(&c->error, dllm_cuda_rope(c->buf[DLLM_BUF_Q] + r0 * dq, r1 - r0, hp->n_head,
-                                                  hp->head_dim, hp->n_rot, c->pos + r0,
-                                                  hp->rope_base, neox, c->stream))))
-        ok(c, DLLM_CUDA(&c->error, dllm_cuda_rope(c->buf[DLLM_BUF_K] + r0 * dkv, r1 - r0,
-                                                  hp->n_head_kv, hp->head_dim, hp->n_rot,
-                                                  c->pos + r0, hp->rope_base, neox, c->stream)));
+        ok(c, DLLM_CUDA(&c->op_error, dllm_cuda_rope(c->buf[DLLM_BUF_Q] + r0 * dq, r1 - r0,
+                                                     hp->n_head, hp->head_dim, hp->n_rot,
+                                                     c->pos + r0, hp->rope_base, neox, c->stream))))
+        ok(c, DLLM_CUDA(&c->op_error, dllm_cuda_rope(c->buf[DLLM_BUF_K] + r0 * dkv, r1 - r0,
+                                                     hp->n_head_kv, hp->head_dim, hp->n_rot,
+                                                     c->pos + r0, hp->rope_base, neox, c->stream)));
 }
 
 static void cuda_attention(struct dllm_backend *be, int64_t r0, int64_t r1, int64_t n_keys)
@@ -709,11 +729,11 @@ static void cuda_attention(struct dllm_backend *be, int64_t r0, int64_t r1, int6
     const struct dllm_hparams *hp = &c->model->hp;
     const int64_t dq = hp->n_head * hp->head_dim;
     if (live(c))
-        ok(c, DLLM_CUDA(&c->error, dllm_cuda_attention(
-                                       c->buf[DLLM_BUF_Q] + r0 * dq, c->buf[DLLM_BUF_K],
-                                       c->buf[DLLM_BUF_V], c->buf[DLLM_BUF_ATT] + r0 * dq, r1 - r0,
-                                       n_keys, hp->n_head, hp->n_head_kv, hp->head_dim,
-                                       1.0f / sqrtf((float)hp->head_dim), c->stream)));
+        ok(c, DLLM_CUDA(&c->op_error, dllm_cuda_attention(
+                                          c->buf[DLLM_BUF_Q] + r0 * dq, c->buf[DLLM_BUF_K],
+                                          c->buf[DLLM_BUF_V], c->buf[DLLM_BUF_ATT] + r0 * dq,
+                                          r1 - r0, n_keys, hp->n_head, hp->n_head_kv, hp->head_dim,
+                                          1.0f / sqrtf((float)hp->head_dim), c->stream)));
 }
 
 static void cuda_swiglu(struct dllm_backend *be, int64_t r0, int64_t r1)
@@ -721,7 +741,7 @@ static void cuda_swiglu(struct dllm_backend *be, int64_t r0, int64_t r1)
     struct cuda *c = (struct cuda *)be;
     const int64_t n = c->model->hp.n_ff;
     if (live(c))
-        ok(c, DLLM_CUDA(&c->error,
+        ok(c, DLLM_CUDA(&c->op_error,
                         dllm_cuda_swiglu(c->buf[DLLM_BUF_GATE] + r0 * n,
                                          c->buf[DLLM_BUF_UP] + r0 * n, (r1 - r0) * n, c->stream)));
 }
@@ -731,7 +751,8 @@ static void cuda_add(struct dllm_backend *be, enum dllm_buf src, int64_t r0, int
     struct cuda *c = (struct cuda *)be;
     const int64_t n = c->model->hp.n_embd;
     if (live(c))
-        ok(c, DLLM_CUDA(&c->error, dllm_cuda_add(c->buf[DLLM_BUF_X] + r0 * n, c->buf[src] + r0 * n,
+        ok(c,
+           DLLM_CUDA(&c->op_error, dllm_cuda_add(c->buf[DLLM_BUF_X] + r0 * n, c->buf[src] + r0 * n,
                                                  (r1 - r0) * n, c->stream)));
 }
 
@@ -745,10 +766,11 @@ static void cuda_output(struct dllm_backend *be, int64_t R, float *logits)
     /* Without logits the rows stay here for row_stats. */
     if (!logits)
         return;
-    if (live(c) && ok(c, DLLM_CUDA(&c->error, cudaMemcpyAsync(logits, c->logits,
-                                                              (size_t)(R * V) * sizeof(float),
-                                                              cudaMemcpyDeviceToHost, c->stream))))
-        ok(c, DLLM_CUDA(&c->error, cudaStreamSynchronize(c->stream)));
+    if (live(c) &&
+        ok(c, DLLM_CUDA(&c->op_error,
+                        cudaMemcpyAsync(logits, c->logits, (size_t)(R * V) * sizeof(float),
+                                        cudaMemcpyDeviceToHost, c->stream))))
+        ok(c, DLLM_CUDA(&c->op_error, cudaStreamSynchronize(c->stream)));
     if (c->status)
         for (int64_t i = 0; i < R * V; i++)
             logits[i] = NAN;
@@ -758,11 +780,11 @@ static void cuda_row_stats(struct dllm_backend *be, int64_t R, struct dllm_row_s
 {
     struct cuda *c = (struct cuda *)be;
     if (live(c) &&
-        ok(c, DLLM_CUDA(&c->error, dllm_cuda_row_stats(c->logits, R, c->model->hp.n_vocab, c->stats,
-                                                       c->stream))) &&
-        ok(c, DLLM_CUDA(&c->error, cudaMemcpyAsync(out, c->stats, (size_t)R * sizeof *out,
-                                                   cudaMemcpyDeviceToHost, c->stream))))
-        ok(c, DLLM_CUDA(&c->error, cudaStreamSynchronize(c->stream)));
+        ok(c, DLLM_CUDA(&c->op_error, dllm_cuda_row_stats(c->logits, R, c->model->hp.n_vocab,
+                                                          c->stats, c->stream))) &&
+        ok(c, DLLM_CUDA(&c->op_error, cudaMemcpyAsync(out, c->stats, (size_t)R * sizeof *out,
+                                                      cudaMemcpyDeviceToHost, c->stream))))
+        ok(c, DLLM_CUDA(&c->op_error, cudaStreamSynchronize(c->stream)));
     if (c->status)
         for (int64_t i = 0; i < R; i++)
             out[i] = (struct dllm_row_stats){
@@ -777,7 +799,7 @@ static enum dllm_status cuda_finish(struct dllm_backend *be, struct dllm_error *
 {
     struct cuda *c = (struct cuda *)be;
     if (live(c))
-        ok(c, DLLM_CUDA(&c->error, cudaStreamSynchronize(c->stream)));
+        ok(c, DLLM_CUDA(&c->op_error, cudaStreamSynchronize(c->stream)));
     if (c->status)
         *err = c->error;
     return c->status;

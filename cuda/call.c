@@ -10,6 +10,8 @@ static struct {
     char prefix[128];
     int code;
     bool armed;
+    bool sticky;  /* the armed fault sticks once it has struck */
+    bool tripped; /* a sticky fault struck: every call fails */
     bool dry;
 } fault;
 
@@ -23,12 +25,19 @@ int dllm_cuda_last_code(void)
 void dllm_cuda_fault_inject(enum dllm_cuda_lib lib, const char *prefix, int code)
 {
     fault.armed = prefix != NULL;
+    fault.sticky = fault.tripped = false;
     if (!prefix)
         return;
     fault.lib = lib;
     fault.code = code;
     strncpy(fault.prefix, prefix, sizeof fault.prefix - 1);
     fault.prefix[sizeof fault.prefix - 1] = '\0';
+}
+
+void dllm_cuda_fault_inject_sticky(enum dllm_cuda_lib lib, const char *prefix, int code)
+{
+    dllm_cuda_fault_inject(lib, prefix, code);
+    fault.sticky = prefix != NULL;
 }
 
 void dllm_cuda_fault_dry(bool dry)
@@ -43,11 +52,16 @@ bool dllm_cuda_dry(void)
 
 bool dllm_cuda_fault_take(enum dllm_cuda_lib lib, const char *call, int *code)
 {
+    if (fault.tripped) {
+        *code = lib == DLLM_CUDA_CUBLAS ? (int)CUBLAS_STATUS_EXECUTION_FAILED : fault.code;
+        return true;
+    }
     if (!fault.armed || fault.lib != lib || strncmp(call, fault.prefix, strlen(fault.prefix))) {
         *code = 0;
         return fault.dry;
     }
     fault.armed = false;
+    fault.tripped = fault.sticky;
     *code = fault.code;
     return true;
 }

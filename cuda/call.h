@@ -27,6 +27,13 @@ enum dllm_cuda_lib { DLLM_CUDA_RUNTIME, DLLM_CUDA_CUBLAS };
 void dllm_cuda_fault_inject(enum dllm_cuda_lib lib, const char *prefix, int code);
 
 /*
+ * Tests only: as dllm_cuda_fault_inject, but the failure sticks as a GPU fault does (an
+ * illegal address, say): every later call fails too, a runtime call with code, a cuBLAS call
+ * with CUBLAS_STATUS_EXECUTION_FAILED, until dllm_cuda_fault_inject clears it.
+ */
+void dllm_cuda_fault_inject_sticky(enum dllm_cuda_lib lib, const char *prefix, int code);
+
+/*
  * Tests only: while dry, every call that no injected fault takes succeeds without running
  * (the runtime is never asked) and the backend does not look for a GPU; its device pointers
  * stay NULL and no result it copies out is written. Not thread-safe, not exported.

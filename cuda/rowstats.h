@@ -35,7 +35,6 @@ DLLM_HD uint64_t dllm_hd_dbits(double x)
     uint64_t b;
     memcpy(&b, &x, sizeof b);
     return b;
-    /* The statistics of l[n] with every element pushed in index order into one partial. */
 #endif
 }
 
@@ -47,7 +46,6 @@ DLLM_HD double dllm_hd_double_of(uint64_t b)
     double x;
     memcpy(&x, &b, sizeof x);
     return x;
-    /* The statistics of l[n] with every element pushed in index order into one partial. */
 #endif
 }
 
@@ -114,9 +112,16 @@ DLLM_HD struct dllm_hd_top dllm_hd_top_empty(void)
     return t;
 }
 
-/* Adds element v (above every index already in t) of value x, as the CPU's loop does. */
+/*
+ * Adds element v (above every index already in t) of value x, as the CPU's loop does. That
+ * loop starts from element 0 and compares every later one with it, so a NaN counts only at
+ * index 0 (where it stays the max, every comparison with it false): elsewhere it is skipped,
+ * which gives a partial of any other elements the CPU's result.
+ */
 DLLM_HD void dllm_hd_top_push(struct dllm_hd_top *t, int64_t v, float x)
 {
+    if (x != x && v != 0)
+        return;
     if (t->at < 0) {
         t->at = v;
         t->max = x;
@@ -130,8 +135,9 @@ DLLM_HD void dllm_hd_top_push(struct dllm_hd_top *t, int64_t v, float x)
 }
 
 /*
- * The top of two disjoint runs: the larger max wins, the lower index on a tie; the runner-up
- * is the larger of the winner's runner-up and the loser's max.
+ * The top of two disjoint runs: the larger max wins, the lower index on a tie, and a NaN max
+ * (element 0's, the only one a run keeps) always; the runner-up is the larger of the winner's
+ * runner-up and the loser's max.
  */
 DLLM_HD struct dllm_hd_top dllm_hd_top_merge(struct dllm_hd_top a, struct dllm_hd_top b)
 {
@@ -139,7 +145,8 @@ DLLM_HD struct dllm_hd_top dllm_hd_top_merge(struct dllm_hd_top a, struct dllm_h
         return a;
     if (a.at < 0)
         return b;
-    bool b_wins = b.max > a.max || (b.max == a.max && b.at < a.at);
+    bool b_wins =
+        b.max != b.max || (a.max == a.max && (b.max > a.max || (b.max == a.max && b.at < a.at)));
     struct dllm_hd_top w = b_wins ? b : a, l = b_wins ? a : b;
     w.second = l.max > w.second ? l.max : w.second;
     return w;

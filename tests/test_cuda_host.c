@@ -359,6 +359,49 @@ START_TEST(test_stats_ties)
 }
 END_TEST
 
+/*
+ * NaN logits, as the CPU treats them: its loop compares every element with element 0's
+ * running best, so a NaN elsewhere never counts and a NaN at index 0 stays the max (every
+ * comparison with it false) with the largest other value as the runner-up. The kernel's order
+ * must agree, wherever the NaN's partial falls in its tree (its sums are as meaningless as
+ * the CPU's).
+ */
+START_TEST(test_stats_nan)
+{
+    static const int64_t sizes[] = {600, 152064};
+    for (size_t k = 0; k < N_OF(sizes); k++) {
+        const int64_t n = sizes[k];
+        float *l = calloc((size_t)n, sizeof *l);
+        ck_assert_ptr_nonnull(l);
+        /* a NaN at index 1 (first in its partial), 255 (the tree's last partial) and 0 */
+        for (int c = 0; c < 3; c++) {
+            memset(l, 0, (size_t)n * sizeof *l);
+            const int64_t nan_at = c == 0 ? 1 : c == 1 ? 255 : 0, top = 257;
+            l[nan_at] = NAN;
+            l[top] = 100.0f;
+            l[n - 2] = 7.0f;
+            struct dllm_row_stats want = dllm_hd_stats_serial(l, n);
+            struct dllm_row_stats got = dllm_hd_stats_kernel_order(l, n);
+            if (nan_at == 0) {
+                ck_assert_msg(want.argmax == 0 && isnan(want.max) && want.second == 100.0f,
+                              "n %lld NaN at 0: argmax %d max %g second %g", (long long)n,
+                              want.argmax, want.max, want.second);
+            } else {
+                ck_assert_msg(want.argmax == top && want.max == 100.0f && want.second == 7.0f,
+                              "n %lld NaN at %lld: argmax %d max %g second %g", (long long)n,
+                              (long long)nan_at, want.argmax, want.max, want.second);
+            }
+            ck_assert_msg(got.argmax == want.argmax &&
+                              dllm_f32_bits(got.max) == dllm_f32_bits(want.max) &&
+                              dllm_f32_bits(got.second) == dllm_f32_bits(want.second),
+                          "n %lld NaN at %lld, kernel order: argmax %d max %g second %g",
+                          (long long)n, (long long)nan_at, got.argmax, got.max, got.second);
+        }
+        free(l);
+    }
+}
+END_TEST
+
 static Suite *cuda_host_suite(void)
 {
     Suite *s = suite_create("cuda_host");
@@ -383,6 +426,7 @@ static Suite *cuda_host_suite(void)
     tcase_add_test(tc, test_exp_log);
     tcase_add_loop_test(tc, test_stats_cpu, 0, 3);
     tcase_add_test(tc, test_stats_ties);
+    tcase_add_test(tc, test_stats_nan);
     suite_add_tcase(s, tc);
     return s;
 }

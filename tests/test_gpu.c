@@ -251,6 +251,35 @@ START_TEST(test_pass_async_failure)
 }
 END_TEST
 
+/*
+ * A GPU fault sticks: once a launch has failed so, every later call fails too. The pass still
+ * reports the first failure (later ops do nothing; the float16 cache's conversions of the next
+ * layers neither run nor replace the error's text), and so does the next pass.
+ */
+START_TEST(test_pass_sticky_failure)
+{
+    struct dry d;
+    dry_open(&d, 1);
+    struct dllm_error err = {0}, again = {0};
+    struct dllm_kv_cache *kv = NULL;
+    ck_assert_msg(dllm_kv_cache_new(d.fwd, 8, DLLM_CACHE_F16, true, &kv, &err) == DLLM_OK, "%s",
+                  err.text);
+    d.pass.cache = kv;
+    d.pass.begin = 0;
+    d.pass.end = 8;
+    dllm_cuda_fault_inject_sticky(DLLM_CUDA_RUNTIME, "dllm_cuda_swiglu", cudaErrorIllegalAddress);
+    ck_assert_int_eq(dllm_forward_run(d.fwd, &d.pass, &err), DLLM_ERR_DEVICE);
+    ck_assert_msg(strncmp(err.text, "dllm_cuda_swiglu(", 17) == 0 &&
+                      strstr(err.text, "(cudaErrorIllegalAddress)"),
+                  "%s", err.text);
+    ck_assert_int_eq(dllm_forward_run(d.fwd, &d.pass, &again), DLLM_ERR_DEVICE);
+    ck_assert_str_eq(again.text, err.text);
+    dllm_cuda_fault_inject(DLLM_CUDA_RUNTIME, NULL, 0);
+    dllm_kv_cache_free(kv);
+    dry_close(&d);
+}
+END_TEST
+
 /* What a request's events said: the error's message, whether it finished. */
 struct outcome {
     bool failed, done;
@@ -459,6 +488,7 @@ static Suite *gpu_suite(void)
     tcase_add_test(tc, test_backend_create);
     tcase_add_test(tc, test_pass_failure);
     tcase_add_test(tc, test_pass_async_failure);
+    tcase_add_test(tc, test_pass_sticky_failure);
     tcase_add_test(tc, test_request_failure);
     tcase_add_test(tc, test_plan_8b);
 #else
