@@ -2,8 +2,8 @@
 # The GPU proof's harness on the CPU backend: tests/gpu/prepare.sh makes its bundle from this
 # build (size checked by prepare.sh) and tests/gpu/run.sh --device cpu runs the check stage
 # (every fixture's logits against float64 within llama.cpp's distance) and the bench stage
-# (the tiny shape), each writing its JSON. A build without CUDA cannot make the bundle:
-# prepare.sh must refuse it.
+# (the tiny shape), each writing its JSON, and no more files than the device tool brings back.
+# A build without CUDA cannot make the bundle: prepare.sh must refuse it.
 . "${DLLM_TESTS_SRC:-$(dirname "$0")}/lib.sh"
 need_fixtures
 BUILD=$(cd "$(dirname "$DLLM")/.." && pwd)
@@ -20,13 +20,22 @@ if [ ! -e "$TMP/gpu/fixtures/models/dream-tiny-realvocab-q4km.gguf" ] &&
     [ -f "$TMP/gpu/fixtures/models/llada-tiny-q4km.gguf" ] && ls "$TMP/gpu"/dllm-*.tar.gz >/dev/null &&
     [ -x "$TMP/gpu/bin/dllm" ]; then ok "bundle: binaries, tarball, fixtures but realvocab"
 else not_ok "bundle contents: $(ls -R "$TMP/gpu" | head -20 | tr '\n' ' ')"; fi
-run "run.sh --device cpu check" 0 env GPU_BUNDLE="$TMP/gpu" OUT="$TMP/res" "$GPU/run.sh" --device cpu check
+run "run.sh --device cpu check" 0 env GPU_BUNDLE="$TMP/gpu" OUT="$TMP/res" WORK="$TMP/work" "$GPU/run.sh" --device cpu check
 if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["failed"] == 0 and len(d["cases"]) >= 10 else 1)' "$TMP/res/check-cpu.json"; then
     ok "every fixture case within llama.cpp's distance on the CPU"
 else not_ok "check-cpu.json: $(head -c 300 "$TMP/res/check-cpu.json")"; fi
-run "run.sh --device cpu bench" 0 env GPU_BUNDLE="$TMP/gpu" OUT="$TMP/res" GPU_MODELS="$TMP/models" "$GPU/run.sh" --device cpu bench
+run "run.sh --device cpu bench" 0 env GPU_BUNDLE="$TMP/gpu" OUT="$TMP/res" WORK="$TMP/work" "$GPU/run.sh" --device cpu bench
 if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if len(d) == 2 and all(r["step_ms"] > 0 and r["bench"]["median_ms"] > 0 for r in d) else 1)' "$TMP/res/bench-cpu.json"; then
     ok "bench-cpu.json: a step time and two canvases"
 else not_ok "bench-cpu.json: $(head -c 300 "$TMP/res/bench-cpu.json")"; fi
+# The device tool brings back at most 8 files of $OUT, none more than two folders down.
+n=$(find "$TMP/res" -type f | wc -l)
+deep=$(find "$TMP/res" -mindepth 3 -type f | wc -l)
+if [ "$n" -le 8 ] && [ "$deep" -eq 0 ] && [ -s "$TMP/res/env.txt" ] && [ -s "$TMP/res/bench.log" ]; then
+    ok "\$OUT holds $n files, all within reach of the device tool"
+else not_ok "\$OUT: $(find "$TMP/res" -type f | tr '\n' ' ')"; fi
+if ls "$TMP/gpu/lib" | grep -q -e '^libstdc++' -e '^libgcc_s'; then
+    not_ok "the bundle carries the C++ runtime: $(ls "$TMP/gpu/lib" | tr '\n' ' ')"
+else ok "the bundle leaves the C++ runtime to the device"; fi
 run "run.sh: a bad stage" 2 "$GPU/run.sh" --device cpu everything
 finish

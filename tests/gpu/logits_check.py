@@ -8,7 +8,8 @@ GPU bundle) runs `DLLM logits --device DEVICE` over the case's ids, all rows, an
 row to tests/test_forward.c's bar: relative error at most llama.cpp's worst row + 5%, the
 median at most llama.cpp's + 5%, 1 - cosine at most llama.cpp's worst x 1.05^2. On a GPU a
 mixture-of-experts model must be refused (exit 1, naming --device cpu). Writes the figures
-to OUT.json; exits 1 when a case fails.
+to OUT.json; exits 1 when a case fails. DLLM_LIBS, when set, is put first on DLLM's
+LD_LIBRARY_PATH (the bundle's libraries, for dllm alone).
 """
 import json, math, os, struct, subprocess, sys, tempfile
 
@@ -33,6 +34,10 @@ def read_rows(path, n, v):
 
 def main():
     dllm, fix, device, out = sys.argv[1:5]
+    env = dict(os.environ)
+    if os.environ.get("DLLM_LIBS"):
+        env["LD_LIBRARY_PATH"] = os.environ["DLLM_LIBS"] + (
+            ":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
     results, failed = [], 0
     for name in sorted(os.listdir(os.path.join(fix, "logits"))):
         if not name.endswith(".cases.json") or "realvocab" in name:
@@ -45,7 +50,7 @@ def main():
                 p = subprocess.run([dllm, "logits", "-m", model, "--tokens",
                                     ",".join(map(str, case["ids"])), "--rows", "all",
                                     "--out", tmp.name, "--device", device],
-                                   capture_output=True, text=True)
+                                   capture_output=True, text=True, env=env)
                 moe = "moe" in case["name"] or "rnd1" in case["name"]
                 r = {"case": case["name"], "device": device, "exit": p.returncode}
                 if device != "cpu" and moe:

@@ -1,8 +1,8 @@
 #!/bin/sh
 # Gathers what tests/gpu/run.sh needs on a device machine into .gpu/ (ignored, at most 60 MiB):
 # bin/ (dllm, dllm-tui and kernel_check of a --with-cuda build), lib/ (libdllm, libdllm-hub
-# and the shared libraries ldd names that are neither glibc's nor CUDA's: the device uses its
-# own CUDA runtime and cuBLAS), a make dist tarball for a fallback build there, and the
+# and the shared libraries ldd names that are neither glibc's, the C++ runtime's nor CUDA's:
+# the device uses its own CUDA runtime and cuBLAS), a make dist tarball for a fallback build there, and the
 # fixtures but the realvocab model and the Q8_0 mixture-of-experts models (the GPU refuses
 # MoE models: one file of each MoE architecture proves the refusal); of the logits the cases
 # and the float64 reference, not llama.cpp's rows, whose figures the cases hold, nor the
@@ -43,6 +43,7 @@ done | sort -u | while read -r name path; do
     case "$name" in
     libc.so* | libm.so* | libpthread.so* | libdl.so* | librt.so* | libresolv.so* | libutil.so* | ld-linux*) ;;
     libcuda.so* | libcudart.so* | libcublas.so* | libcublasLt.so* | libnvrtc*) ;;
+    libstdc++.so* | libgcc_s.so*) ;; # every system has them, the device's CUDA libraries need its own
     *) cp -L "$path" "$BUNDLE/lib/$name" ;;
     esac
 done

@@ -1,15 +1,20 @@
 #!/bin/sh
 # The GPU proof, run on the device machine from the bundle tests/gpu/prepare.sh made (.gpu/):
 #   tests/gpu/run.sh [--device gpu|cpu] build|check|bench|all
-# Each stage takes at most 5 minutes and writes its results under $OUT (default .gpu/out) as it
-# ends, so a rerun repeats only what failed:
-#   build  the bundle's dist tarball configured --with-cuda for sm_90 only and built there (the
-#          fallback when the bundled binaries do not run);
+# Stages (each under a time limit, CHECK_LIMIT 200 s and BENCH_LIMIT 330 s by default, so that
+# all fits in one 10-minute call of the device tool; each can also run alone):
+#   build  the bundle's dist tarball configured --with-cuda for sm_90 only and built there, a
+#          last resort when the bundled binaries do not run (it needs the -dev packages of
+#          configure's dependencies, which a bare machine may lack);
 #   check  kernel_check (every kernel against the CPU on random data of the real shapes) and
 #          every fixture model's forward pass against the float64 logits (logits_check.py);
 #   bench  dllm synth files of the LLaDA-8B and Dream-7B shapes, the median step_ms of dllm run
-#          and dllm bench at canvas 160 and 512, with nvidia-smi's peak memory at 512 (JSON).
-# It first prints ldd of the binaries, nvidia-smi and nvcc's version. --device cpu runs the same
+#          and dllm bench at canvas 160 and 512, with nvidia-smi's peak memory at 512 (JSON); a
+#          failure of one model or canvas is recorded in its entry and the others still run.
+# It first writes env.txt: ldd of the binaries, nvidia-smi and nvcc's version. The device tool
+# brings back at most 8 files of $OUT, so $OUT (default .gpu/out) gets at most these:
+# env.txt, check.log, kernels.json, check-DEVICE.json, bench.log, bench-DEVICE.json, build.log;
+# the stages' other files stay in $WORK (default $TMPDIR/dllm-gpu). --device cpu runs the same
 # harness on the CPU backend (make check runs it so), with the tiny fixture in the bench.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -24,46 +29,70 @@ case "$STAGE" in build | check | bench | all) ;; *)
     echo "usage: tests/gpu/run.sh [--device gpu|cpu] build|check|bench|all" >&2; exit 2 ;; esac
 BUNDLE=${GPU_BUNDLE:-$ROOT/.gpu}
 OUT=${OUT:-$BUNDLE/out}
-mkdir -p "$OUT"
+WORK=${WORK:-${TMPDIR:-/tmp}/dllm-gpu}
+export OUT WORK
+mkdir -p "$OUT" "$WORK"
 [ -d "$BUNDLE/bin" ] || { echo "run.sh: no bundle in $BUNDLE: run tests/gpu/prepare.sh first" >&2; exit 1; }
 BIN=$BUNDLE/bin
-[ -x "$OUT/build/bin/dllm" ] && BIN=$OUT/build/bin # a rebuilt fallback wins
-export LD_LIBRARY_PATH="$BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+[ -x "$WORK/build/bin/dllm" ] && BIN=$WORK/build/bin # a rebuilt fallback wins
+# The bundle's libraries for dllm's programs alone (python3 and the system's tools keep the
+# system's), then the device's CUDA runtime and cuBLAS where the toolkit keeps them.
+LIBS=$BUNDLE/lib
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+    [ -d "$d" ] && LIBS=$LIBS:$d
+done
 FIX=$BUNDLE/fixtures
-MODELS=${GPU_MODELS:-${TMPDIR:-/tmp}/dllm-gpu-models} # synth files (GBs): never under $OUT
+MODELS=${GPU_MODELS:-$WORK/models} # synth files (GBs): never under $OUT
 mkdir -p "$MODELS"
-LIMIT=300
+
+# dl PROGRAM ARGS...: one of the bundle's programs, with its libraries.
+dl() {
+    prog=$1
+    shift
+    LD_LIBRARY_PATH="$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$BIN/$prog" "$@"
+}
 
 failed=0
 
-# stage NAME: runs the stage NAME for at most LIMIT seconds, its output into $OUT/NAME.log.
+# stage NAME LIMIT: runs the stage NAME for at most LIMIT seconds, its output and exit status
+# into $OUT/NAME.log.
 stage() {
     name=$1
     echo "== $name"
-    timeout "$LIMIT" "$0" --device "$DEVICE" --inner "$name" >"$OUT/$name.log" 2>&1
+    timeout "$2" "$0" --device "$DEVICE" --inner "$name" >"$OUT/$name.log" 2>&1
     rc=$?
+    echo "== $name exit $rc" >>"$OUT/$name.log"
     cat "$OUT/$name.log"
-    echo "$rc" >"$OUT/$name.rc"
     [ "$rc" -eq 0 ] || { echo "== $name FAILED (exit $rc)"; failed=1; }
 }
 
 build() {
     tar=$(ls "$BUNDLE"/dllm-*.tar.gz | head -1)
-    rm -rf "$OUT/build" && mkdir -p "$OUT/build/src" "$OUT/build/bin"
-    tar xzf "$tar" -C "$OUT/build/src" --strip-components=1 &&
-        (cd "$OUT/build/src" && ./configure -q --with-cuda=yes CUDA_ARCHS=90 &&
-            make -j"$(nproc)" src/dllm src/dllm-tui) &&
-        cp "$OUT/build/src/src/.libs/dllm" "$OUT/build/src/src/.libs/dllm-tui" "$OUT/build/bin/" &&
-        cp -P "$OUT/build/src/engine/.libs/"libdllm.so* "$OUT/build/src/hub/.libs/"libdllm-hub.so* \
-            "$BUNDLE/lib/"
+    b=$WORK/build
+    rm -rf "$b" && mkdir -p "$b/src" "$b/bin" "$b/lib"
+    tar xzf "$tar" -C "$b/src" --strip-components=1 &&
+        (cd "$b/src" && ./configure -q --with-cuda=yes CUDA_ARCHS=90 &&
+            make -j"$(nproc)" src/dllm src/dllm-tui tests/gpu/kernel_check) &&
+        cp "$b/src/src/.libs/dllm" "$b/src/src/.libs/dllm-tui" "$b/bin/" &&
+        { cp "$b/src/tests/gpu/.libs/kernel_check" "$b/bin/" 2>/dev/null ||
+            cp "$b/src/tests/gpu/kernel_check" "$b/bin/"; } &&
+        cp -P "$b/src/engine/.libs/"libdllm.so* "$b/src/hub/.libs/"libdllm-hub.so* "$BUNDLE/lib/"
 }
 
 check() {
+    rc=0
     if [ "$DEVICE" = gpu ]; then
-        [ -x "$BIN/kernel_check" ] || { echo "kernel_check is not in the bundle"; return 1; }
-        "$BIN/kernel_check" || return 1
+        if [ -x "$BIN/kernel_check" ]; then
+            dl kernel_check "$OUT/kernels.json" || rc=1
+        else
+            echo "kernel_check is not in the bundle"
+            rc=1
+        fi
     fi
-    python3 "$HERE/logits_check.py" "$BIN/dllm" "$FIX" "$DEVICE" "$OUT/check-$DEVICE.json"
+    # the logits run whatever the kernels said: both results come back
+    DLLM_LIBS=$LIBS python3 "$HERE/logits_check.py" "$BIN/dllm" "$FIX" "$DEVICE" \
+        "$OUT/check-$DEVICE.json" || rc=1
+    return $rc
 }
 
 # median_step FILE.json: the median of dllm run --json's step_ms after the first (warm-up).
@@ -71,7 +100,24 @@ median_step() {
     python3 -c 'import json,sys,statistics; s=json.load(open(sys.argv[1]))["step_ms"][1:]; print(statistics.median(s))' "$1"
 }
 
+# json_or_null FILE: the file's JSON document, or null when it holds none.
+json_or_null() {
+    if python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$1" 2>/dev/null; then
+        cat "$1"
+    else
+        echo null
+    fi
+}
+
+# The nvidia-smi sampler of a bench, stopped on every way out of the stage.
+smi=
+stop_smi() {
+    [ -n "$smi" ] && { kill "$smi" 2>/dev/null; wait "$smi" 2>/dev/null; }
+    smi=
+}
+
 bench() {
+    trap stop_smi EXIT
     if [ "$DEVICE" = gpu ]; then
         models="llada:8b dream:7b"
     else
@@ -81,52 +127,71 @@ bench() {
     results="$OUT/bench-$DEVICE.json"
     echo "[" >"$results"
     sep=
+    rc=0
     for m in $models; do
         arch=${m%%:*} preset=${m#*:}
         file=$MODELS/$arch-$preset.gguf
-        [ -f "$file" ] || "$BIN/dllm" synth --arch "$arch" --preset "$preset" --out "$file" --quiet || return 1
-        "$BIN/dllm" run -m "$file" --device "$DEVICE" --no-chat -p "$prompt" --max-tokens 128 \
-            --steps 128 --block-length 32 --no-early-stop --json >"$OUT/run-$arch.json" || return 1
-        step=$(median_step "$OUT/run-$arch.json")
+        error=
+        step=null
+        if [ ! -f "$file" ] && ! dl dllm synth --arch "$arch" --preset "$preset" --out "$file" --quiet; then
+            error="dllm synth failed"
+        elif ! dl dllm run -m "$file" --device "$DEVICE" --no-chat -p "$prompt" --max-tokens 128 \
+            --steps 128 --block-length 32 --no-early-stop --json >"$WORK/run-$arch.json"; then
+            error="dllm run failed"
+        else
+            step=$(median_step "$WORK/run-$arch.json")
+        fi
         for canvas in 160 512; do
-            peak=
-            if [ "$DEVICE" = gpu ] && [ "$canvas" = 512 ]; then
-                nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 100 \
-                    >"$OUT/mem-$arch.txt" 2>/dev/null &
-                smi=$!
+            peak=null
+            doc=null
+            if [ -z "$error" ]; then
+                if [ "$DEVICE" = gpu ] && [ "$canvas" = 512 ]; then
+                    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 100 \
+                        >"$WORK/mem-$arch.txt" 2>/dev/null &
+                    smi=$!
+                fi
+                dl dllm bench -m "$file" --device "$DEVICE" --canvas "$canvas" --rows 32 --json \
+                    >"$WORK/bench-$arch-$canvas.json" || rc=1
+                if [ -n "$smi" ]; then
+                    stop_smi
+                    peak=$(sort -n "$WORK/mem-$arch.txt" | tail -1)
+                fi
+                doc=$(json_or_null "$WORK/bench-$arch-$canvas.json")
+            else
+                rc=1
             fi
-            "$BIN/dllm" bench -m "$file" --device "$DEVICE" --canvas "$canvas" --rows 32 --json \
-                >"$OUT/bench-$arch-$canvas.json" || return 1
-            if [ -n "${smi:-}" ]; then
-                kill "$smi"; wait "$smi" 2>/dev/null
-                peak=$(sort -n "$OUT/mem-$arch.txt" | tail -1)
-                smi=
-            fi
-            printf '%s{"arch": "%s", "preset": "%s", "device": "%s", "file_bytes": %s, "step_ms": %s, "canvas": %s, "bench": %s, "gpu_peak_mib": %s}\n' \
-                "$sep" "$arch" "$preset" "$DEVICE" "$(stat -c %s "$file")" "$step" "$canvas" \
-                "$(cat "$OUT/bench-$arch-$canvas.json")" "${peak:-null}" >>"$results"
+            printf '%s{"arch": "%s", "preset": "%s", "device": "%s", "file_bytes": %s, "step_ms": %s, "canvas": %s, "bench": %s, "gpu_peak_mib": %s, "error": %s}\n' \
+                "$sep" "$arch" "$preset" "$DEVICE" "$(stat -c %s "$file" 2>/dev/null || echo null)" \
+                "$step" "$canvas" "$doc" "${peak:-null}" \
+                "$([ -n "$error" ] && echo "\"$error\"" || echo null)" >>"$results"
             sep=,
         done
     done
     echo "]" >>"$results"
-    python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$results" && cat "$results"
+    python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$results" && cat "$results" || rc=1
+    return $rc
 }
 
 if [ -n "$INNER" ]; then
     "$STAGE"
     exit $?
 fi
-echo "== ldd $BIN/dllm"
-ldd "$BIN/dllm"
-echo "== nvidia-smi"
-nvidia-smi 2>&1 || echo "(no nvidia-smi)"
-echo "== nvcc --version"
-nvcc --version 2>&1 || /usr/local/cuda/bin/nvcc --version 2>&1 || echo "(no nvcc)"
+{
+    echo "== ldd $BIN/dllm"
+    LD_LIBRARY_PATH="$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ldd "$BIN/dllm"
+    echo "== nvidia-smi"
+    nvidia-smi 2>&1 || echo "(no nvidia-smi)"
+    echo "== nvcc --version"
+    nvcc --version 2>&1 || /usr/local/cuda/bin/nvcc --version 2>&1 || echo "(no nvcc)"
+} >"$OUT/env.txt" 2>&1
+cat "$OUT/env.txt"
 case "$STAGE" in
 all)
-    stage check
-    stage bench
+    stage check "${CHECK_LIMIT:-200}"
+    stage bench "${BENCH_LIMIT:-330}"
     ;;
-*) stage "$STAGE" ;;
+build) stage build "${BUILD_LIMIT:-500}" ;;
+check) stage check "${CHECK_LIMIT:-200}" ;;
+bench) stage bench "${BENCH_LIMIT:-330}" ;;
 esac
 exit "$failed"
