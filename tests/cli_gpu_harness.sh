@@ -1,8 +1,9 @@
 #!/bin/sh
 # The GPU proof's harness on the CPU backend: tests/gpu/prepare.sh makes its bundle from this
 # build (size checked by prepare.sh) and tests/gpu/run.sh --device cpu runs the check stage
-# (every fixture's logits against float64 within llama.cpp's distance) and the bench stage
-# (the tiny shape), each writing its JSON, and no more files than the device tool brings back.
+# (every fixture's logits against float64 within llama.cpp's distance, generation replayed
+# step by step against the CPU's run) and the bench stage (the tiny shape), each writing its
+# JSON, and no more files than the device tool brings back.
 # A build without CUDA cannot make the bundle: prepare.sh must refuse it.
 . "${DLLM_TESTS_SRC:-$(dirname "$0")}/lib.sh"
 need_fixtures
@@ -24,6 +25,9 @@ run "run.sh --device cpu check" 0 env GPU_BUNDLE="$TMP/gpu" OUT="$TMP/res" WORK=
 if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["failed"] == 0 and len(d["cases"]) >= 10 else 1)' "$TMP/res/check-cpu.json"; then
     ok "every fixture case within llama.cpp's distance on the CPU"
 else not_ok "check-cpu.json: $(head -c 300 "$TMP/res/check-cpu.json")"; fi
+if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["failed"] == 0 and len(d["models"]) == 2 and all(m["comparable"] == 1 for m in d["models"]) else 1)' "$TMP/res/gen-cpu.json"; then
+    ok "generation replayed step by step commits what the run committed, every step"
+else not_ok "gen-cpu.json: $(head -c 300 "$TMP/res/gen-cpu.json")"; fi
 run "run.sh --device cpu bench" 0 env GPU_BUNDLE="$TMP/gpu" OUT="$TMP/res" WORK="$TMP/work" "$GPU/run.sh" --device cpu bench
 if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if len(d) == 2 and all(r["step_ms"] > 0 and r["bench"]["median_ms"] > 0 for r in d) else 1)' "$TMP/res/bench-cpu.json"; then
     ok "bench-cpu.json: a step time and two canvases"

@@ -6,14 +6,16 @@
 #   build  the bundle's dist tarball configured --with-cuda for sm_90 only and built there, a
 #          last resort when the bundled binaries do not run (it needs the -dev packages of
 #          configure's dependencies, which a bare machine may lack);
-#   check  kernel_check (every kernel against the CPU on random data of the real shapes) and
-#          every fixture model's forward pass against the float64 logits (logits_check.py);
+#   check  kernel_check (every kernel against the CPU on random data of the real shapes),
+#          every fixture model's forward pass against the float64 logits (logits_check.py) and
+#          generation replayed step by step against the CPU's run (gen_check.py);
 #   bench  dllm synth files of the LLaDA-8B and Dream-7B shapes, the median step_ms of dllm run
 #          and dllm bench at canvas 160 and 512, with nvidia-smi's peak memory at 512 (JSON); a
 #          failure of one model or canvas is recorded in its entry and the others still run.
 # It first writes env.txt: ldd of the binaries, nvidia-smi and nvcc's version. The device tool
 # brings back at most 8 files of $OUT, so $OUT (default .gpu/out) gets at most these:
-# env.txt, check.log, kernels.json, check-DEVICE.json, bench.log, bench-DEVICE.json, build.log;
+# env.txt, check.log, kernels.json, check-DEVICE.json, gen-DEVICE.json, bench.log,
+# bench-DEVICE.json, build.log;
 # the stages' other files stay in $WORK (default $TMPDIR/dllm-gpu). --device cpu runs the same
 # harness on the CPU backend (make check runs it so), with the tiny fixture in the bench.
 set -u
@@ -89,9 +91,11 @@ check() {
             rc=1
         fi
     fi
-    # the logits run whatever the kernels said: both results come back
+    # the logits and the generation run whatever the kernels said: every result comes back
     DLLM_LIBS=$LIBS python3 "$HERE/logits_check.py" "$BIN/dllm" "$FIX" "$DEVICE" \
         "$OUT/check-$DEVICE.json" || rc=1
+    DLLM_LIBS=$LIBS python3 "$HERE/gen_check.py" "$BIN/dllm" "$FIX" "$DEVICE" \
+        "$OUT/gen-$DEVICE.json" || rc=1
     return $rc
 }
 
