@@ -474,6 +474,7 @@ fail:
     return st;
 }
 
+/* The context's bookkeeping: the weights live on the GPU (the file is read once to upload). */
 static size_t cuda_host_bytes(const struct dllm_backend_config *cfg)
 {
     return sizeof(struct cuda) +

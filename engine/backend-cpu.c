@@ -183,12 +183,12 @@ static size_t arena_bytes(const struct dllm_backend_config *cfg)
 }
 
 /*
- * The host bytes of a config beyond the weights: the arena (the repacked weights replace the
- * file's pages of them, so the weights count once).
+ * The host bytes of a config: the weights (the repacked copies replace the file's pages of
+ * them, so they count once) and the arena.
  */
 static size_t cpu_host_bytes(const struct dllm_backend_config *cfg)
 {
-    return arena_bytes(cfg);
+    return (size_t)cfg->model->weight_bytes + arena_bytes(cfg);
 }
 
 /* Reports the repack's progress, when asked to. */

@@ -80,7 +80,10 @@ struct dllm_kv_cache;
  */
 struct dllm_backend_ops {
     const char *name; /* "cpu" */
-    /* Bytes of host memory the backend's buffers take for a config (the memory check). */
+    /*
+     * Bytes of host memory the backend keeps for a config (the memory check): the weights when
+     * they stay in host memory, and the backend's buffers.
+     */
     size_t (*host_bytes)(const struct dllm_backend_config *cfg);
     /* Prepares the weights and allocates the buffers; DLLM_ERR_CANCELLED leaves nothing. */
     enum dllm_status (*create)(const struct dllm_backend_config *cfg, struct dllm_backend **out,

@@ -57,14 +57,14 @@ static bool exceeds_available(double need, uint64_t *avail)
 }
 
 /*
- * Refuses when the weights, the backend's buffers for the config and the caller's logits rows
- * need more memory than is available.
+ * Refuses when what the backend keeps in host memory for the config (the CPU's weights and
+ * buffers) and the caller's logits rows need more memory than is available.
  */
 static enum dllm_status check_memory(const struct dllm_backend_ops *ops,
                                      const struct dllm_backend_config *cfg, struct dllm_error *err)
 {
     const struct dllm_model *m = cfg->model;
-    const double need = (double)m->weight_bytes + (double)ops->host_bytes(cfg) +
+    const double need = (double)ops->host_bytes(cfg) +
                         (double)cfg->max_rows * (double)m->hp.n_vocab * sizeof(float);
     uint64_t avail;
     if (!exceeds_available(need, &avail))

@@ -12,6 +12,7 @@
 #include "dllm.h"
 
 #ifdef DLLM_HAVE_CUDA
+#include "backend.h"
 #include "call.h"
 #include "model.h"
 #include "probe.h"
@@ -160,6 +161,30 @@ START_TEST(test_backend_create)
                          DLLM_ERR_UNSUPPORTED);
         ck_assert_str_eq(err.text, count_err.text);
     }
+}
+END_TEST
+
+/*
+ * The memory check counts the weights in host memory on the CPU backend, which keeps them
+ * there, and not on the CUDA backend, whose weights live on the GPU (the file is read once to
+ * upload them): a GPU machine with little free host memory still runs a model larger than it.
+ */
+START_TEST(test_host_memory)
+{
+    char *path = fixture_path("models/llada-tiny-q4km.gguf");
+    struct dllm_model *m = NULL;
+    struct dllm_error err = {0};
+    ck_assert_int_eq(dllm_model_open(path, NULL, &m, &err), DLLM_OK);
+    struct dllm_threadpool *pool = NULL;
+    ck_assert_int_eq(dllm_threadpool_new(2, &pool, &err), DLLM_OK);
+    const struct dllm_backend_config cfg = {
+        .model = m, .max_tokens = 64, .max_rows = 8, .pool = pool};
+    const size_t cpu = dllm_backend_cpu.host_bytes(&cfg), gpu = dllm_backend_cuda.host_bytes(&cfg);
+    ck_assert_uint_ge(cpu, m->weight_bytes);
+    ck_assert_uint_lt(gpu, m->weight_bytes / 10);
+    dllm_threadpool_free(pool);
+    dllm_model_close(m);
+    free(path);
 }
 END_TEST
 
@@ -488,6 +513,7 @@ static Suite *gpu_suite(void)
     tcase_add_test(tc, test_backend_create);
     tcase_add_test(tc, test_pass_failure);
     tcase_add_test(tc, test_pass_async_failure);
+    tcase_add_test(tc, test_host_memory);
     tcase_add_test(tc, test_pass_sticky_failure);
     tcase_add_test(tc, test_request_failure);
     tcase_add_test(tc, test_plan_8b);
