@@ -54,7 +54,8 @@ def main():
                 moe = "moe" in case["name"] or "rnd1" in case["name"]
                 r = {"case": case["name"], "device": device, "exit": p.returncode}
                 if device != "cpu" and moe:
-                    r["ok"] = p.returncode == 1 and "use --device cpu" in p.stderr
+                    r["ok"] = (p.returncode == 1 and "mixture-of-experts" in p.stderr
+                               and "use --device cpu" in p.stderr)
                     r["note"] = "MoE refused on the GPU: " + p.stderr.strip()
                 elif p.returncode != 0:
                     r["ok"], r["note"] = False, p.stderr.strip()
