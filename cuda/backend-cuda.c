@@ -648,7 +648,7 @@ static void product(struct cuda *c, const struct dmat *w, const float *x, int64_
                     bool same_input, float *y, int64_t ldy)
 {
     if (!same_input &&
-        !ok(c, DLLM_CUDA(&c->op_error, dllm_cuda_f32_to_f16(x, L * w->K, c->act, c->stream))))
+        !ok(c, DLLM_CUDA(&c->op_error, dllm_cuda_f32_to_f16_sat(x, L * w->K, c->act, c->stream))))
         return;
     const float alpha = 1.0f, beta = 0.0f;
     const int64_t slice = w->f16 ? w->N : c->scratch_elems / w->K;

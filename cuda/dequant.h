@@ -90,6 +90,17 @@ DLLM_HD uint16_t dllm_hd_f32_to_fp16(float f)
     return (uint16_t)(sign | dllm_hd_round_shift((a & 0x7fffff) | 0x800000, 126 - exp));
 }
 
+/*
+ * binary32 to binary16 for a product's activations: as dllm_hd_f32_to_fp16, but a value beyond
+ * the largest finite half (65504), an infinity too, becomes that largest half of its sign, so
+ * that one huge activation makes a large product, not an infinite one that turns the sums it
+ * meets into NaN. NaNs stay NaN.
+ */
+DLLM_HD uint16_t dllm_hd_f32_to_fp16_sat(float f)
+{
+    return dllm_hd_f32_to_fp16(f > 65504.0f ? 65504.0f : f < -65504.0f ? -65504.0f : f);
+}
+
 /* Q4_0 / Q4_1 / Q5_x nibble of element j < 32: byte j's low half, or byte j-16's high half. */
 DLLM_HD int dllm_hd_nibble32(const uint8_t *qs, int j)
 {

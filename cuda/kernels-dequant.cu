@@ -68,21 +68,35 @@ extern "C" cudaError_t dllm_cuda_get_rows(uint32_t type, const void *blocks, int
     return cudaGetLastError();
 }
 
+template <bool saturate>
 static __global__ void f32_to_f16_kernel(const float *src, int64_t n, uint16_t *dst)
 {
     for (int64_t i = dllm_cuda_first(); i < n; i += dllm_cuda_stride())
-        dst[i] = dllm_hd_f32_to_fp16(src[i]);
+        dst[i] = saturate ? dllm_hd_f32_to_fp16_sat(src[i]) : dllm_hd_f32_to_fp16(src[i]);
 }
 
-extern "C" cudaError_t dllm_cuda_f32_to_f16(const float *src, int64_t n, uint16_t *dst,
-                                            cudaStream_t s)
+/* The two conversions' launcher. */
+template <bool saturate>
+static cudaError_t f32_to_f16(const float *src, int64_t n, uint16_t *dst, cudaStream_t s)
 {
     if (n < 0 || !src || !dst)
         return cudaErrorInvalidValue;
     if (n == 0)
         return cudaSuccess;
-    f32_to_f16_kernel<<<dllm_cuda_blocks(n), DLLM_CUDA_THREADS, 0, s>>>(src, n, dst);
+    f32_to_f16_kernel<saturate><<<dllm_cuda_blocks(n), DLLM_CUDA_THREADS, 0, s>>>(src, n, dst);
     return cudaGetLastError();
+}
+
+extern "C" cudaError_t dllm_cuda_f32_to_f16(const float *src, int64_t n, uint16_t *dst,
+                                            cudaStream_t s)
+{
+    return f32_to_f16<false>(src, n, dst, s);
+}
+
+extern "C" cudaError_t dllm_cuda_f32_to_f16_sat(const float *src, int64_t n, uint16_t *dst,
+                                                cudaStream_t s)
+{
+    return f32_to_f16<true>(src, n, dst, s);
 }
 
 static __global__ void f16_to_f32_kernel(const uint16_t *src, int64_t n, float *dst)

@@ -35,6 +35,9 @@ cudaError_t dllm_cuda_get_rows(uint32_t type, const void *blocks, int64_t n_cols
 /* dst[0..n) (binary16) = src (float), round to nearest even. */
 cudaError_t dllm_cuda_f32_to_f16(const float *src, int64_t n, uint16_t *dst, cudaStream_t s);
 
+/* The same for a product's activations: beyond +-65504 clamped (dllm_hd_f32_to_fp16_sat). */
+cudaError_t dllm_cuda_f32_to_f16_sat(const float *src, int64_t n, uint16_t *dst, cudaStream_t s);
+
 /* dst[0..n) (float) = src (binary16), exactly. */
 cudaError_t dllm_cuda_f16_to_f32(const uint16_t *src, int64_t n, float *dst, cudaStream_t s);
 

@@ -143,7 +143,10 @@ START_TEST(test_fp16_widen)
 }
 END_TEST
 
-/* Narrowing gives dllm_f32_to_fp16's bits for every float whose low 7 bits are 0 or 0x7f. */
+/*
+ * Narrowing gives dllm_f32_to_fp16's bits for every float whose low 7 bits are 0 or 0x7f, and
+ * the saturating narrowing those bits within +-65504 and the largest half of the sign beyond.
+ */
 START_TEST(test_fp16_narrow)
 {
     for (uint64_t hi = 0; hi < (1u << 25); hi++) {
@@ -153,6 +156,12 @@ START_TEST(test_fp16_narrow)
             uint16_t got = dllm_hd_f32_to_fp16(f), want = dllm_f32_to_fp16(f);
             if (got != want)
                 ck_abort_msg("0x%08x narrows to 0x%04x, expected 0x%04x", u, got, want);
+            /* saturating: the same within +-65504, the largest half of the sign beyond */
+            uint16_t sat = dllm_hd_f32_to_fp16_sat(f), sat_want = want;
+            if (!isnan(f) && fabsf(f) > 65504.0f)
+                sat_want = f > 0 ? 0x7bff : 0xfbff;
+            if (sat != sat_want)
+                ck_abort_msg("0x%08x saturates to 0x%04x, expected 0x%04x", u, sat, sat_want);
         }
     }
 }

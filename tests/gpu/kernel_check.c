@@ -18,6 +18,7 @@
  */
 #include "config.h"
 
+#include "../../cuda/dequant.h"
 #include "../../cuda/kernels.h"
 #include "../../cuda/rowstats.h"
 #include "gguf/quant.h"
@@ -221,6 +222,12 @@ static void check_f32_to_f16(struct run *run, uint64_t *seed)
     uint16_t *dy = dev_alloc((size_t)n * 2);
     fetch(got, dy, (size_t)n * 2, dllm_cuda_f32_to_f16(dx, n, dy, 0), "dllm_cuda_f32_to_f16");
     report(run, "f32_to_f16", "[512, 18944]", "elements whose bits differ",
+           bits_differ(got, want, n, 2), 0);
+    for (int64_t i = 0; i < n; i++)
+        want[i] = dllm_hd_f32_to_fp16_sat(x[i]);
+    fetch(got, dy, (size_t)n * 2, dllm_cuda_f32_to_f16_sat(dx, n, dy, 0),
+          "dllm_cuda_f32_to_f16_sat");
+    report(run, "f32_to_f16_sat", "[512, 18944]", "elements whose bits differ",
            bits_differ(got, want, n, 2), 0);
     cudaFree(dx);
     cudaFree(dy);
