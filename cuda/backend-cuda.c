@@ -624,6 +624,19 @@ static void cuda_rms_norm(struct dllm_backend *be, enum dllm_buf src, int64_t r0
                                                          c->buf[dst] + r0 * n, c->stream)));
 }
 
+/* Rows rows[0 .. R) of buffer src into rows 0 .. R of dst, one device copy a row. */
+static void cuda_gather(struct dllm_backend *be, enum dllm_buf src, const int32_t *rows, int64_t R,
+                        enum dllm_buf dst)
+{
+    struct cuda *c = (struct cuda *)be;
+    const int64_t n = buf_cols(c, src);
+    for (int64_t i = 0; i < R && live(c); i++)
+        ok(c, DLLM_CUDA(&c->op_error,
+                        cudaMemcpyAsync(c->buf[dst] + i * n, c->buf[src] + (int64_t)rows[i] * n,
+                                        (size_t)n * sizeof(float), cudaMemcpyDeviceToDevice,
+                                        c->stream)));
+}
+
 static void cuda_gather_norm(struct dllm_backend *be, const int32_t *rows, int64_t R)
 {
     struct cuda *c = (struct cuda *)be;
@@ -820,6 +833,7 @@ const struct dllm_backend_ops dllm_backend_cuda = {
     .store_kv = cuda_store_kv,
     .embed = cuda_embed,
     .rms_norm = cuda_rms_norm,
+    .gather = cuda_gather,
     .gather_norm = cuda_gather_norm,
     .matmul = cuda_matmul,
     .add_bias = cuda_add_bias,

@@ -30,8 +30,8 @@ const char cmd_bench_usage[] =
     "each pass, its time by phase and the median, and the throughput: GOPS = 2 x\n"
     "(transformer weight parameters x L + output parameters x R) / median time, where a\n"
     "MoE model's experts count as many times as a token uses them (expert_used_count of\n"
-    "the stack) and, on the CPU, the last block's attention output and FFN count R times\n"
-    "(it computes them for the logits rows alone).\n"
+    "the stack) and the last block's attention output and FFN count R times (the pass\n"
+    "computes them for the logits rows alone).\n"
     "\n"
     "options:\n"
     "  -m, --model MODEL   a LLaDA, Dream, LLaDA-MoE or RND1 GGUF file, or a hub model\n"
@@ -398,10 +398,9 @@ int cmd_bench(const struct cli_command *cmd, int argc, char **argv)
     const struct dllm_pass pass = {
         .ids = ids, .n_tokens = canvas, .rows = row_pos, .n_rows = rows, .logits = logits};
     time_passes(fwd, &pass, reps, &r.base);
-    /* the CPU backend computes the tail for the logits rows alone, the CUDA backend for all */
-    const int64_t tail_rows = fp.backend && strcmp(fp.backend, "cuda") == 0 ? canvas : rows;
+    /* the backends compute the last block's tail for the logits rows alone */
     r.gops = 2.0 *
-             ((double)r.weight_params * canvas + (double)r.tail_params * tail_rows +
+             ((double)r.weight_params * canvas + (double)r.tail_params * rows +
               (double)r.output_params * rows) /
              (r.base.median_ms * 1e6);
     dllm_forward_free(fwd);
