@@ -261,6 +261,51 @@ DLLM_HD float dllm_hd_decode(uint32_t type, const uint8_t *b, int j)
     }
 }
 
+/*
+ * Elements 32g .. 32g + 31 of the block of type at b into out, g < block elements / 32, or for
+ * the one-element types (F32, F16, BF16) the 32 elements from b on (g 0): dllm_hd_decode's bits,
+ * with what a K-quant's 32 elements share (the block's scales, the sub-block's scale and min)
+ * worked out once instead of once an element.
+ */
+DLLM_HD void dllm_hd_decode32(uint32_t type, const uint8_t *b, int g, float out[32])
+{
+    if (type == DLLM_TYPE_Q4_K || type == DLLM_TYPE_Q5_K) {
+        const uint8_t *qh = type == DLLM_TYPE_Q5_K ? b + 16 : 0;
+        const uint8_t *qs = b + (type == DLLM_TYPE_Q5_K ? 48 : 16) + 32 * (g / 2);
+        float d = dllm_hd_fp16_to_f32(dllm_hd_u16(b)),
+              dmin = dllm_hd_fp16_to_f32(dllm_hd_u16(b + 2));
+        float dk = DLLM_FMUL(d, (float)dllm_hd_k4_scale(b + 4, g, false));
+        float mk = DLLM_FMUL(dmin, (float)dllm_hd_k4_scale(b + 4, g, true));
+        DLLM_UNROLL
+        for (int l = 0; l < 32; l++) {
+            int q = g & 1 ? qs[l] >> 4 : qs[l] & 15;
+            if (qh)
+                q |= ((qh[l] >> g) & 1) << 4;
+            out[l] = DLLM_FSUB(DLLM_FMUL(dk, (float)q), mk);
+        }
+    } else if (type == DLLM_TYPE_Q6_K) {
+        int half = g / 4, k = g & 3;
+        const uint8_t *ql = b + 64 * half + 32 * (k & 1), *qh = b + 128 + 32 * half;
+        float d = dllm_hd_fp16_to_f32(dllm_hd_u16(b + 208));
+        float ds[2] = {DLLM_FMUL(d, (float)(int8_t)b[192 + 8 * half + 2 * k]),
+                       DLLM_FMUL(d, (float)(int8_t)b[192 + 8 * half + 2 * k + 1])};
+        DLLM_UNROLL
+        for (int l = 0; l < 32; l++) {
+            int lo = k < 2 ? ql[l] & 15 : ql[l] >> 4;
+            int q = (lo | ((qh[l] >> (2 * k)) & 3) << 4) - 32;
+            out[l] = DLLM_FMUL(ds[l / 16], (float)q);
+        }
+    } else if (dllm_hd_block_elems(type) == 1) {
+        DLLM_UNROLL
+        for (int l = 0; l < 32; l++)
+            out[l] = dllm_hd_decode(type, b + l * dllm_hd_block_bytes(type), 0);
+    } else {
+        DLLM_UNROLL
+        for (int l = 0; l < 32; l++)
+            out[l] = dllm_hd_decode(type, b, 32 * g + l);
+    }
+}
+
 /* Element i of a row of type's blocks that starts at row. */
 DLLM_HD float dllm_hd_row_elem(uint32_t type, const uint8_t *row, int64_t i)
 {

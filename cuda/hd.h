@@ -16,6 +16,13 @@
 #define DLLM_HD static inline
 #endif
 
+/* Before a loop of constant trip count whose array indices must become registers on the device. */
+#if defined(__CUDA_ARCH__)
+#define DLLM_UNROLL _Pragma("unroll")
+#else
+#define DLLM_UNROLL
+#endif
+
 #if defined(__CUDA_ARCH__)
 #define DLLM_FMUL(a, b) __fmul_rn((a), (b))
 #define DLLM_FADD(a, b) __fadd_rn((a), (b))

@@ -1,11 +1,14 @@
 /*
- * Dequantization kernels (cuda/kernels.h): GGUF blocks to binary16 matrices for cuBLAS and to
- * float embedding rows, one thread per element through the shared decoders of cuda/dequant.h,
- * and float to binary16.
+ * Dequantization kernels (cuda/kernels.h): GGUF blocks to binary16 matrices for cuBLAS (32
+ * elements a thread, or one where a row is no whole number of 32) and to float embedding rows
+ * (one element a thread), through the shared decoders of cuda/dequant.h, and float to binary16.
  */
 #include "dequant.h"
 #include "kernels.h"
 #include "launch.cuh"
+
+#include <cuda_fp16.h>
+#include <stdint.h>
 
 extern "C" bool dllm_cuda_type_supported(uint32_t type)
 {
@@ -31,6 +34,37 @@ static __global__ void dequant_f16_kernel(uint32_t type, const uint8_t *blocks, 
     }
 }
 
+/* x as binary16: the hardware's conversion (the same rounding), the shared one for a NaN. */
+static __device__ inline uint32_t half_bits(float x)
+{
+    return x != x ? dllm_hd_f32_to_fp16(x) : __half_as_ushort(__float2half_rn(x));
+}
+
+/*
+ * The same 32 elements a thread (n_cols a multiple of 32, dst 16-byte aligned): group t is
+ * elements 32t .. 32t + 31, decoded together (dllm_hd_decode32) and stored 16 bytes at a time;
+ * the row and the block are worked out once a group, blocks of be = 2^be_shift elements.
+ */
+static __global__ void dequant_f16_groups_kernel(uint32_t type, const uint8_t *blocks,
+                                                 int64_t n_groups, int64_t row_groups, int64_t rb,
+                                                 int be_shift, int bb, uint16_t *dst)
+{
+    for (int64_t t = dllm_cuda_first(); t < n_groups; t += dllm_cuda_stride()) {
+        const int64_t row = t / row_groups, col = (t - row * row_groups) * 32;
+        const uint8_t *b = blocks + row * rb + (col >> be_shift) * bb;
+        float v[32];
+        dllm_hd_decode32(type, b, (int)(col & ((1 << be_shift) - 1)) / 32, v);
+        uint4 *out = (uint4 *)(dst + t * 32);
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+            const float *w = v + 8 * q;
+            out[q] = make_uint4(
+                half_bits(w[0]) | half_bits(w[1]) << 16, half_bits(w[2]) | half_bits(w[3]) << 16,
+                half_bits(w[4]) | half_bits(w[5]) << 16, half_bits(w[6]) | half_bits(w[7]) << 16);
+        }
+    }
+}
+
 extern "C" cudaError_t dllm_cuda_dequant_f16(uint32_t type, const void *blocks, int64_t n_rows,
                                              int64_t n_cols, uint16_t *dst, cudaStream_t s)
 {
@@ -40,8 +74,18 @@ extern "C" cudaError_t dllm_cuda_dequant_f16(uint32_t type, const void *blocks, 
     int64_t n = n_rows * n_cols;
     if (n == 0)
         return cudaSuccess;
-    dequant_f16_kernel<<<dllm_cuda_blocks(n), DLLM_CUDA_THREADS, 0, s>>>(
-        type, (const uint8_t *)blocks, n, n_cols, rb, dst);
+    const int be = dllm_hd_block_elems(type);
+    if (n_cols % 32 == 0 && (uintptr_t)dst % 16 == 0) {
+        int be_shift = 0;
+        while ((1 << be_shift) < be)
+            be_shift++;
+        dequant_f16_groups_kernel<<<dllm_cuda_blocks(n / 32), DLLM_CUDA_THREADS, 0, s>>>(
+            type, (const uint8_t *)blocks, n / 32, n_cols / 32, rb, be_shift,
+            dllm_hd_block_bytes(type), dst);
+    } else {
+        dequant_f16_kernel<<<dllm_cuda_blocks(n), DLLM_CUDA_THREADS, 0, s>>>(
+            type, (const uint8_t *)blocks, n, n_cols, rb, dst);
+    }
     return cudaGetLastError();
 }
 

@@ -35,6 +35,14 @@ static void hd_decode(uint32_t type, const void *blocks, int64_t n, float *dst)
         dst[i] = dllm_hd_row_elem(type, blocks, i);
 }
 
+/* The same n elements (a multiple of 32) 32 at a time, as the dequantization kernel does. */
+static void hd_decode32(uint32_t type, const void *blocks, int64_t n, float *dst)
+{
+    const int64_t be = dllm_hd_block_elems(type), bb = dllm_hd_block_bytes(type);
+    for (int64_t i = 0; i < n; i += 32)
+        dllm_hd_decode32(type, (const uint8_t *)blocks + i / be * bb, (int)(i % be / 32), dst + i);
+}
+
 /*
  * Fails unless got and want hold the same bits everywhere, but where both are NaN: which NaN an
  * operation on a NaN returns (sign, payload) is the compiler's and the hardware's choice (clang
@@ -56,7 +64,10 @@ static const uint32_t hd_types[] = {
     DLLM_TYPE_Q5_1, DLLM_TYPE_Q8_0, DLLM_TYPE_Q4_K, DLLM_TYPE_Q5_K, DLLM_TYPE_Q6_K,
 };
 
-/* Decodes a tensor's blocks both ways through the CPU's tensor decoder and compares. */
+/*
+ * Decodes a tensor's blocks through the CPU's tensor decoder, the HD decoders element by
+ * element and 32 elements at a time, and compares.
+ */
 static void expect_as_cpu(uint32_t type, const void *blocks, int64_t n, const char *what)
 {
     struct dllm_gguf_tensor t = {.name = what, .type = type, .n_dims = 1};
@@ -71,6 +82,10 @@ static void expect_as_cpu(uint32_t type, const void *blocks, int64_t n, const ch
     ck_assert_msg(dllm_gguf_tensor_decode(&t, 0, n, want, &err) == DLLM_OK, "%s", err.text);
     hd_decode(type, blocks, n, got);
     expect_bits(got, want, n, what);
+    char what32[200];
+    snprintf(what32, sizeof what32, "%s, 32 at a time", what);
+    hd_decode32(type, blocks, n, got);
+    expect_bits(got, want, n, what32);
     free(want);
     free(got);
 }

@@ -148,6 +148,46 @@ static void cpu_decode(uint32_t type, const void *w, int64_t first, int64_t n, f
 }
 
 /*
+ * dequant_f16's element-at-a-time kernel, which rows of no whole number of 32 elements (an
+ * F16 [7, 33]) and a destination not 16-byte aligned (a Q4_K [64, 512]) take: the CPU
+ * decoder's bits, as the 32-at-a-time kernel of the real shapes.
+ */
+static void check_dequant_elementwise(struct run *run, uint64_t *seed)
+{
+    static const struct {
+        uint32_t type;
+        int64_t N, K, offset; /* dst's offset in halves */
+    } cases[] = {{DLLM_TYPE_F16, 7, 33, 0}, {DLLM_TYPE_Q4_K, 64, 512, 1}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const uint32_t type = cases[c].type;
+        const int64_t N = cases[c].N, K = cases[c].K, n = N * K;
+        void *w = random_weights(type, N, K, RANDOM_SCALES_SIGNED, seed);
+        size_t bytes = (size_t)(n / dllm_type_block_elems(type)) * dllm_type_block_bytes(type);
+        void *dw = dev_copy(w, bytes);
+        uint16_t *dh = dev_alloc((size_t)(n + 1) * 2);
+        float *ref = host_alloc((size_t)n * sizeof *ref);
+        uint16_t *want = host_alloc((size_t)n * 2), *got = host_alloc((size_t)n * 2);
+        cpu_decode(type, w, 0, n, ref);
+        for (int64_t i = 0; i < n; i++)
+            want[i] = dllm_f32_to_fp16(ref[i]);
+        fetch(got, dh + cases[c].offset, (size_t)n * 2,
+              dllm_cuda_dequant_f16(type, dw, N, K, dh + cases[c].offset, 0),
+              "dllm_cuda_dequant_f16");
+        char label[96];
+        snprintf(label, sizeof label, "%s [%" PRId64 ", %" PRId64 "]%s", dllm_type_name(type), N, K,
+                 cases[c].offset ? ", unaligned" : "");
+        report(run, "dequant_f16 element-wise", label, "elements whose bits differ",
+               bits_differ(got, want, n, 2), 0);
+        cudaFree(dh);
+        cudaFree(dw);
+        free(got);
+        free(want);
+        free(ref);
+        free(w);
+    }
+}
+
+/*
  * dequant_f16 of an [N, K] matrix: the same binary16 bits as the CPU decoder's floats rounded
  * by dllm_f32_to_fp16 (tolerance: 0 elements differ); get_rows of 160 rows of a [vocab, d]
  * embedding: the CPU decoder's float bits.
@@ -206,6 +246,7 @@ static void check_dequant(struct run *run, uint64_t *seed)
             free(w);
         }
     }
+    check_dequant_elementwise(run, seed);
 }
 
 /* f32_to_f16 of a [512, ffn] activation: dllm_f32_to_fp16's bits (0 elements differ). */
