@@ -8,6 +8,7 @@
  * out = acc / denominator. All in FP32 on CUDA cores (tensor cores are a follow-up).
  */
 #include "kernels.h"
+#include "launch.cuh"
 
 #include <math.h>
 
@@ -96,7 +97,7 @@ extern "C" cudaError_t dllm_cuda_attention(const float *q, const float *k, const
         return cudaErrorInvalidValue;
     if (n_q == 0)
         return cudaSuccess;
-    attention_kernel<<<(unsigned)(n_q * n_head), ATT_THREADS, 0, s>>>(
-        q, k, v, out, n_keys, n_head, n_head / n_head_kv, head_dim, n_head_kv * head_dim, scale);
+    DLLM_LAUNCH(attention_kernel, (unsigned)(n_q * n_head), ATT_THREADS, s)
+    (q, k, v, out, n_keys, n_head, n_head / n_head_kv, head_dim, n_head_kv * head_dim, scale);
     return cudaGetLastError();
 }

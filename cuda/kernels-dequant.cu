@@ -79,12 +79,12 @@ extern "C" cudaError_t dllm_cuda_dequant_f16(uint32_t type, const void *blocks, 
         int be_shift = 0;
         while ((1 << be_shift) < be)
             be_shift++;
-        dequant_f16_groups_kernel<<<dllm_cuda_blocks(n / 32), DLLM_CUDA_THREADS, 0, s>>>(
-            type, (const uint8_t *)blocks, n / 32, n_cols / 32, rb, be_shift,
-            dllm_hd_block_bytes(type), dst);
+        DLLM_LAUNCH(dequant_f16_groups_kernel, dllm_cuda_blocks(n / 32), DLLM_CUDA_THREADS, s)
+        (type, (const uint8_t *)blocks, n / 32, n_cols / 32, rb, be_shift,
+         dllm_hd_block_bytes(type), dst);
     } else {
-        dequant_f16_kernel<<<dllm_cuda_blocks(n), DLLM_CUDA_THREADS, 0, s>>>(
-            type, (const uint8_t *)blocks, n, n_cols, rb, dst);
+        DLLM_LAUNCH(dequant_f16_kernel, dllm_cuda_blocks(n), DLLM_CUDA_THREADS, s)
+        (type, (const uint8_t *)blocks, n, n_cols, rb, dst);
     }
     return cudaGetLastError();
 }
@@ -107,8 +107,8 @@ extern "C" cudaError_t dllm_cuda_get_rows(uint32_t type, const void *blocks, int
         return cudaErrorInvalidValue;
     if (n == 0)
         return cudaSuccess;
-    get_rows_kernel<<<dllm_cuda_blocks(n * n_cols), DLLM_CUDA_THREADS, 0, s>>>(
-        type, (const uint8_t *)blocks, n_cols, rb, ids, n, dst);
+    DLLM_LAUNCH(get_rows_kernel, dllm_cuda_blocks(n * n_cols), DLLM_CUDA_THREADS, s)
+    (type, (const uint8_t *)blocks, n_cols, rb, ids, n, dst);
     return cudaGetLastError();
 }
 
@@ -127,7 +127,8 @@ static cudaError_t f32_to_f16(const float *src, int64_t n, uint16_t *dst, cudaSt
         return cudaErrorInvalidValue;
     if (n == 0)
         return cudaSuccess;
-    f32_to_f16_kernel<saturate><<<dllm_cuda_blocks(n), DLLM_CUDA_THREADS, 0, s>>>(src, n, dst);
+    DLLM_LAUNCH(f32_to_f16_kernel<saturate>, dllm_cuda_blocks(n), DLLM_CUDA_THREADS, s)
+    (src, n, dst);
     return cudaGetLastError();
 }
 
@@ -156,6 +157,6 @@ extern "C" cudaError_t dllm_cuda_f16_to_f32(const uint16_t *src, int64_t n, floa
         return cudaErrorInvalidValue;
     if (n == 0)
         return cudaSuccess;
-    f16_to_f32_kernel<<<dllm_cuda_blocks(n), DLLM_CUDA_THREADS, 0, s>>>(src, n, dst);
+    DLLM_LAUNCH(f16_to_f32_kernel, dllm_cuda_blocks(n), DLLM_CUDA_THREADS, s)(src, n, dst);
     return cudaGetLastError();
 }

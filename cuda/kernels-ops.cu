@@ -44,7 +44,7 @@ extern "C" cudaError_t dllm_cuda_rms_norm(const float *src, const float *g, int6
         return cudaErrorInvalidValue;
     if (rows == 0)
         return cudaSuccess;
-    rms_norm_kernel<<<(unsigned)rows, DLLM_CUDA_THREADS, 0, s>>>(src, g, n, eps, dst);
+    DLLM_LAUNCH(rms_norm_kernel, (unsigned)rows, DLLM_CUDA_THREADS, s)(src, g, n, eps, dst);
     return cudaGetLastError();
 }
 
@@ -84,8 +84,8 @@ extern "C" cudaError_t dllm_cuda_rope(float *x, int64_t rows, int64_t n_head, in
         return cudaSuccess;
     /* the host's powf, as the CPU's table uses, so that every theta has the same bits */
     const float step = powf(freq_base, -2.0f / (float)n_rot);
-    rope_kernel<<<dllm_cuda_blocks(n), DLLM_CUDA_THREADS, 0, s>>>(x, rows, n_head, head_dim, n_rot,
-                                                                  pos, step, neox);
+    DLLM_LAUNCH(rope_kernel, dllm_cuda_blocks(n), DLLM_CUDA_THREADS, s)
+    (x, rows, n_head, head_dim, n_rot, pos, step, neox);
     return cudaGetLastError();
 }
 
@@ -102,7 +102,7 @@ extern "C" cudaError_t dllm_cuda_swiglu(float *gate, const float *up, int64_t n,
         return cudaErrorInvalidValue;
     if (n == 0)
         return cudaSuccess;
-    swiglu_kernel<<<dllm_cuda_blocks(n), DLLM_CUDA_THREADS, 0, s>>>(gate, up, n);
+    DLLM_LAUNCH(swiglu_kernel, dllm_cuda_blocks(n), DLLM_CUDA_THREADS, s)(gate, up, n);
     return cudaGetLastError();
 }
 
@@ -118,7 +118,7 @@ extern "C" cudaError_t dllm_cuda_add(float *x, const float *src, int64_t n, cuda
         return cudaErrorInvalidValue;
     if (n == 0)
         return cudaSuccess;
-    add_kernel<<<dllm_cuda_blocks(n), DLLM_CUDA_THREADS, 0, s>>>(x, src, n);
+    DLLM_LAUNCH(add_kernel, dllm_cuda_blocks(n), DLLM_CUDA_THREADS, s)(x, src, n);
     return cudaGetLastError();
 }
 
@@ -135,6 +135,6 @@ extern "C" cudaError_t dllm_cuda_add_bias(float *x, const float *b, int64_t rows
         return cudaErrorInvalidValue;
     if (rows == 0)
         return cudaSuccess;
-    add_bias_kernel<<<dllm_cuda_blocks(rows * n), DLLM_CUDA_THREADS, 0, s>>>(x, b, rows, n);
+    DLLM_LAUNCH(add_bias_kernel, dllm_cuda_blocks(rows * n), DLLM_CUDA_THREADS, s)(x, b, rows, n);
     return cudaGetLastError();
 }

@@ -5,6 +5,7 @@
  * row's max the two sums. Only the statistics are written.
  */
 #include "kernels.h"
+#include "launch.cuh"
 #include "rowstats.h"
 
 static __global__ void __launch_bounds__(DLLM_HD_STATS_THREADS)
@@ -39,6 +40,6 @@ extern "C" cudaError_t dllm_cuda_row_stats(const float *logits, int64_t R, int64
         return cudaErrorInvalidValue;
     if (R == 0)
         return cudaSuccess;
-    row_stats_kernel<<<(unsigned)R, DLLM_HD_STATS_THREADS, 0, s>>>(logits, n_vocab, out);
+    DLLM_LAUNCH(row_stats_kernel, (unsigned)R, DLLM_HD_STATS_THREADS, s)(logits, n_vocab, out);
     return cudaGetLastError();
 }

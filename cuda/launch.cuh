@@ -8,8 +8,24 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#define DLLM_CUDA_THREADS    256
+/*
+ * DLLM_LAUNCH(kernel, grid, block, stream)(args...): kernel on grid blocks of block threads in
+ * stream. Built with DLLM_CUDA_EMU (tests/cuda-emu/cuda_runtime.h), for host tests, it runs the
+ * blocks one after another, each block's threads as host threads.
+ */
+#ifdef DLLM_CUDA_EMU
+#define DLLM_LAUNCH(kernel, grid, block, stream) dllm_emu_launch(kernel, grid, block)
+#else
+#define DLLM_LAUNCH(kernel, grid, block, stream) kernel<<<grid, block, 0, stream>>>
+#endif
+
+#define DLLM_CUDA_THREADS 256
+/* The host emulation caps grid-stride launches lower: fewer blocks, each going round more. */
+#ifdef DLLM_CUDA_EMU
+#define DLLM_CUDA_MAX_BLOCKS 4
+#else
 #define DLLM_CUDA_MAX_BLOCKS 65536
+#endif
 
 /* Blocks of DLLM_CUDA_THREADS for n elements (n > 0), capped; the kernels stride over the rest. */
 static inline unsigned dllm_cuda_blocks(int64_t n)

@@ -4,9 +4,10 @@
  * Dream-7B: 3584, 28 / 4 heads of 128, ffn 18944, vocab 152064; canvases of 160 and 512
  * tokens), each within a named tolerance printed beside the measured error. Results go as JSON
  * to the path given; exit 1 on any failure, or when there is no GPU. tests/gpu/run.sh runs it
- * on a GPU.
+ * on a GPU. --small takes small shapes of the same kinds instead: make check runs it so on
+ * the host, the kernels built with tests/cuda-emu's stand-in runtime (tests/kernel_check_emu).
  *
- *   usage: kernel_check RESULTS.json
+ *   usage: kernel_check [--small] RESULTS.json
  *
  * Built when configure finds CUDA; by hand, from a configured build folder `build`:
  *   for f in cuda/kernels-*.cu; do nvcc -std=c++17 -O2 -arch=sm_90 -Icuda -Iengine \
@@ -40,11 +41,25 @@ struct shape {
     bool neox;
 };
 
-static const struct shape shapes[] = {
+static const struct shape real_shapes[] = {
     {"llada-8b", 4096, 32, 32, 128, 12288, 126464, 500000.0f, false},
     {"dream-7b", 3584, 28, 4, 128, 18944, 152064, 1000000.0f, true},
 };
-static const int64_t canvases[] = {160, 512};
+static const int64_t real_canvases[] = {160, 512};
+
+/* --small: shapes of the same kinds (heads equal or grouped, both RoPE layouts) for emulation. */
+static const struct shape small_shapes[] = {
+    {"small-llada", 256, 4, 4, 64, 512, 1000, 10000.0f, false},
+    {"small-dream", 256, 4, 2, 64, 768, 1200, 10000.0f, true},
+};
+static const int64_t small_canvases[] = {8, 19};
+
+/* The shapes and canvases of this run, and the embedding rows get_rows fetches. */
+static const struct shape *shapes = real_shapes;
+static size_t n_shapes = 2;
+static const int64_t *canvases = real_canvases;
+static size_t n_canvases = 2;
+static int64_t n_ids = 160;
 
 /* The run's results: the JSON file and whether every check passed. */
 struct run {
@@ -189,12 +204,12 @@ static void check_dequant_elementwise(struct run *run, uint64_t *seed)
 
 /*
  * dequant_f16 of an [N, K] matrix: the same binary16 bits as the CPU decoder's floats rounded
- * by dllm_f32_to_fp16 (tolerance: 0 elements differ); get_rows of 160 rows of a [vocab, d]
+ * by dllm_f32_to_fp16 (tolerance: 0 elements differ); get_rows of n_ids rows of a [vocab, d]
  * embedding: the CPU decoder's float bits.
  */
 static void check_dequant(struct run *run, uint64_t *seed)
 {
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    for (size_t s = 0; s < n_shapes; s++) {
         const struct shape *sh = &shapes[s];
         for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
             const uint32_t type = types[ti];
@@ -222,8 +237,7 @@ static void check_dequant(struct run *run, uint64_t *seed)
             free(got);
             free(want);
 
-            /* get_rows over the first N rows as a table, 160 ids */
-            const int64_t n_ids = 160;
+            /* get_rows over the first N rows as a table, n_ids ids */
             int32_t ids[160];
             for (int64_t i = 0; i < n_ids; i++)
                 ids[i] = (int32_t)(rng_next(seed) % (uint64_t)N);
@@ -235,8 +249,8 @@ static void check_dequant(struct run *run, uint64_t *seed)
             double differ = 0;
             for (int64_t i = 0; i < n_ids; i++)
                 differ += bits_differ(rows + i * K, ref + (int64_t)ids[i] * K, K, sizeof(float));
-            snprintf(label, sizeof label, "%s %s 160 rows of %" PRId64, sh->name,
-                     dllm_type_name(type), K);
+            snprintf(label, sizeof label, "%s %s %" PRId64 " rows of %" PRId64, sh->name,
+                     dllm_type_name(type), n_ids, K);
             report(run, "get_rows", label, "elements whose bits differ", differ, 0);
             cudaFree(dids);
             cudaFree(dout);
@@ -249,10 +263,15 @@ static void check_dequant(struct run *run, uint64_t *seed)
     check_dequant_elementwise(run, seed);
 }
 
-/* f32_to_f16 of a [512, ffn] activation: dllm_f32_to_fp16's bits (0 elements differ). */
+/*
+ * f32_to_f16 of a [canvas, ffn] activation (the largest of each): dllm_f32_to_fp16's bits (0
+ * elements differ), and f32_to_f16_sat's dllm_hd_f32_to_fp16_sat's.
+ */
 static void check_f32_to_f16(struct run *run, uint64_t *seed)
 {
-    const int64_t n = 512 * shapes[1].ffn;
+    const int64_t rows = canvases[n_canvases - 1], cols = shapes[n_shapes - 1].ffn, n = rows * cols;
+    char label[64];
+    snprintf(label, sizeof label, "[%" PRId64 ", %" PRId64 "]", rows, cols);
     float *x = random_floats(n, 4.0, seed);
     for (int64_t i = 0; i < n; i += 97) /* overflow, subnormal halves, zero */
         x[i] = i % 3 == 0 ? 70000.0f : i % 3 == 1 ? 3e-6f : -0.0f;
@@ -262,14 +281,13 @@ static void check_f32_to_f16(struct run *run, uint64_t *seed)
     float *dx = dev_copy(x, (size_t)n * sizeof *x);
     uint16_t *dy = dev_alloc((size_t)n * 2);
     fetch(got, dy, (size_t)n * 2, dllm_cuda_f32_to_f16(dx, n, dy, 0), "dllm_cuda_f32_to_f16");
-    report(run, "f32_to_f16", "[512, 18944]", "elements whose bits differ",
-           bits_differ(got, want, n, 2), 0);
+    report(run, "f32_to_f16", label, "elements whose bits differ", bits_differ(got, want, n, 2), 0);
     for (int64_t i = 0; i < n; i++)
         want[i] = dllm_hd_f32_to_fp16_sat(x[i]);
     fetch(got, dy, (size_t)n * 2, dllm_cuda_f32_to_f16_sat(dx, n, dy, 0),
           "dllm_cuda_f32_to_f16_sat");
-    report(run, "f32_to_f16_sat", "[512, 18944]", "elements whose bits differ",
-           bits_differ(got, want, n, 2), 0);
+    report(run, "f32_to_f16_sat", label, "elements whose bits differ", bits_differ(got, want, n, 2),
+           0);
     cudaFree(dx);
     cudaFree(dy);
     free(x);
@@ -476,7 +494,7 @@ static void check_row_stats(struct run *run, const struct shape *sh, uint64_t *s
 {
     const int64_t R = 32, V = sh->vocab;
     float *l = random_floats(R * V, 4.0, seed);
-    l[5 * V + 17] = l[5 * V + 9000] = 60.0f; /* a tie: index 17 wins */
+    l[5 * V + 17] = l[5 * V + V / 2] = 60.0f; /* a tie: index 17 wins */
     struct dllm_row_stats got[32];
     float *dl = dev_copy(l, (size_t)(R * V) * 4);
     struct dllm_row_stats *dout = dev_alloc(sizeof got);
@@ -539,10 +557,17 @@ static void check_refusals(struct run *run)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: kernel_check RESULTS.json\n");
+    const bool small = argc == 3 && strcmp(argv[1], "--small") == 0;
+    if (argc != 2 && !small) {
+        fprintf(stderr, "usage: kernel_check [--small] RESULTS.json\n");
         return 2;
     }
+    if (small) {
+        shapes = small_shapes;
+        canvases = small_canvases;
+        n_ids = 16;
+    }
+    const char *results = argv[argc - 1];
     int n_dev = 0;
     cudaError_t e = cudaGetDeviceCount(&n_dev);
     if (e != cudaSuccess || n_dev == 0) {
@@ -554,9 +579,9 @@ int main(int argc, char **argv)
     }
     struct cudaDeviceProp prop;
     cuda_or_die(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
-    struct run run = {fopen(argv[1], "w"), 0, false};
+    struct run run = {fopen(results, "w"), 0, false};
     if (!run.json) {
-        fprintf(stderr, "kernel_check: error: cannot write %s\n", argv[1]);
+        fprintf(stderr, "kernel_check: error: cannot write %s\n", results);
         return 1;
     }
     printf("kernel_check on %s (sm_%d%d)\n", prop.name, prop.major, prop.minor);
@@ -566,8 +591,8 @@ int main(int argc, char **argv)
     check_refusals(&run);
     check_dequant(&run, &seed);
     check_f32_to_f16(&run, &seed);
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        for (size_t c = 0; c < sizeof canvases / sizeof canvases[0]; c++) {
+    for (size_t s = 0; s < n_shapes; s++) {
+        for (size_t c = 0; c < n_canvases; c++) {
             check_rms_norm(&run, &shapes[s], canvases[c], &seed);
             check_rope(&run, &shapes[s], canvases[c], &seed);
             check_attention(&run, &shapes[s], canvases[c], &seed);
