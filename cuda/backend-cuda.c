@@ -208,7 +208,7 @@ static bool live(const struct cuda *c)
 }
 
 /* Refuses MoE models and matrix types the kernels lack, naming the tensor. */
-static enum dllm_status check_model(const struct dllm_model *m, struct dllm_error *err)
+enum dllm_status dllm_cuda_check_model(const struct dllm_model *m, struct dllm_error *err)
 {
     if (m->hp.n_expert)
         return dllm_error_set(err, DLLM_ERR_UNSUPPORTED,
@@ -436,7 +436,7 @@ static enum dllm_status cuda_create(const struct dllm_backend_config *cfg,
                                     struct dllm_backend **out, struct dllm_error *err)
 {
     const struct dllm_model *m = cfg->model;
-    enum dllm_status st = check_model(m, err);
+    enum dllm_status st = dllm_cuda_check_model(m, err);
     if (st)
         return st;
     const struct plan p = plan_of(m, cfg->max_tokens, cfg->max_rows, cfg->gpu_resident);

@@ -217,6 +217,9 @@ extern const struct dllm_backend_ops dllm_backend_cuda;
 /* The device bytes it needs for a model, a canvas, logits rows and a mode (dllm_gpu_bytes). */
 uint64_t dllm_cuda_device_bytes(const struct dllm_model *model, int64_t max_tokens,
                                 int64_t max_rows, bool resident);
+
+/* Whether it runs the model (dllm_gpu_check_model): its refusal of MoE models and types. */
+enum dllm_status dllm_cuda_check_model(const struct dllm_model *model, struct dllm_error *err);
 #endif
 
 #endif

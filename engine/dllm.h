@@ -680,6 +680,14 @@ DLLM_API uint64_t dllm_gpu_bytes(const struct dllm_model *model,
                                  const struct dllm_forward_params *params);
 
 /*
+ * Whether the CUDA backend runs the model: DLLM_OK, else DLLM_ERR_UNSUPPORTED saying why (a
+ * mixture-of-experts model, a tensor type its kernels lack, a build without CUDA), the
+ * refusal dllm_forward_new would give; a choice of device (auto) can fall back on it.
+ */
+DLLM_API enum dllm_status dllm_gpu_check_model(const struct dllm_model *model,
+                                               struct dllm_error *err);
+
+/*
  * A forward context: every buffer one pass over up to max_tokens tokens needs, allocated once,
  * so that passes allocate nothing. One context serves one thread at a time.
  */

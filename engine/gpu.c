@@ -36,6 +36,11 @@ uint64_t dllm_gpu_bytes(const struct dllm_model *model, const struct dllm_forwar
     return dllm_cuda_device_bytes(model, params->max_tokens, params->max_rows,
                                   params->gpu_resident);
 }
+
+enum dllm_status dllm_gpu_check_model(const struct dllm_model *model, struct dllm_error *err)
+{
+    return dllm_cuda_check_model(model, err);
+}
 #else
 /* The refusal of a build without CUDA. */
 static enum dllm_status not_built(struct dllm_error *err)
@@ -58,5 +63,10 @@ enum dllm_status dllm_gpu_info(int index, struct dllm_gpu_info *out, struct dllm
 uint64_t dllm_gpu_bytes(const struct dllm_model *model, const struct dllm_forward_params *params)
 {
     return 0;
+}
+
+enum dllm_status dllm_gpu_check_model(const struct dllm_model *model, struct dllm_error *err)
+{
+    return not_built(err);
 }
 #endif

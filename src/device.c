@@ -33,8 +33,9 @@ void device_parse(const struct cli_command *cmd, const char *arg, struct device_
 }
 
 /*
- * Whether GPU index can run the model: present, compute capability 8.0 or newer, enough free
- * memory for the params; else err says why. gpu holds what the runtime reported.
+ * Whether GPU index can run the model: present, compute capability 8.0 or newer, a model the
+ * CUDA backend runs (dense, tensor types it has kernels for), enough free memory for the
+ * params; else err says why. gpu holds what the runtime reported.
  */
 static bool gpu_fits(int index, const struct dllm_model *model,
                      const struct dllm_forward_params *params, struct dllm_gpu_info *gpu,
@@ -48,6 +49,8 @@ static bool gpu_fits(int index, const struct dllm_model *model,
                        gpu->name, gpu->major, gpu->minor, DLLM_GPU_MIN_MAJOR);
         return false;
     }
+    if (dllm_gpu_check_model(model, err) != DLLM_OK)
+        return false;
     const uint64_t need = dllm_gpu_bytes(model, params);
     if (need > gpu->free_bytes) {
         dllm_error_set(err, DLLM_ERR_NOMEM,

@@ -164,6 +164,35 @@ START_TEST(test_backend_create)
 }
 END_TEST
 
+/* A model at fixture path rel through dllm_gpu_check_model: its status, the reason in err. */
+static enum dllm_status check_model_at(const char *rel, struct dllm_error *err)
+{
+    char *path = fixture_path(rel);
+    struct dllm_model *m = NULL;
+    ck_assert_int_eq(dllm_model_open(path, NULL, &m, err), DLLM_OK);
+    enum dllm_status st = dllm_gpu_check_model(m, err);
+    dllm_model_close(m);
+    free(path);
+    return st;
+}
+
+/*
+ * dllm_gpu_check_model tells, with no GPU asked, what the backend would refuse: a MoE model
+ * (with the refusal's text, so that --device auto falls back to the CPU saying why), not a
+ * dense one.
+ */
+START_TEST(test_check_model)
+{
+    struct dllm_error err = {0};
+    ck_assert_int_eq(check_model_at("models/llada-moe-tiny-q4km.gguf", &err), DLLM_ERR_UNSUPPORTED);
+    ck_assert_str_eq(err.text, "llada-moe is a mixture-of-experts model: the CUDA backend runs "
+                               "dense models only (LLaDA, Dream)");
+    ck_assert_int_eq(check_model_at("models/rnd1-tiny-q4km.gguf", &err), DLLM_ERR_UNSUPPORTED);
+    ck_assert_int_eq(check_model_at("models/llada-tiny-q4km.gguf", &err), DLLM_OK);
+    ck_assert_int_eq(check_model_at("models/dream-tiny-q4km.gguf", &err), DLLM_OK);
+}
+END_TEST
+
 /*
  * The memory check counts the weights in host memory on the CPU backend, which keeps them
  * there, and not on the CUDA backend, whose weights live on the GPU (the file is read once to
@@ -491,6 +520,13 @@ START_TEST(test_not_built)
     ck_assert_int_eq(n, 0);
     ck_assert_str_eq(err.text, "this libdllm was built without the CUDA backend");
     ck_assert_int_eq(dllm_gpu_info(0, &gpu, &err), DLLM_ERR_UNSUPPORTED);
+    char *path = fixture_path("models/llada-tiny-q4km.gguf");
+    struct dllm_model *m = NULL;
+    ck_assert_int_eq(dllm_model_open(path, NULL, &m, &err), DLLM_OK);
+    ck_assert_int_eq(dllm_gpu_check_model(m, &err), DLLM_ERR_UNSUPPORTED);
+    ck_assert_str_eq(err.text, "this libdllm was built without the CUDA backend");
+    dllm_model_close(m);
+    free(path);
     ck_assert_int_eq(forward_on("models/llada-tiny-q4km.gguf", "cuda", &err), DLLM_ERR_ARG);
     ck_assert_str_eq(err.text, "unknown backend 'cuda': this build has cpu");
 }
@@ -514,6 +550,7 @@ static Suite *gpu_suite(void)
     tcase_add_test(tc, test_pass_failure);
     tcase_add_test(tc, test_pass_async_failure);
     tcase_add_test(tc, test_host_memory);
+    tcase_add_test(tc, test_check_model);
     tcase_add_test(tc, test_pass_sticky_failure);
     tcase_add_test(tc, test_request_failure);
     tcase_add_test(tc, test_plan_8b);
