@@ -499,9 +499,18 @@ static enum dllm_status cuda_kv_new(struct dllm_backend *be, int64_t n_tokens,
     struct dllm_kv_cache *kv = calloc(1, sizeof *kv);
     if (!kv)
         return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
+    const size_t bytes = cuda_kv_bytes(be, n_tokens, type);
+    size_t free_bytes = SIZE_MAX, total_bytes;
     enum dllm_status st = DLLM_CUDA(err, cudaSetDevice(((struct cuda *)be)->device));
+    if (!st) /* a dry run (call.h) leaves free_bytes as it was */
+        st = DLLM_CUDA(err, cudaMemGetInfo(&free_bytes, &total_bytes));
+    if (!st && bytes > free_bytes)
+        st = dllm_error_set(err, DLLM_ERR_NOMEM,
+                            "a K/V cache of %.2f GB but only %.2f GB of GPU memory is free: use a "
+                            "shorter canvas or no cache",
+                            (double)bytes / 1e9, (double)free_bytes / 1e9);
     if (!st)
-        st = DLLM_CUDA(err, cudaMalloc(&kv->data, cuda_kv_bytes(be, n_tokens, type)));
+        st = DLLM_CUDA(err, cudaMalloc(&kv->data, bytes));
     if (st) {
         free(kv);
         return st;
@@ -827,6 +836,7 @@ const struct dllm_backend_ops dllm_backend_cuda = {
     .destroy = cuda_destroy,
     .variant = cuda_variant,
     .kv_bytes = cuda_kv_bytes,
+    .kv_on_host = false,
     .kv_new = cuda_kv_new,
     .kv_free = cuda_kv_free,
     .bind_kv = cuda_bind_kv,

@@ -905,6 +905,7 @@ const struct dllm_backend_ops dllm_backend_cpu = {
     .destroy = cpu_destroy,
     .variant = cpu_variant,
     .kv_bytes = cpu_kv_bytes,
+    .kv_on_host = true,
     .kv_new = cpu_kv_new,
     .kv_free = cpu_kv_free,
     .bind_kv = cpu_bind_kv,

@@ -706,10 +706,10 @@ struct dllm_forward_params {
      * Q4_K weights). */
     bool gpu_resident;
     /*
-     * Before allocating, the context checks that the weights, its buffers and the caller's
-     * logits rows (max_rows of them) fit in the memory available (MemAvailable in
-     * /proc/meminfo), else DLLM_ERR_NOMEM "model needs 9.1 GB but only 6.0 GB is available";
-     * true skips the check.
+     * Before allocating, the context checks that what it keeps in host memory (on the CPU
+     * the weights, and its buffers) and the caller's logits rows (max_rows of them) fit in the
+     * memory available (MemAvailable in /proc/meminfo), else DLLM_ERR_NOMEM "model needs 9.1
+     * GB but only 6.0 GB is available"; true skips the check.
      */
     bool skip_memory_check;
     /*
@@ -765,8 +765,9 @@ DLLM_API size_t dllm_kv_cache_bytes(const struct dllm_forward *fwd, int64_t n_to
 /*
  * A cache of a type for n_tokens (1 .. max_tokens) positions. Unless skip_memory_check,
  * DLLM_ERR_NOMEM when its bytes exceed MemAvailable ("a K/V cache of X GB but only Y GB is
- * available"). It needs no memory beyond its bytes: a float16 cache's layer is converted into
- * the context's own K/V buffers while a pass computes that layer.
+ * available"); on a GPU, whatever skip_memory_check says, when they exceed the GPU's free
+ * memory ("... GB of GPU memory is free"). It needs no memory beyond its bytes: a float16 cache's
+ * layer is converted into the context's own K/V buffers while a pass computes that layer.
  */
 DLLM_API enum dllm_status dllm_kv_cache_new(struct dllm_forward *fwd, int64_t n_tokens,
                                             enum dllm_cache_type type, bool skip_memory_check,

@@ -154,7 +154,7 @@ enum dllm_status dllm_kv_cache_new(struct dllm_forward *fwd, int64_t n_tokens,
                               n_tokens, fwd->max_tokens);
     const double need = (double)dllm_kv_cache_bytes(fwd, n_tokens, type);
     uint64_t avail;
-    if (!skip_memory_check && exceeds_available(need, &avail))
+    if (!skip_memory_check && fwd->be->ops->kv_on_host && exceeds_available(need, &avail))
         return dllm_error_set(err, DLLM_ERR_NOMEM,
                               "a K/V cache of %.2f GB but only %.2f GB is available: use a "
                               "shorter canvas or no cache",

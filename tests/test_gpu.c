@@ -197,6 +197,7 @@ END_TEST
  * The memory check counts the weights in host memory on the CPU backend, which keeps them
  * there, and not on the CUDA backend, whose weights live on the GPU (the file is read once to
  * upload them): a GPU machine with little free host memory still runs a model larger than it.
+ * The same for K/V caches, which the CUDA backend checks against the GPU's free memory.
  */
 START_TEST(test_host_memory)
 {
@@ -211,6 +212,8 @@ START_TEST(test_host_memory)
     const size_t cpu = dllm_backend_cpu.host_bytes(&cfg), gpu = dllm_backend_cuda.host_bytes(&cfg);
     ck_assert_uint_ge(cpu, m->weight_bytes);
     ck_assert_uint_lt(gpu, m->weight_bytes / 10);
+    /* K/V caches likewise: host memory on the CPU, the GPU's on the CUDA backend */
+    ck_assert(dllm_backend_cpu.kv_on_host && !dllm_backend_cuda.kv_on_host);
     dllm_threadpool_free(pool);
     dllm_model_close(m);
     free(path);
