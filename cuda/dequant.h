@@ -165,16 +165,29 @@ DLLM_HD int dllm_hd_k4_scale(const uint8_t *s, int k, bool min)
  * for Q5_K, bit 2c + h of qh[l] as 16; sub-block k = 2c + h;
  * y = (d * sc_k) * q - dmin * mn_k.
  */
-DLLM_HD float dllm_hd_k4(const uint8_t *b, const uint8_t *qh, const uint8_t *qs, int j)
+
+/* The quant of element l < 32 of sub-block k of a Q4_K (qh NULL) / Q5_K block. */
+DLLM_HD int dllm_hd_k4_q(const uint8_t *qh, const uint8_t *qs, int k, int l)
 {
-    int c = j / 64, h = (j / 32) & 1, l = j & 31, k = 2 * c + h;
-    int q = h ? qs[32 * c + l] >> 4 : qs[32 * c + l] & 15;
+    int q = k & 1 ? qs[32 * (k / 2) + l] >> 4 : qs[32 * (k / 2) + l] & 15;
     if (qh)
         q |= ((qh[l] >> k) & 1) << 4;
+    return q;
+}
+
+/* d * sc_k and dmin * mn_k of sub-block k of a Q4_K / Q5_K block. */
+DLLM_HD void dllm_hd_k4_sub(const uint8_t *b, int k, float *dk, float *mk)
+{
     float d = dllm_hd_fp16_to_f32(dllm_hd_u16(b)), dmin = dllm_hd_fp16_to_f32(dllm_hd_u16(b + 2));
-    float dk = DLLM_FMUL(d, (float)dllm_hd_k4_scale(b + 4, k, false));
-    float mk = DLLM_FMUL(dmin, (float)dllm_hd_k4_scale(b + 4, k, true));
-    return DLLM_FSUB(DLLM_FMUL(dk, (float)q), mk);
+    *dk = DLLM_FMUL(d, (float)dllm_hd_k4_scale(b + 4, k, false));
+    *mk = DLLM_FMUL(dmin, (float)dllm_hd_k4_scale(b + 4, k, true));
+}
+
+DLLM_HD float dllm_hd_k4(const uint8_t *b, const uint8_t *qh, const uint8_t *qs, int j)
+{
+    float dk, mk;
+    dllm_hd_k4_sub(b, j / 32, &dk, &mk);
+    return DLLM_FSUB(DLLM_FMUL(dk, (float)dllm_hd_k4_q(qh, qs, j / 32, j & 31)), mk);
 }
 
 DLLM_HD float dllm_hd_q4_K(const uint8_t *b, int j)
@@ -193,15 +206,26 @@ DLLM_HD float dllm_hd_q5_K(const uint8_t *b, int j)
  * 2k+1 of qh[32 half + l] as 16 and 32; scale scales[8 half + 2k + l / 16];
  * y = (d * sc) * (q - 32).
  */
-DLLM_HD float dllm_hd_q6_K(const uint8_t *b, int j)
+
+/* q - 32 of element l < 32 of the block's 32-element group g = 4 half + k. */
+DLLM_HD int dllm_hd_q6_q(const uint8_t *b, int g, int l)
 {
-    int half = j / 128, k = (j / 32) & 3, l = j & 31;
+    int half = g / 4, k = g & 3;
     int lo = b[64 * half + 32 * (k & 1) + l];
     lo = k < 2 ? lo & 15 : lo >> 4;
-    int q = (lo | ((b[128 + 32 * half + l] >> (2 * k)) & 3) << 4) - 32;
+    return (lo | ((b[128 + 32 * half + l] >> (2 * k)) & 3) << 4) - 32;
+}
+
+/* d * sc of element l < 32 of group g. */
+DLLM_HD float dllm_hd_q6_scale(const uint8_t *b, int g, int l)
+{
     float d = dllm_hd_fp16_to_f32(dllm_hd_u16(b + 208));
-    float sc = (float)(int8_t)b[192 + 8 * half + 2 * k + l / 16];
-    return DLLM_FMUL(DLLM_FMUL(d, sc), (float)q);
+    return DLLM_FMUL(d, (float)(int8_t)b[192 + 8 * (g / 4) + 2 * (g & 3) + l / 16]);
+}
+
+DLLM_HD float dllm_hd_q6_K(const uint8_t *b, int j)
+{
+    return DLLM_FMUL(dllm_hd_q6_scale(b, j / 32, j & 31), (float)dllm_hd_q6_q(b, j / 32, j & 31));
 }
 
 /* Elements per block of the types below; 0 for a type they do not decode. */
@@ -270,31 +294,19 @@ DLLM_HD float dllm_hd_decode(uint32_t type, const uint8_t *b, int j)
 DLLM_HD void dllm_hd_decode32(uint32_t type, const uint8_t *b, int g, float out[32])
 {
     if (type == DLLM_TYPE_Q4_K || type == DLLM_TYPE_Q5_K) {
-        const uint8_t *qh = type == DLLM_TYPE_Q5_K ? b + 16 : 0;
-        const uint8_t *qs = b + (type == DLLM_TYPE_Q5_K ? 48 : 16) + 32 * (g / 2);
-        float d = dllm_hd_fp16_to_f32(dllm_hd_u16(b)),
-              dmin = dllm_hd_fp16_to_f32(dllm_hd_u16(b + 2));
-        float dk = DLLM_FMUL(d, (float)dllm_hd_k4_scale(b + 4, g, false));
-        float mk = DLLM_FMUL(dmin, (float)dllm_hd_k4_scale(b + 4, g, true));
+        const bool q5 = type == DLLM_TYPE_Q5_K;
+        float dk, mk;
+        dllm_hd_k4_sub(b, g, &dk, &mk);
         DLLM_UNROLL
         for (int l = 0; l < 32; l++) {
-            int q = g & 1 ? qs[l] >> 4 : qs[l] & 15;
-            if (qh)
-                q |= ((qh[l] >> g) & 1) << 4;
+            int q = dllm_hd_k4_q(q5 ? b + 16 : 0, b + (q5 ? 48 : 16), g, l);
             out[l] = DLLM_FSUB(DLLM_FMUL(dk, (float)q), mk);
         }
     } else if (type == DLLM_TYPE_Q6_K) {
-        int half = g / 4, k = g & 3;
-        const uint8_t *ql = b + 64 * half + 32 * (k & 1), *qh = b + 128 + 32 * half;
-        float d = dllm_hd_fp16_to_f32(dllm_hd_u16(b + 208));
-        float ds[2] = {DLLM_FMUL(d, (float)(int8_t)b[192 + 8 * half + 2 * k]),
-                       DLLM_FMUL(d, (float)(int8_t)b[192 + 8 * half + 2 * k + 1])};
+        float ds[2] = {dllm_hd_q6_scale(b, g, 0), dllm_hd_q6_scale(b, g, 16)};
         DLLM_UNROLL
-        for (int l = 0; l < 32; l++) {
-            int lo = k < 2 ? ql[l] & 15 : ql[l] >> 4;
-            int q = (lo | ((qh[l] >> (2 * k)) & 3) << 4) - 32;
-            out[l] = DLLM_FMUL(ds[l / 16], (float)q);
-        }
+        for (int l = 0; l < 32; l++)
+            out[l] = DLLM_FMUL(ds[l / 16], (float)dllm_hd_q6_q(b, g, l));
     } else if (dllm_hd_block_elems(type) == 1) {
         DLLM_UNROLL
         for (int l = 0; l < 32; l++)
