@@ -651,11 +651,7 @@ static void cuda_gather_norm(struct dllm_backend *be, const int32_t *rows, int64
     struct cuda *c = (struct cuda *)be;
     const int64_t n = c->model->hp.n_embd;
     float *out = c->buf[DLLM_BUF_OUT];
-    for (int64_t i = 0; i < R && live(c); i++)
-        ok(c, DLLM_CUDA(&c->op_error,
-                        cudaMemcpyAsync(out + i * n, c->buf[DLLM_BUF_X] + (int64_t)rows[i] * n,
-                                        (size_t)n * sizeof(float), cudaMemcpyDeviceToDevice,
-                                        c->stream)));
+    cuda_gather(be, DLLM_BUF_X, rows, R, DLLM_BUF_OUT);
     if (live(c))
         ok(c, DLLM_CUDA(&c->op_error, dllm_cuda_rms_norm(out, c->output_norm, R, n,
                                                          c->model->hp.norm_eps, out, c->stream)));
