@@ -162,6 +162,51 @@ static void cpu_decode(uint32_t type, const void *w, int64_t first, int64_t n, f
     }
 }
 
+/* A random [N, K] matrix of type: its GGUF blocks on the host and the device, decoded by the CPU.
+ */
+struct matrix {
+    void *w, *dw;
+    float *ref;
+};
+
+static struct matrix random_matrix(uint32_t type, int64_t N, int64_t K, uint64_t *seed)
+{
+    struct matrix m = {random_weights(type, N, K, RANDOM_SCALES_SIGNED, seed), NULL,
+                       host_alloc((size_t)(N * K) * sizeof(float))};
+    m.dw =
+        dev_copy(m.w, (size_t)(N * K / dllm_type_block_elems(type)) * dllm_type_block_bytes(type));
+    cpu_decode(type, m.w, 0, N * K, m.ref);
+    return m;
+}
+
+static void matrix_free(struct matrix *m)
+{
+    cudaFree(m->dw);
+    free(m->ref);
+    free(m->w);
+}
+
+/*
+ * The elements of dllm_cuda_dequant_f16 of m whose bits differ from the CPU decoder's floats
+ * rounded by dllm_f32_to_fp16, the result written offset halves into its buffer (1: unaligned).
+ */
+static double dequant_differ(uint32_t type, const struct matrix *m, int64_t N, int64_t K,
+                             int64_t offset)
+{
+    const int64_t n = N * K;
+    uint16_t *dh = dev_alloc((size_t)(n + offset) * 2);
+    uint16_t *want = host_alloc((size_t)n * 2), *got = host_alloc((size_t)n * 2);
+    for (int64_t i = 0; i < n; i++)
+        want[i] = dllm_f32_to_fp16(m->ref[i]);
+    fetch(got, dh + offset, (size_t)n * 2, dllm_cuda_dequant_f16(type, m->dw, N, K, dh + offset, 0),
+          "dllm_cuda_dequant_f16");
+    const double differ = bits_differ(got, want, n, 2);
+    cudaFree(dh);
+    free(got);
+    free(want);
+    return differ;
+}
+
 /*
  * dequant_f16's element-at-a-time kernel, which rows of no whole number of 32 elements (an
  * F16 [7, 33]) and a destination not 16-byte aligned (a Q4_K [64, 512]) take: the CPU
@@ -175,30 +220,14 @@ static void check_dequant_elementwise(struct run *run, uint64_t *seed)
     } cases[] = {{DLLM_TYPE_F16, 7, 33, 0}, {DLLM_TYPE_Q4_K, 64, 512, 1}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const uint32_t type = cases[c].type;
-        const int64_t N = cases[c].N, K = cases[c].K, n = N * K;
-        void *w = random_weights(type, N, K, RANDOM_SCALES_SIGNED, seed);
-        size_t bytes = (size_t)(n / dllm_type_block_elems(type)) * dllm_type_block_bytes(type);
-        void *dw = dev_copy(w, bytes);
-        uint16_t *dh = dev_alloc((size_t)(n + 1) * 2);
-        float *ref = host_alloc((size_t)n * sizeof *ref);
-        uint16_t *want = host_alloc((size_t)n * 2), *got = host_alloc((size_t)n * 2);
-        cpu_decode(type, w, 0, n, ref);
-        for (int64_t i = 0; i < n; i++)
-            want[i] = dllm_f32_to_fp16(ref[i]);
-        fetch(got, dh + cases[c].offset, (size_t)n * 2,
-              dllm_cuda_dequant_f16(type, dw, N, K, dh + cases[c].offset, 0),
-              "dllm_cuda_dequant_f16");
+        const int64_t N = cases[c].N, K = cases[c].K;
+        struct matrix m = random_matrix(type, N, K, seed);
         char label[96];
         snprintf(label, sizeof label, "%s [%" PRId64 ", %" PRId64 "]%s", dllm_type_name(type), N, K,
                  cases[c].offset ? ", unaligned" : "");
         report(run, "dequant_f16 element-wise", label, "elements whose bits differ",
-               bits_differ(got, want, n, 2), 0);
-        cudaFree(dh);
-        cudaFree(dw);
-        free(got);
-        free(want);
-        free(ref);
-        free(w);
+               dequant_differ(type, &m, N, K, cases[c].offset), 0);
+        matrix_free(&m);
     }
 }
 
@@ -218,24 +247,9 @@ static void check_dequant(struct run *run, uint64_t *seed)
             char label[96];
             snprintf(label, sizeof label, "%s %s [%" PRId64 ", %" PRId64 "]", sh->name,
                      dllm_type_name(type), N, K);
-            void *w = random_weights(type, N, K, RANDOM_SCALES_SIGNED, seed);
-            size_t bytes =
-                (size_t)(N * K / dllm_type_block_elems(type)) * dllm_type_block_bytes(type);
-            void *dw = dev_copy(w, bytes);
-            uint16_t *dh = dev_alloc((size_t)(N * K) * 2);
-            float *ref = host_alloc((size_t)(N * K) * sizeof *ref);
-            uint16_t *want = host_alloc((size_t)(N * K) * 2),
-                     *got = host_alloc((size_t)(N * K) * 2);
-            cpu_decode(type, w, 0, N * K, ref);
-            for (int64_t i = 0; i < N * K; i++)
-                want[i] = dllm_f32_to_fp16(ref[i]);
-            fetch(got, dh, (size_t)(N * K) * 2, dllm_cuda_dequant_f16(type, dw, N, K, dh, 0),
-                  "dllm_cuda_dequant_f16");
+            struct matrix m = random_matrix(type, N, K, seed);
             report(run, "dequant_f16", label, "elements whose bits differ",
-                   bits_differ(got, want, N * K, 2), 0);
-            cudaFree(dh);
-            free(got);
-            free(want);
+                   dequant_differ(type, &m, N, K, 0), 0);
 
             /* get_rows over the first N rows as a table, n_ids ids */
             int32_t ids[160];
@@ -245,19 +259,17 @@ static void check_dequant(struct run *run, uint64_t *seed)
             float *dout = dev_alloc((size_t)(n_ids * K) * sizeof(float));
             float *rows = host_alloc((size_t)(n_ids * K) * sizeof *rows);
             fetch(rows, dout, (size_t)(n_ids * K) * sizeof(float),
-                  dllm_cuda_get_rows(type, dw, K, dids, n_ids, dout, 0), "dllm_cuda_get_rows");
+                  dllm_cuda_get_rows(type, m.dw, K, dids, n_ids, dout, 0), "dllm_cuda_get_rows");
             double differ = 0;
             for (int64_t i = 0; i < n_ids; i++)
-                differ += bits_differ(rows + i * K, ref + (int64_t)ids[i] * K, K, sizeof(float));
+                differ += bits_differ(rows + i * K, m.ref + (int64_t)ids[i] * K, K, sizeof(float));
             snprintf(label, sizeof label, "%s %s %" PRId64 " rows of %" PRId64, sh->name,
                      dllm_type_name(type), n_ids, K);
             report(run, "get_rows", label, "elements whose bits differ", differ, 0);
             cudaFree(dids);
             cudaFree(dout);
-            cudaFree(dw);
             free(rows);
-            free(ref);
-            free(w);
+            matrix_free(&m);
         }
     }
     check_dequant_elementwise(run, seed);
