@@ -18,6 +18,8 @@ is put first on DLLM's LD_LIBRARY_PATH.
 """
 import json, math, os, struct, subprocess, sys, tempfile
 
+from logits_check import dllm_env
+
 PROMPT = "The quick brown fox jumps over"
 TOKENS, STEPS = 16, 8
 MODELS = [("llada-tiny-q4km.gguf", ["--block-length", str(TOKENS)], 0),
@@ -25,16 +27,11 @@ MODELS = [("llada-tiny-q4km.gguf", ["--block-length", str(TOKENS)], 0),
 GAP_FACTOR, MIN_COMPARABLE = 4.0, 0.8
 
 
-def dllm_env():
-    env = dict(os.environ)
-    if env.get("DLLM_LIBS"):
-        env["LD_LIBRARY_PATH"] = env["DLLM_LIBS"] + (
-            ":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
-    return env
+ENV = dllm_env()
 
 
 def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True, env=dllm_env())
+    p = subprocess.run(cmd, capture_output=True, text=True, env=ENV)
     if p.returncode != 0:
         raise RuntimeError("%s: exit %d: %s" % (" ".join(cmd[:2]), p.returncode, p.stderr.strip()))
     return p.stdout

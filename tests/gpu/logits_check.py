@@ -9,8 +9,8 @@ odd rows alone (a pass then computes its last layer for those rows only), and ho
 row to tests/test_forward.c's bar: relative error at most llama.cpp's worst row + 5%, the
 median (of all rows) at most llama.cpp's + 5%, 1 - cosine at most llama.cpp's worst x
 1.05^2. On a GPU a mixture-of-experts model must be refused (exit 1, naming --device cpu).
-Writes the figures to OUT.json; exits 1 when a case fails. DLLM_LIBS, when set, is put first on DLLM's
-LD_LIBRARY_PATH (the bundle's libraries, for dllm alone).
+Writes the figures to OUT.json; exits 1 when a case fails. DLLM_LIBS, when set, is put first
+on DLLM's LD_LIBRARY_PATH (the bundle's libraries, for dllm alone).
 """
 import json, math, os, struct, subprocess, sys, tempfile
 
@@ -31,6 +31,15 @@ def read_rows(path, n, v):
     data = open(path, "rb").read()
     assert len(data) == 4 * n * v, "%s: %d bytes, want %d" % (path, len(data), 4 * n * v)
     return [struct.unpack_from("<%df" % v, data, 4 * v * r) for r in range(n)]
+
+
+def dllm_env():
+    """The environment to run DLLM in: DLLM_LIBS first on LD_LIBRARY_PATH, when set."""
+    env = dict(os.environ)
+    if env.get("DLLM_LIBS"):
+        env["LD_LIBRARY_PATH"] = env["DLLM_LIBS"] + (
+            ":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    return env
 
 
 def check_case(dllm, fix, device, env, case, rows):
@@ -73,10 +82,7 @@ def check_case(dllm, fix, device, env, case, rows):
 
 def main():
     dllm, fix, device, out = sys.argv[1:5]
-    env = dict(os.environ)
-    if os.environ.get("DLLM_LIBS"):
-        env["LD_LIBRARY_PATH"] = os.environ["DLLM_LIBS"] + (
-            ":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    env = dllm_env()
     results, failed = [], 0
     for name in sorted(os.listdir(os.path.join(fix, "logits"))):
         if not name.endswith(".cases.json") or "realvocab" in name:
