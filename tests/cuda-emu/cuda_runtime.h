@@ -115,7 +115,6 @@ inline thread_local std::barrier<> *dllm_emu_barrier;
  * and waits until all are done.
  */
 struct dllm_emu_pool {
-    static constexpr unsigned max_threads = 1024;
     std::mutex lock;
     std::condition_variable wake, done;
     std::function<void(unsigned)> part; /* the launch's work for thread t */
@@ -196,14 +195,12 @@ template <typename Kernel> struct dllm_emu_launcher {
         for (std::unique_ptr<std::barrier<>> &b : inside)
             b = std::make_unique<std::barrier<>>((std::ptrdiff_t)block);
         std::barrier<> between((std::ptrdiff_t)block);
-        const Kernel k = kernel;
-        const unsigned n_blocks = grid;
         dllm_emu_pool::get().run(block, [&](unsigned t) {
-            for (unsigned b = 0; b < n_blocks; b++) {
+            for (unsigned b = 0; b < grid; b++) {
                 blockIdx = {b, 0, 0};
                 threadIdx = {t, 0, 0};
                 dllm_emu_barrier = inside[b].get();
-                k(args...);
+                kernel(args...);
                 inside[b]->arrive_and_drop();
                 between.arrive_and_wait();
             }
