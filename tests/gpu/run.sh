@@ -43,6 +43,7 @@ LIBS=$BUNDLE/lib
 for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
     [ -d "$d" ] && LIBS=$LIBS:$d
 done
+LIB_PATH=$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} # what dllm's programs run with
 FIX=$BUNDLE/fixtures
 MODELS=${GPU_MODELS:-$WORK/models} # synth files (GBs): never under $OUT
 mkdir -p "$MODELS"
@@ -51,7 +52,7 @@ mkdir -p "$MODELS"
 dl() {
     prog=$1
     shift
-    LD_LIBRARY_PATH="$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$BIN/$prog" "$@"
+    LD_LIBRARY_PATH=$LIB_PATH "$BIN/$prog" "$@"
 }
 
 failed=0
@@ -182,7 +183,7 @@ if [ -n "$INNER" ]; then
 fi
 {
     echo "== ldd $BIN/dllm"
-    LD_LIBRARY_PATH="$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ldd "$BIN/dllm"
+    LD_LIBRARY_PATH=$LIB_PATH ldd "$BIN/dllm"
     echo "== nvidia-smi"
     nvidia-smi 2>&1 || echo "(no nvidia-smi)"
     echo "== nvcc --version"
