@@ -1,97 +1,97 @@
 /*
- * A stand-in for the CUDA runtime that runs dllm's kernels (cuda/kernels-*.cu, compiled as C++
- * with DLLM_CUDA_EMU) on the host, so that make check runs them without a GPU: "device" memory
- * is host memory, every call succeeds at once, and a launch (DLLM_LAUNCH, cuda/launch.cuh) runs
- * the grid's blocks one after another, each block's threads as host threads (a pool kept for
- * the program) that meet at __syncthreads on a barrier; __shared__ arrays become static ones,
- * which the one block running at a time owns. The maths is the host's (no fused multiply-add unless
- * the compiler makes one), so what this proves is the kernels' indexing, synchronisation and
- * control flow, not the GPU's last bits. Only what the kernels and tests/gpu/kernel_check.c use is
- * here.
+ * A stand-in for the CUDA runtime that runs dllm's CUDA code on the host, so that make check
+ * runs it without a GPU: the kernels (cuda/kernels-*.cu, compiled as C++ with DLLM_CUDA_EMU)
+ * and, through tests/libdllm-emu, the whole CUDA backend (the C files of cuda/). One emulated GPU,
+ * device 0 of compute capability 9.0 with DLLM_EMU_GPU_BYTES of memory; its "device" memory is host
+ * memory that runtime.c keeps a list of, so that a copy in the wrong direction or past its
+ * allocation, a free of memory it did not allocate and a kernel given a host pointer fail
+ * (cudaErrorInvalidValue) as they would on a GPU instead of working by accident. Work runs when
+ * it is enqueued, so a stream is always done. A launch (DLLM_LAUNCH, cuda/launch.cuh) runs the
+ * grid's blocks one after another, each block's threads as fibers that take turns between
+ * __syncthreads; __shared__ arrays become static ones, which the one block running at a time
+ * owns. The maths is the host's (no fused multiply-add unless
+ * the compiler makes one), so what this proves is the code's indexing, synchronisation, memory
+ * use and control flow, not the GPU's last bits. Only what dllm calls is here; the error codes
+ * are the real runtime's.
  */
 #ifndef DLLM_CUDA_EMU_RUNTIME_H
 #define DLLM_CUDA_EMU_RUNTIME_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
+
+/* The emulated GPU's memory. */
+#define DLLM_EMU_GPU_BYTES ((size_t)16 << 30)
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef enum {
     cudaSuccess = 0,
     cudaErrorInvalidValue = 1,
-    cudaErrorMemoryAllocation = 2
+    cudaErrorMemoryAllocation = 2,
+    cudaErrorInsufficientDriver = 35,
+    cudaErrorNoDevice = 100,
+    cudaErrorInvalidDevice = 101,
+    cudaErrorNoKernelImageForDevice = 209,
+    cudaErrorUnsupportedPtxVersion = 222
 } cudaError_t;
 typedef void *cudaStream_t;
 enum cudaMemcpyKind {
-    cudaMemcpyHostToDevice,
-    cudaMemcpyDeviceToHost,
-    cudaMemcpyDeviceToDevice,
+    cudaMemcpyHostToDevice = 1,
+    cudaMemcpyDeviceToHost = 2,
+    cudaMemcpyDeviceToDevice = 3,
 };
+#define cudaStreamNonBlocking 0x01
 struct cudaDeviceProp {
     char name[256];
     int major, minor;
 };
 
-static inline cudaError_t cudaMalloc(void *p, size_t bytes)
-{
-    void *m = malloc(bytes ? bytes : 1);
-    memcpy(p, &m, sizeof m);
-    return m ? cudaSuccess : cudaErrorMemoryAllocation;
-}
+/* *(void **)p = bytes of device memory. */
+cudaError_t cudaMalloc(void *p, size_t bytes);
+cudaError_t cudaFree(void *p);
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind);
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind,
+                            cudaStream_t s);
+cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes);
+cudaError_t cudaDeviceSynchronize(void);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags);
+cudaError_t cudaStreamDestroy(cudaStream_t s);
+cudaError_t cudaStreamSynchronize(cudaStream_t s);
+cudaError_t cudaGetLastError(void);
+cudaError_t cudaGetDeviceCount(int *n);
+cudaError_t cudaSetDevice(int device);
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int device);
+cudaError_t cudaDriverGetVersion(int *version);
+cudaError_t cudaRuntimeGetVersion(int *version);
+const char *cudaGetErrorString(cudaError_t e);
+const char *cudaGetErrorName(cudaError_t e);
 
-static inline cudaError_t cudaFree(void *p)
-{
-    free(p);
-    return cudaSuccess;
-}
+/* Whether bytes from p lie inside one allocation of device memory (p itself for bytes 0). */
+bool dllm_emu_on_device(const void *p, size_t bytes);
 
-static inline cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes,
-                                     enum cudaMemcpyKind kind)
-{
-    (void)kind;
-    memmove(dst, src, bytes);
-    return cudaSuccess;
-}
+/* Records e as the thread's last error (cudaGetLastError's). */
+void dllm_emu_fail(cudaError_t e);
 
-static inline cudaError_t cudaDeviceSynchronize(void)
-{
-    return cudaSuccess;
-}
-
-static inline cudaError_t cudaGetLastError(void)
-{
-    return cudaSuccess;
-}
-
-static inline cudaError_t cudaGetDeviceCount(int *n)
-{
-    *n = 1;
-    return cudaSuccess;
-}
-
-static inline cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int device)
-{
-    (void)device;
-    memset(p, 0, sizeof *p);
-    strcpy(p->name, "host emulation (tests/cuda-emu)");
-    return cudaSuccess;
-}
-
-static inline const char *cudaGetErrorString(cudaError_t e)
-{
-    return e == cudaSuccess             ? "no error"
-           : e == cudaErrorInvalidValue ? "invalid argument"
-                                        : "out of memory";
-}
+/*
+ * Fibers for a block's threads (x86-64 System V): dllm_emu_fiber_new prepares the stack of
+ * bytes at stack to run start (which must never return) and gives its stack pointer;
+ * dllm_emu_switch saves the running fiber's stack pointer in *from and resumes the one at to.
+ */
+void *dllm_emu_fiber_new(char *stack, size_t bytes, void (*start)(void));
+void dllm_emu_switch(void **from, void *to);
 
 #ifdef __cplusplus
-#include <barrier>
-#include <condition_variable>
+}
+#endif
+
+#ifdef __cplusplus
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <thread>
+#include <type_traits>
 #include <vector>
 
 #define __global__
@@ -105,83 +105,72 @@ struct dllm_emu_dim {
 };
 inline thread_local dllm_emu_dim threadIdx, blockIdx;
 inline dllm_emu_dim blockDim, gridDim;
-inline thread_local std::barrier<> *dllm_emu_barrier;
-
-#define __syncthreads() dllm_emu_barrier->arrive_and_wait()
 
 /*
- * The host threads that play a block's threads, started on the first launch and kept: a
- * launch hands each of the first `block` of them its part (thread t of every block in turn)
- * and waits until all are done.
+ * A block's threads as fibers on the launching host thread, kept for the program: each runs
+ * until it reaches __syncthreads or returns, then the next one does; when all have, those at
+ * the barrier go on together. Switching fibers costs far less than waking host threads.
  */
-struct dllm_emu_pool {
-    std::mutex lock;
-    std::condition_variable wake, done;
-    std::function<void(unsigned)> part; /* the launch's work for thread t */
-    unsigned n_threads = 0, busy = 0;
-    unsigned long generation = 0;
-    std::vector<std::thread> threads;
+struct dllm_emu_block {
+    static constexpr size_t stack_bytes = 64 << 10;
+    std::vector<std::unique_ptr<char[]>> stack;
+    std::vector<void *> sp; /* each fiber's saved stack pointer */
+    std::vector<bool> finished;
+    void *scheduler = nullptr;
+    unsigned current = 0;
+    std::function<void()> body; /* the kernel, called with its arguments */
 
-    static dllm_emu_pool &get()
+    static dllm_emu_block &get()
     {
-        static dllm_emu_pool pool;
-        return pool;
+        static thread_local dllm_emu_block block;
+        return block;
     }
 
-    ~dllm_emu_pool()
+    /* A fiber's life: the kernel, then back to the scheduler for good. */
+    static void start()
     {
-        {
-            std::lock_guard<std::mutex> g(lock);
-            part = nullptr;
-            generation++;
-        }
-        wake.notify_all();
-        for (std::thread &t : threads)
-            t.join();
+        dllm_emu_block &b = get();
+        b.body();
+        b.finished[b.current] = true;
+        dllm_emu_switch(&b.sp[b.current], b.scheduler);
     }
 
-    /* Runs part(t) for t < n on the pool's threads and returns when every one has. */
-    void run(unsigned n, std::function<void(unsigned)> work)
+    /* Runs work as the n threads of one block; returns when every one has returned. */
+    void run(unsigned n, std::function<void()> work)
     {
-        while (threads.size() < n)
-            threads.emplace_back([this, t = (unsigned)threads.size()] { serve(t); });
-        std::unique_lock<std::mutex> g(lock);
-        part = std::move(work);
-        n_threads = n;
-        busy = n;
-        generation++;
-        wake.notify_all();
-        done.wait(g, [this] { return busy == 0; });
-    }
-
-    void serve(unsigned t)
-    {
-        unsigned long seen = 0;
-        for (;;) {
-            std::function<void(unsigned)> work;
-            {
-                std::unique_lock<std::mutex> g(lock);
-                wake.wait(g, [&] { return generation != seen; });
-                seen = generation;
-                if (!part)
-                    return;
-                if (t >= n_threads)
+        body = std::move(work);
+        while (stack.size() < n)
+            stack.emplace_back(new char[stack_bytes]);
+        sp.resize(stack.size());
+        finished.assign(n, false);
+        for (unsigned t = 0; t < n; t++)
+            sp[t] = dllm_emu_fiber_new(stack[t].get(), stack_bytes, start);
+        for (unsigned left = n; left > 0;) {
+            for (unsigned t = 0; t < n; t++) {
+                if (finished[t])
                     continue;
-                work = part;
+                current = t;
+                threadIdx = {t, 0, 0};
+                dllm_emu_switch(&scheduler, sp[t]);
+                left -= finished[t];
             }
-            work(t);
-            std::lock_guard<std::mutex> g(lock);
-            if (--busy == 0)
-                done.notify_one();
         }
+    }
+
+    /* __syncthreads: back to the scheduler, which resumes this thread once all have arrived. */
+    void sync()
+    {
+        dllm_emu_switch(&sp[current], scheduler);
     }
 };
 
+#define __syncthreads() dllm_emu_block::get().sync()
+
 /*
  * A launch of kernel on grid blocks of block threads, called with the kernel's arguments: the
- * blocks run one after another; a block's threads meet at __syncthreads on that block's own
- * barrier (a thread that returns drops out of it), and at the block's end on another, so that
- * the next block finds the static "__shared__" arrays free.
+ * blocks run one after another, so that each finds the static "__shared__" arrays its own. A
+ * pointer argument that is not device memory fails the launch (cudaErrorInvalidValue) before
+ * it runs.
  */
 template <typename Kernel> struct dllm_emu_launcher {
     Kernel kernel;
@@ -189,22 +178,23 @@ template <typename Kernel> struct dllm_emu_launcher {
 
     template <typename... Args> void operator()(Args... args) const
     {
+        bool host = false;
+        (
+            [&] {
+                if constexpr (std::is_pointer_v<Args>)
+                    host = host || (args && !dllm_emu_on_device(args, 0));
+            }(),
+            ...);
+        if (host) {
+            dllm_emu_fail(cudaErrorInvalidValue);
+            return;
+        }
         gridDim = {grid, 1, 1};
         blockDim = {block, 1, 1};
-        std::vector<std::unique_ptr<std::barrier<>>> inside(grid);
-        for (std::unique_ptr<std::barrier<>> &b : inside)
-            b = std::make_unique<std::barrier<>>((std::ptrdiff_t)block);
-        std::barrier<> between((std::ptrdiff_t)block);
-        dllm_emu_pool::get().run(block, [&](unsigned t) {
-            for (unsigned b = 0; b < grid; b++) {
-                blockIdx = {b, 0, 0};
-                threadIdx = {t, 0, 0};
-                dllm_emu_barrier = inside[b].get();
-                kernel(args...);
-                inside[b]->arrive_and_drop();
-                between.arrive_and_wait();
-            }
-        });
+        for (unsigned b = 0; b < grid; b++) {
+            blockIdx = {b, 0, 0};
+            dllm_emu_block::get().run(block, [&] { kernel(args...); });
+        }
     }
 };
 

@@ -1,0 +1,285 @@
+/*
+ * The stand-in CUDA runtime's calls (cuda_runtime.h says what it emulates): device memory is
+ * host memory listed here, every call checks its pointers against the list, and work is done
+ * when it is enqueued.
+ */
+#include "cuda_runtime.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The device allocations, unordered. */
+static struct {
+    pthread_mutex_t lock;
+    struct allocation {
+        uintptr_t base;
+        size_t bytes;
+    } * list;
+    size_t n, cap, used;
+} mem = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static _Thread_local cudaError_t last_error;
+
+void dllm_emu_fail(cudaError_t e)
+{
+    last_error = e;
+}
+
+/* Returns e, recorded as the thread's last error when it is one. */
+static cudaError_t result(cudaError_t e)
+{
+    if (e != cudaSuccess)
+        last_error = e;
+    return e;
+}
+
+/* The index of the allocation that holds bytes from p (p itself for bytes 0), or -1. */
+static ptrdiff_t find(uintptr_t p, size_t bytes)
+{
+    for (size_t i = 0; i < mem.n; i++) {
+        const struct allocation *a = &mem.list[i];
+        if (p >= a->base && p - a->base < a->bytes && bytes <= a->bytes - (p - a->base))
+            return (ptrdiff_t)i;
+    }
+    return -1;
+}
+
+/* Whether any byte from p to p + bytes is device memory. */
+static bool overlaps(uintptr_t p, size_t bytes)
+{
+    for (size_t i = 0; i < mem.n; i++) {
+        const struct allocation *a = &mem.list[i];
+        if (p < a->base + a->bytes && a->base < p + (bytes ? bytes : 1))
+            return true;
+    }
+    return false;
+}
+
+bool dllm_emu_on_device(const void *p, size_t bytes)
+{
+    pthread_mutex_lock(&mem.lock);
+    const bool in = find((uintptr_t)p, bytes) >= 0;
+    pthread_mutex_unlock(&mem.lock);
+    return in;
+}
+
+cudaError_t cudaMalloc(void *p, size_t bytes)
+{
+    void *m = NULL;
+    memcpy(p, &m, sizeof m);
+    pthread_mutex_lock(&mem.lock);
+    cudaError_t e = cudaErrorMemoryAllocation;
+    if (bytes <= DLLM_EMU_GPU_BYTES - mem.used) {
+        if (mem.n == mem.cap) {
+            const size_t cap = mem.cap ? 2 * mem.cap : 16;
+            struct allocation *list = realloc(mem.list, cap * sizeof *list);
+            if (list) {
+                mem.list = list;
+                mem.cap = cap;
+            }
+        }
+        if (mem.n < mem.cap && (m = malloc(bytes ? bytes : 1))) {
+            mem.list[mem.n++] = (struct allocation){(uintptr_t)m, bytes ? bytes : 1};
+            mem.used += bytes ? bytes : 1;
+            memcpy(p, &m, sizeof m);
+            e = cudaSuccess;
+        }
+    }
+    pthread_mutex_unlock(&mem.lock);
+    return result(e);
+}
+
+/* Frees p, which must be an allocation's start (or NULL, which does nothing). */
+cudaError_t cudaFree(void *p)
+{
+    if (!p)
+        return cudaSuccess;
+    pthread_mutex_lock(&mem.lock);
+    const ptrdiff_t i = find((uintptr_t)p, 0);
+    const bool start = i >= 0 && mem.list[i].base == (uintptr_t)p;
+    if (start) {
+        mem.used -= mem.list[i].bytes;
+        mem.list[i] = mem.list[--mem.n];
+    }
+    pthread_mutex_unlock(&mem.lock);
+    if (!start)
+        return result(cudaErrorInvalidValue);
+    free(p);
+    return cudaSuccess;
+}
+
+/* Copies bytes when the pointers are on the sides kind names, wholly inside their allocations. */
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind)
+{
+    if (!bytes)
+        return cudaSuccess;
+    pthread_mutex_lock(&mem.lock);
+    const bool dst_dev = find((uintptr_t)dst, bytes) >= 0,
+               src_dev = find((uintptr_t)src, bytes) >= 0;
+    const bool dst_host = !overlaps((uintptr_t)dst, bytes),
+               src_host = !overlaps((uintptr_t)src, bytes);
+    pthread_mutex_unlock(&mem.lock);
+    const bool fits = kind == cudaMemcpyHostToDevice     ? dst_dev && src_host
+                      : kind == cudaMemcpyDeviceToHost   ? dst_host && src_dev
+                      : kind == cudaMemcpyDeviceToDevice ? dst_dev && src_dev
+                                                         : false;
+    if (!fits || !dst || !src)
+        return result(cudaErrorInvalidValue);
+    memmove(dst, src, bytes);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind,
+                            cudaStream_t s)
+{
+    (void)s;
+    return cudaMemcpy(dst, src, bytes, kind);
+}
+
+cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
+{
+    pthread_mutex_lock(&mem.lock);
+    *free_bytes = DLLM_EMU_GPU_BYTES - mem.used;
+    pthread_mutex_unlock(&mem.lock);
+    *total_bytes = DLLM_EMU_GPU_BYTES;
+    return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize(void)
+{
+    return cudaSuccess;
+}
+
+/* Streams are tokens: the work they are given is done at once. */
+static char stream_token;
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags)
+{
+    (void)flags;
+    *s = &stream_token;
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t s)
+{
+    return result(s == &stream_token ? cudaSuccess : cudaErrorInvalidValue);
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t s)
+{
+    return result(!s || s == &stream_token ? cudaSuccess : cudaErrorInvalidValue);
+}
+
+cudaError_t cudaGetLastError(void)
+{
+    const cudaError_t e = last_error;
+    last_error = cudaSuccess;
+    return e;
+}
+
+cudaError_t cudaGetDeviceCount(int *n)
+{
+    *n = 1;
+    return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int device)
+{
+    return result(device == 0 ? cudaSuccess : cudaErrorInvalidDevice);
+}
+
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int device)
+{
+    if (device != 0)
+        return result(cudaErrorInvalidDevice);
+    memset(p, 0, sizeof *p);
+    strcpy(p->name, "host emulation (tests/cuda-emu)");
+    p->major = 9;
+    p->minor = 0;
+    return cudaSuccess;
+}
+
+cudaError_t cudaDriverGetVersion(int *version)
+{
+    *version = 13000;
+    return cudaSuccess;
+}
+
+cudaError_t cudaRuntimeGetVersion(int *version)
+{
+    *version = 13000;
+    return cudaSuccess;
+}
+
+/* The runtime's names and texts of the codes above. */
+static const struct {
+    cudaError_t e;
+    const char *name, *text;
+} errors[] = {
+    {cudaSuccess, "cudaSuccess", "no error"},
+    {cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
+    {cudaErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory"},
+    {cudaErrorInsufficientDriver, "cudaErrorInsufficientDriver",
+     "CUDA driver version is insufficient for CUDA runtime version"},
+    {cudaErrorNoDevice, "cudaErrorNoDevice", "no CUDA-capable device is detected"},
+    {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
+    {cudaErrorNoKernelImageForDevice, "cudaErrorNoKernelImageForDevice",
+     "no kernel image is available for execution on the device"},
+    {cudaErrorUnsupportedPtxVersion, "cudaErrorUnsupportedPtxVersion",
+     "the provided PTX was compiled with an unsupported toolchain."},
+};
+
+const char *cudaGetErrorName(cudaError_t e)
+{
+    for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
+        if (errors[i].e == e)
+            return errors[i].name;
+    return "cudaErrorUnknown";
+}
+
+const char *cudaGetErrorString(cudaError_t e)
+{
+    for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
+        if (errors[i].e == e)
+            return errors[i].text;
+    return "unknown error";
+}
+
+/* The registers a function must keep (rbp, rbx, r12-r15) go on the stack being left. */
+__asm__(".text\n"
+        ".globl dllm_emu_switch\n"
+        ".hidden dllm_emu_switch\n"
+        ".type dllm_emu_switch, @function\n"
+        "dllm_emu_switch:\n"
+        "    pushq %rbp\n"
+        "    pushq %rbx\n"
+        "    pushq %r12\n"
+        "    pushq %r13\n"
+        "    pushq %r14\n"
+        "    pushq %r15\n"
+        "    movq %rsp, (%rdi)\n"
+        "    movq %rsi, %rsp\n"
+        "    popq %r15\n"
+        "    popq %r14\n"
+        "    popq %r13\n"
+        "    popq %r12\n"
+        "    popq %rbx\n"
+        "    popq %rbp\n"
+        "    ret\n"
+        ".size dllm_emu_switch, .-dllm_emu_switch\n");
+
+/*
+ * A new fiber's stack as dllm_emu_switch leaves one: six saved registers, then start as the
+ * address to return to, above it a null return address for start, with the stack aligned as
+ * at a call (16 bytes at the call, so 8 more at start's first instruction).
+ */
+void *dllm_emu_fiber_new(char *stack, size_t bytes, void (*start)(void))
+{
+    uintptr_t *sp = (uintptr_t *)(((uintptr_t)stack + bytes) & ~(uintptr_t)15);
+    *--sp = 0;
+    *--sp = (uintptr_t)start;
+    for (int i = 0; i < 6; i++)
+        *--sp = 0;
+    return sp;
+}
