@@ -103,6 +103,12 @@ void synth_random_blocks(uint32_t type, float sigma, struct synth_rng *rng, void
             random_bytes(rng, b->qs, sizeof b->qs);
             break;
         }
+        case DLLM_TYPE_F16: {
+            /* one value a block, uniform in [-sqrt(3) sigma, sqrt(3) sigma) */
+            const float u = (float)synth_rng_uniform(rng) - 0.5f;
+            ((uint16_t *)out)[i] = dllm_f32_to_fp16(3.4641f * sigma * u);
+            break;
+        }
         case DLLM_TYPE_Q8_0: {
             /* quants uniform in [-127, 127], four from each 64-bit draw */
             struct block_q8_0 *b = (struct block_q8_0 *)out + i;

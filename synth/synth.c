@@ -314,6 +314,7 @@ static const struct {
     {DLLM_SYNTH_Q5_K_M, "Q5_K_M", DLLM_TYPE_Q5_K, DLLM_TYPE_Q6_K, DLLM_TYPE_Q6_K},
     {DLLM_SYNTH_Q6_K, "Q6_K", DLLM_TYPE_Q6_K, DLLM_TYPE_Q6_K, DLLM_TYPE_Q6_K},
     {DLLM_SYNTH_Q8_0, "Q8_0", DLLM_TYPE_Q8_0, DLLM_TYPE_Q8_0, DLLM_TYPE_Q8_0},
+    {DLLM_SYNTH_F16, "F16", DLLM_TYPE_F16, DLLM_TYPE_F16, DLLM_TYPE_F16},
 };
 #define N_TYPE_MIXES (sizeof type_mixes / sizeof type_mixes[0])
 
@@ -489,7 +490,8 @@ enum dllm_status dllm_synth_params_check(const struct dllm_synth_params *p, stru
     int mix = find_mix(p->type);
     if (mix < 0)
         return dllm_error_set(err, DLLM_ERR_ARG,
-                              "unknown type mix %d (Q4_K_M, Q5_K_M, Q6_K or Q8_0)", (int)p->type);
+                              "unknown type mix %d (Q4_K_M, Q5_K_M, Q6_K, Q8_0 or F16)",
+                              (int)p->type);
     const int64_t block = dllm_type_block_elems(type_mixes[mix].base);
     if (!in_range(p->n_layer, MAX_LAYERS))
         return dllm_error_set(err, DLLM_ERR_ARG, "%" PRId64 " layers: from 1 to %d", p->n_layer,
@@ -571,17 +573,22 @@ static int64_t dim_value(const struct dllm_synth_params *p, enum dim d)
 /*
  * llama-quantize's type for a tensor of a role in layer `layer` (llama_tensor_get_type): the
  * mix's rule, the 8-expert rules, then the fallback for rows that are no multiple of 256 (a
- * K-quant's block): Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0.
+ * K-quant's block): Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0. F16 is the converter's: every
+ * matrix F16, the vectors F32.
  */
 static uint32_t tensor_type(const struct dllm_synth_params *p, int mix, enum role role,
                             int64_t layer, int64_t ne0)
 {
     const bool eight = p->n_expert == 8, more = use_more_bits(layer, p->n_layer);
     uint32_t t = type_mixes[mix].base;
+    if (role == ROLE_NORM || role == ROLE_BIAS || role == ROLE_ROUTER)
+        return DLLM_TYPE_F32;
+    if (t == DLLM_TYPE_F16) /* the converter's output: no quantizer's rules */
+        return t;
     switch (role) {
     case ROLE_NORM:
     case ROLE_BIAS:
-    case ROLE_ROUTER: return DLLM_TYPE_F32;
+    case ROLE_ROUTER:
     case ROLE_MATRIX: break;
     case ROLE_ATTN_K: t = eight ? DLLM_TYPE_Q8_0 : t; break;
     case ROLE_ATTN_V: t = eight ? DLLM_TYPE_Q8_0 : more ? type_mixes[mix].more : t; break;

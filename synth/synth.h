@@ -30,6 +30,7 @@
 
 /* Tensor type mixes, numbered as llama-quantize's file types (general.file_type). */
 enum dllm_synth_type {
+    DLLM_SYNTH_F16 = 1,     /* every matrix F16, as the converter writes with --outtype f16 */
     DLLM_SYNTH_Q8_0 = 7,    /* every matrix Q8_0 */
     DLLM_SYNTH_Q4_K_M = 15, /* Q4_K; Q6_K for output.weight, and for attn_v and ffn_down in the
                                layers llama-quantize's use_more_bits picks */

@@ -48,7 +48,7 @@ expect_err "lists the architectures" "unknown architecture 'gpt2' \(synthetic mo
 run "preset of the other arch" 2 "$DLLM" synth --arch llada --preset 7b --out "$TMP/x.gguf"
 expect_err "lists the presets" "unknown llada preset '7b' \(presets: 8b, tiny\)"
 run "unknown type" 2 "$DLLM" synth -a llada -p tiny -t Q2_K -o "$TMP/x.gguf"
-expect_err "lists the types" "--type takes Q4_K_M, Q5_K_M, Q6_K or Q8_0, not 'Q2_K'"
+expect_err "lists the types" "--type takes Q4_K_M, Q5_K_M, Q6_K, Q8_0 or F16, not 'Q2_K'"
 run "vocabulary too small" 2 "$DLLM" synth -a dream -p tiny --vocab 600 -o "$TMP/x.gguf"
 expect_err "says how small it may be" 'dream needs at least 685'
 run "zero layers" 2 "$DLLM" synth -a llada -p tiny --layers 0 -o "$TMP/x.gguf"

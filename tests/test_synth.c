@@ -624,6 +624,7 @@ static const struct {
     {"llada", DLLM_SYNTH_Q5_K_M, "models/llada-tiny-q5km.gguf"},
     {"llada", DLLM_SYNTH_Q6_K, "models/llada-tiny-q6k.gguf"},
     {"llada", DLLM_SYNTH_Q8_0, "models/llada-tiny-q80.gguf"},
+    {"llada", DLLM_SYNTH_F16, "models/llada-tiny-f16.gguf"},
     {"dream", DLLM_SYNTH_Q4_K_M, "models/dream-tiny-q4km.gguf"},
     {"llada-moe", DLLM_SYNTH_Q4_K_M, "models/llada-moe-tiny-q4km.gguf"},
     {"llada-moe", DLLM_SYNTH_Q8_0, "models/llada-moe-tiny-q80.gguf"},
@@ -702,12 +703,13 @@ static uint32_t expected_type(const char *name, enum dllm_synth_type type, int n
     uint32_t base = type == DLLM_SYNTH_Q4_K_M   ? DLLM_TYPE_Q4_K
                     : type == DLLM_SYNTH_Q5_K_M ? DLLM_TYPE_Q5_K
                     : type == DLLM_SYNTH_Q6_K   ? DLLM_TYPE_Q6_K
+                    : type == DLLM_SYNTH_F16    ? DLLM_TYPE_F16
                                                 : DLLM_TYPE_Q8_0;
     size_t len = strlen(name);
     if (strstr(name, "_norm.weight") || (len > 5 && strcmp(name + len - 5, ".bias") == 0))
         return DLLM_TYPE_F32;
     if (strcmp(name, "output.weight") == 0)
-        return base == DLLM_TYPE_Q8_0 ? DLLM_TYPE_Q8_0 : DLLM_TYPE_Q6_K;
+        return base == DLLM_TYPE_Q8_0 || base == DLLM_TYPE_F16 ? base : DLLM_TYPE_Q6_K;
     int i;
     if ((strstr(name, ".attn_v.weight") || strstr(name, ".ffn_down.weight")) &&
         sscanf(name, "blk.%d.", &i) == 1 &&
@@ -730,7 +732,7 @@ START_TEST(synth_type_mix)
     const int *set = llada ? s32 : s28;
     const size_t n_set = llada ? sizeof s32 / sizeof *s32 : sizeof s28 / sizeof *s28;
     static const enum dllm_synth_type types[] = {DLLM_SYNTH_Q4_K_M, DLLM_SYNTH_Q5_K_M,
-                                                 DLLM_SYNTH_Q6_K, DLLM_SYNTH_Q8_0};
+                                                 DLLM_SYNTH_Q6_K, DLLM_SYNTH_Q8_0, DLLM_SYNTH_F16};
     for (size_t k = 0; k < sizeof types / sizeof *types; k++) {
         struct dllm_synth_params p = preset(llada ? "llada" : "dream", "tiny");
         p.n_layer = n_layer;
@@ -957,7 +959,7 @@ END_TEST
 START_TEST(synth_weight_scale)
 {
     static const enum dllm_synth_type types[] = {DLLM_SYNTH_Q4_K_M, DLLM_SYNTH_Q5_K_M,
-                                                 DLLM_SYNTH_Q6_K, DLLM_SYNTH_Q8_0};
+                                                 DLLM_SYNTH_Q6_K, DLLM_SYNTH_Q8_0, DLLM_SYNTH_F16};
     static const char *const names[] = {"blk.0.attn_q.weight", "blk.1.ffn_down.weight",
                                         "blk.0.ffn_down.weight", "output.weight"};
     struct dllm_synth_params p = preset("llada", "tiny");
@@ -1088,7 +1090,7 @@ static const struct {
     {"dream", "tiny", 6, 684,
      "vocabulary of 684 tokens: dream needs at least 685 (264 byte and merge tokens, then its "
      "special tokens)"},
-    {"dream", "tiny", 7, 99, "unknown type mix 99 (Q4_K_M, Q5_K_M, Q6_K or Q8_0)"},
+    {"dream", "tiny", 7, 99, "unknown type mix 99 (Q4_K_M, Q5_K_M, Q6_K, Q8_0 or F16)"},
     {"rnd1", "8b", 0, 0, "unknown rnd1 preset '8b' (presets: 30b-a3b, tiny)"},
     {"llada-moe", "tiny", 8, 1, "1 experts, 2 used: from 2 to 512 experts, 1 to all of them used"},
     {"llada-moe", "tiny", 9, 9, "8 experts, 9 used: from 2 to 512 experts, 1 to all of them used"},
@@ -1131,6 +1133,7 @@ START_TEST(synth_type_names)
     enum dllm_synth_type t;
     ck_assert(dllm_synth_type_parse("q4_k_m", &t) && t == DLLM_SYNTH_Q4_K_M);
     ck_assert(dllm_synth_type_parse("Q8_0", &t) && t == DLLM_SYNTH_Q8_0);
+    ck_assert(dllm_synth_type_parse("f16", &t) && t == DLLM_SYNTH_F16);
     ck_assert(!dllm_synth_type_parse("Q4_K", &t));
     ck_assert_str_eq(dllm_synth_type_name(DLLM_SYNTH_Q5_K_M), "Q5_K_M");
     ck_assert_ptr_null(dllm_synth_type_name((enum dllm_synth_type)3));
@@ -1164,7 +1167,7 @@ static Suite *synth_suite(void)
     tcase_add_loop_test(tc, synth_special_ids, 0, N_SPECIAL_CASES);
     tcase_add_loop_test(tc, synth_forward, 0, 4);
     tcase_add_loop_test(tc, synth_chat_prompt, 0, 2);
-    tcase_add_loop_test(tc, synth_weight_scale, 0, 4);
+    tcase_add_loop_test(tc, synth_weight_scale, 0, 5);
     tcase_add_test(tc, synth_seed);
     tcase_add_test(tc, synth_progress_cancel);
     suite_add_tcase(s, tc);
