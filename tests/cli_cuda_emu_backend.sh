@@ -1,0 +1,73 @@
+#!/bin/sh
+# The whole CUDA backend on the host: a bundle as tests/gpu/prepare.sh makes one, but with
+# tests/libdllm-emu as its libdllm.so.0 (cuda/backend-cuda.c over tests/cuda-emu's stand-in
+# runtime, whose device memory is checked, and a host cuBLAS) and kernel_check_emu --small as
+# its kernel_check. tests/gpu/run.sh's check stage runs on it with --device gpu as on a GPU
+# (kernels, every fixture's logits against float64, generation replayed step by step), then
+# dllm run on the emulated GPU in every mode against the CPU: the exact pass (default and
+# --gpu-resident) must commit the same tokens; with a K/V cache, whose approximation can bring
+# rows close to a tie, the first block must. Needs no GPU and no CUDA.
+. "${DLLM_TESTS_SRC:-$(dirname "$0")}/lib.sh"
+need_fixtures
+BUILD=$(cd "$(dirname "$DLLM")/.." && pwd)
+GPU=$DLLM_TESTS_SRC/gpu
+B=$TMP/bundle
+mkdir -p "$B/bin" "$B/lib"
+cp "$BUILD/src/.libs/dllm" "$B/bin/dllm"
+cp -L "$BUILD/tests/.libs/libdllm-emu.so.0" "$B/lib/libdllm.so.0"
+cp -L "$BUILD/hub/.libs/libdllm-hub.so.0" "$B/lib/"
+printf '#!/bin/sh\nexec "%s" --small "$@"\n' "$BUILD/tests/kernel_check_emu" >"$B/bin/kernel_check"
+chmod +x "$B/bin/kernel_check"
+ln -s "$FIX" "$B/fixtures"
+
+# emu ARGS...: the bundle's dllm, on the emulated GPU where ARGS ask for one.
+emu() { LD_LIBRARY_PATH="$B/lib" "$B/bin/dllm" "$@"; }
+
+run "--device auto finds the emulated GPU" 0 emu logits -m "$FIX/models/llada-tiny-q4km.gguf" \
+    --tokens 1,2,3 --rows all --out "$TMP/l.f32" --device auto
+expect_err "and says so" 'running on GPU 0 \(host emulation \(tests/cuda-emu\)\)'
+run "--device gpu:1: there is one GPU" 1 emu logits -m "$FIX/models/llada-tiny-q4km.gguf" \
+    --tokens 1,2,3 --rows all --out "$TMP/l.f32" --device gpu:1
+expect_err "says how many" 'there is no GPU 1: this machine has 1'
+
+run "run.sh check on the emulated GPU" 0 env GPU_BUNDLE="$B" OUT="$TMP/res" WORK="$TMP/work" \
+    "$GPU/run.sh" check
+expect_out "the stage passed" '^== check exit 0$'
+if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["pass"] and len(d["checks"]) >= 80 else 1)' "$TMP/res/kernels.json"; then
+    ok "kernels.json: every kernel check passed"
+else not_ok "kernels.json: $(head -c 300 "$TMP/res/kernels.json")"; fi
+if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["failed"] == 0 and len(d["cases"]) >= 10 and all(c["device"] == "gpu" for c in d["cases"]) else 1)' "$TMP/res/check-gpu.json"; then
+    ok "check-gpu.json: every fixture case within llama.cpp's distance, MoE refused"
+else not_ok "check-gpu.json: $(head -c 300 "$TMP/res/check-gpu.json")"; fi
+if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["failed"] == 0 and len(d["models"]) == 2 and all(m["comparable"] >= 0.8 for m in d["models"]) else 1)' "$TMP/res/gen-gpu.json"; then
+    ok "gen-gpu.json: the replayed steps commit what the CPU commits"
+else not_ok "gen-gpu.json: $(head -c 300 "$TMP/res/gen-gpu.json")"; fi
+
+# tokens MODEL ARGS...: the token ids dllm run generates (32 in blocks of 8, 16 steps, greedy).
+tokens() {
+    model=$1
+    shift
+    emu run -m "$model" --no-chat -p "The quick brown fox" --max-tokens 32 --steps 16 \
+        --block-length 8 --temperature 0 --json "$@" 2>"$TMP/err" |
+        python3 -c 'import json,sys; print(" ".join(map(str, json.load(sys.stdin)["tokens"])))'
+}
+for arch in llada dream; do
+    m=$TMP/$arch-f16.gguf
+    emu synth --arch "$arch" --preset tiny --type F16 --quiet --out "$m" >/dev/null
+    cpu=$(tokens "$m" --device cpu)
+    for mode in "" "--gpu-resident"; do
+        gpu=$(tokens "$m" --device gpu $mode)
+        if [ -n "$cpu" ] && [ "$gpu" = "$cpu" ]; then ok "$arch ${mode:-default}: the CPU's tokens"
+        else not_ok "$arch ${mode:-default}: $gpu, the CPU $cpu"; fi
+    done
+    for cache in "dual" "prefix" "dual --cache-type f32" "prefix --cache-type f32"; do
+        cpu=$(tokens "$m" --device cpu --cache $cache | cut -d' ' -f1-8)
+        gpu=$(tokens "$m" --device gpu --cache $cache | cut -d' ' -f1-8)
+        if [ -n "$cpu" ] && [ "$gpu" = "$cpu" ]; then ok "$arch --cache $cache: the CPU's first block"
+        else not_ok "$arch --cache $cache: $gpu, the CPU $cpu"; fi
+    done
+done
+run "dllm bench on the emulated GPU" 0 emu bench -m "$TMP/dream-f16.gguf" --device gpu \
+    --canvas 24 --rows 8 --reps 1 --json
+expect_out "its kernel is cuBLAS" '"kernel": "cublas"'
+finish
