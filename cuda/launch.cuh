@@ -11,10 +11,10 @@
 /*
  * DLLM_LAUNCH(kernel, grid, block, stream)(args...): kernel on grid blocks of block threads in
  * stream. Built with DLLM_CUDA_EMU (tests/cuda-emu/cuda_runtime.h), for host tests, it runs the
- * blocks one after another, each block's threads as host threads.
+ * blocks one after another, each block's threads as fibers.
  */
 #ifdef DLLM_CUDA_EMU
-#define DLLM_LAUNCH(kernel, grid, block, stream) dllm_emu_launch(kernel, grid, block)
+#define DLLM_LAUNCH(kernel, grid, block, stream) dllm_emu_launch(kernel, grid, block, stream)
 #else
 #define DLLM_LAUNCH(kernel, grid, block, stream) kernel<<<grid, block, 0, stream>>>
 #endif

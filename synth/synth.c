@@ -586,7 +586,7 @@ static uint32_t tensor_type(const struct dllm_synth_params *p, int mix, enum rol
     if (t == DLLM_TYPE_F16) /* the converter's output: no quantizer's rules */
         return t;
     switch (role) {
-    case ROLE_NORM:
+    case ROLE_NORM: /* the vectors returned above */
     case ROLE_BIAS:
     case ROLE_ROUTER:
     case ROLE_MATRIX: break;

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The CUDA kernels on the host: tests/kernel_check_emu is tests/gpu/kernel_check built over
 # the kernels compiled with tests/cuda-emu's stand-in runtime (blocks run one after another,
-# their threads as host threads), run with --small shapes. Every launcher must meet the same
+# their threads as fibers), run with --small shapes. Every launcher must meet the same
 # tolerances against the CPU as on a GPU; what this proves is the kernels' indexing,
 # synchronisation and control flow (the maths is the host's). Needs no GPU and no CUDA.
 . "${DLLM_TESTS_SRC:-$(dirname "$0")}/lib.sh"

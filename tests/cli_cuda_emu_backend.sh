@@ -10,7 +10,12 @@
 . "${DLLM_TESTS_SRC:-$(dirname "$0")}/lib.sh"
 need_fixtures
 BUILD=$(cd "$(dirname "$DLLM")/.." && pwd)
-GPU=$DLLM_TESTS_SRC/gpu
+GPU=${DLLM_TESTS_SRC:-$(dirname "$0")}/gpu
+FIX=$(cd "$FIX" && pwd)
+if [ ! -f "$BUILD/tests/.libs/libdllm-emu.so.0" ]; then
+    echo "SKIP: no shared tests/libdllm-emu in $BUILD (a --disable-shared build)"
+    exit 77
+fi
 B=$TMP/bundle
 mkdir -p "$B/bin" "$B/lib"
 cp "$BUILD/src/.libs/dllm" "$B/bin/dllm"
@@ -53,18 +58,19 @@ tokens() {
 }
 for arch in llada dream; do
     m=$TMP/$arch-f16.gguf
-    emu synth --arch "$arch" --preset tiny --type F16 --quiet --out "$m" >/dev/null
+    emu synth --arch "$arch" --preset tiny --type F16 --quiet --out "$m" >/dev/null ||
+        not_ok "dllm synth --arch $arch --type F16"
     cpu=$(tokens "$m" --device cpu)
     for mode in "" "--gpu-resident"; do
         gpu=$(tokens "$m" --device gpu $mode)
         if [ -n "$cpu" ] && [ "$gpu" = "$cpu" ]; then ok "$arch ${mode:-default}: the CPU's tokens"
-        else not_ok "$arch ${mode:-default}: $gpu, the CPU $cpu"; fi
+        else not_ok "$arch ${mode:-default}: $gpu, the CPU $cpu; $(head -c 300 "$TMP/err")"; fi
     done
     for cache in "dual" "prefix" "dual --cache-type f32" "prefix --cache-type f32"; do
         cpu=$(tokens "$m" --device cpu --cache $cache | cut -d' ' -f1-8)
         gpu=$(tokens "$m" --device gpu --cache $cache | cut -d' ' -f1-8)
         if [ -n "$cpu" ] && [ "$gpu" = "$cpu" ]; then ok "$arch --cache $cache: the CPU's first block"
-        else not_ok "$arch --cache $cache: $gpu, the CPU $cpu"; fi
+        else not_ok "$arch --cache $cache: $gpu, the CPU $cpu; $(head -c 300 "$TMP/err")"; fi
     done
 done
 run "dllm bench on the emulated GPU" 0 emu bench -m "$TMP/dream-f16.gguf" --device gpu \

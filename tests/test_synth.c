@@ -697,7 +697,8 @@ END_TEST
 static const int s32[] = {0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 28, 29, 30, 31};
 static const int s28[] = {0, 1, 2, 5, 8, 11, 14, 17, 20, 23, 24, 25, 26, 27};
 
-/* The type llama-quantize gives a tensor of a file type, worked out from C.7's rules. */
+/* The type llama-quantize gives a tensor of a file type, worked out from C.7's rules (F16: the
+ * converter's, every matrix F16). */
 static uint32_t expected_type(const char *name, enum dllm_synth_type type, int n_layer)
 {
     uint32_t base = type == DLLM_SYNTH_Q4_K_M   ? DLLM_TYPE_Q4_K

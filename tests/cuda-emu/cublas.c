@@ -71,6 +71,8 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
         return CUBLAS_STATUS_INVALID_VALUE;
     if (m == 0 || n == 0)
         return CUBLAS_STATUS_SUCCESS;
+    if (dllm_emu_enqueue(handle->stream) != cudaSuccess) /* a stream that is not dllm's one */
+        return CUBLAS_STATUS_EXECUTION_FAILED;
     const bool ta = transa == CUBLAS_OP_T, tb = transb == CUBLAS_OP_T;
     if ((k > 0 && (!matrix_on_device(A, ta ? k : m, ta ? m : k, lda, 2) ||
                    !matrix_on_device(B, tb ? n : k, tb ? k : n, ldb, 2))) ||

@@ -31,10 +31,12 @@ cublasStatus_t cublasDestroy(cublasHandle_t handle);
 cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t s);
 
 /*
- * C = alpha op(A) op(B) + beta C, column-major: op(A) m x k, op(B) k x n, C m x n; A and B
- * binary16, C float (CUDA_R_32F), alpha and beta floats on the host. Other types are
+ * C = alpha op(A) op(B) + beta C in the handle's stream (cublasSetStream; the legacy one
+ * before), column-major: op(A) m x k, op(B) k x n, C m x n; A and B binary16, C float
+ * (CUDA_R_32F), alpha and beta floats on the host. Other types are
  * CUBLAS_STATUS_NOT_SUPPORTED; a matrix that is not wholly device memory, or a leading
- * dimension shorter than its rows, CUBLAS_STATUS_INVALID_VALUE.
+ * dimension shorter than its rows, CUBLAS_STATUS_INVALID_VALUE; a stream that may not take work
+ * (dllm_emu_enqueue) CUBLAS_STATUS_EXECUTION_FAILED.
  */
 cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
                             cublasOperation_t transb, int m, int n, int k, const void *alpha,

@@ -1,18 +1,21 @@
 /*
  * A stand-in for the CUDA runtime that runs dllm's CUDA code on the host, so that make check
  * runs it without a GPU: the kernels (cuda/kernels-*.cu, compiled as C++ with DLLM_CUDA_EMU)
- * and, through tests/libdllm-emu, the whole CUDA backend (the C files of cuda/). One emulated GPU,
- * device 0 of compute capability 9.0 with DLLM_EMU_GPU_BYTES of memory; its "device" memory is host
- * memory that runtime.c keeps a list of, so that a copy in the wrong direction or past its
- * allocation, a free of memory it did not allocate and a kernel given a host pointer fail
- * (cudaErrorInvalidValue) as they would on a GPU instead of working by accident. Work runs when
- * it is enqueued, so a stream is always done. A launch (DLLM_LAUNCH, cuda/launch.cuh) runs the
- * grid's blocks one after another, each block's threads as fibers that take turns between
- * __syncthreads; __shared__ arrays become static ones, which the one block running at a time
- * owns. The maths is the host's (no fused multiply-add unless
- * the compiler makes one), so what this proves is the code's indexing, synchronisation, memory
- * use and control flow, not the GPU's last bits. Only what dllm calls is here; the error codes
- * are the real runtime's.
+ * and, through tests/libdllm-emu, the whole CUDA backend (the C files of cuda/). One emulated
+ * GPU, device 0 of compute capability 9.0 with DLLM_EMU_GPU_BYTES of memory. Its "device"
+ * memory is host memory that runtime.c keeps a list of, each allocation ending at a page no
+ * access is allowed to, so that a kernel running past an allocation faults and a copy in the
+ * wrong direction or past its allocation, a free of memory it did not allocate and a kernel
+ * given a host pointer are refused (cudaErrorInvalidValue), where a GPU's behaviour is
+ * undefined. Work runs when it is enqueued, but each stream remembers work not synchronised
+ * since: work enqueued on one stream while another has some is refused, as the two would race
+ * on a GPU (dllm keeps all its work on one stream). A launch (DLLM_LAUNCH, cuda/launch.cuh)
+ * runs the grid's blocks one after another, each block's threads as fibers that take turns
+ * between __syncthreads, in thread order or its reverse (alternately, so that a missing
+ * barrier shows); __shared__ arrays become static ones, which the one block running at a time
+ * owns. The maths is the host's (no fused multiply-add unless the compiler makes one), so what
+ * this proves is the code's indexing, synchronisation, memory use and control flow, not the
+ * GPU's last bits. Only what dllm calls is here; the error codes are the real runtime's.
  */
 #ifndef DLLM_CUDA_EMU_RUNTIME_H
 #define DLLM_CUDA_EMU_RUNTIME_H
@@ -32,6 +35,7 @@ typedef enum {
     cudaSuccess = 0,
     cudaErrorInvalidValue = 1,
     cudaErrorMemoryAllocation = 2,
+    cudaErrorInvalidConfiguration = 9,
     cudaErrorInsufficientDriver = 35,
     cudaErrorNoDevice = 100,
     cudaErrorInvalidDevice = 101,
@@ -77,9 +81,23 @@ bool dllm_emu_on_device(const void *p, size_t bytes);
 void dllm_emu_fail(cudaError_t e);
 
 /*
+ * Work enqueued on stream s: cudaSuccess, or cudaErrorInvalidValue when s is not a live stream
+ * or another stream has work not synchronised yet (recorded as the last error).
+ */
+cudaError_t dllm_emu_enqueue(cudaStream_t s);
+
+/*
+ * A fiber's stack of bytes with a page no access is allowed to below it: its lowest byte, or
+ * NULL when it cannot be mapped.
+ */
+char *dllm_emu_stack_new(size_t bytes);
+void dllm_emu_stack_free(char *stack, size_t bytes);
+
+/*
  * Fibers for a block's threads (x86-64 System V): dllm_emu_fiber_new prepares the stack of
  * bytes at stack to run start (which must never return) and gives its stack pointer;
  * dllm_emu_switch saves the running fiber's stack pointer in *from and resumes the one at to.
+ * The floating-point control words (MXCSR, x87) are not switched: nothing here changes them.
  */
 void *dllm_emu_fiber_new(char *stack, size_t bytes, void (*start)(void));
 void dllm_emu_switch(void **from, void *to);
@@ -90,7 +108,7 @@ void dllm_emu_switch(void **from, void *to);
 
 #ifdef __cplusplus
 #include <functional>
-#include <memory>
+#include <mutex>
 #include <type_traits>
 #include <vector>
 
@@ -107,13 +125,14 @@ inline thread_local dllm_emu_dim threadIdx, blockIdx;
 inline dllm_emu_dim blockDim, gridDim;
 
 /*
- * A block's threads as fibers on the launching host thread, kept for the program: each runs
- * until it reaches __syncthreads or returns, then the next one does; when all have, those at
- * the barrier go on together. Switching fibers costs far less than waking host threads.
+ * A block's threads as fibers on the launching host thread, kept for the thread: each runs
+ * until it reaches __syncthreads or returns, then the next one does (in thread order, or in
+ * reverse); when all have, those at the barrier go on together. Switching fibers costs far
+ * less than waking host threads.
  */
 struct dllm_emu_block {
     static constexpr size_t stack_bytes = 64 << 10;
-    std::vector<std::unique_ptr<char[]>> stack;
+    std::vector<char *> stack;
     std::vector<void *> sp; /* each fiber's saved stack pointer */
     std::vector<bool> finished;
     void *scheduler = nullptr;
@@ -126,6 +145,12 @@ struct dllm_emu_block {
         return block;
     }
 
+    ~dllm_emu_block()
+    {
+        for (char *s : stack)
+            dllm_emu_stack_free(s, stack_bytes);
+    }
+
     /* A fiber's life: the kernel, then back to the scheduler for good. */
     static void start()
     {
@@ -135,18 +160,26 @@ struct dllm_emu_block {
         dllm_emu_switch(&b.sp[b.current], b.scheduler);
     }
 
-    /* Runs work as the n threads of one block; returns when every one has returned. */
-    void run(unsigned n, std::function<void()> work)
+    /*
+     * Runs work as the n threads of one block, each turn in thread order or (reverse) the other
+     * way; returns when every one has returned, or false at once when the stacks cannot be had.
+     */
+    bool run(unsigned n, bool reverse, std::function<void()> work)
     {
         body = std::move(work);
-        while (stack.size() < n)
-            stack.emplace_back(new char[stack_bytes]);
+        while (stack.size() < n) {
+            char *s = dllm_emu_stack_new(stack_bytes);
+            if (!s)
+                return false;
+            stack.push_back(s);
+        }
         sp.resize(stack.size());
         finished.assign(n, false);
         for (unsigned t = 0; t < n; t++)
-            sp[t] = dllm_emu_fiber_new(stack[t].get(), stack_bytes, start);
+            sp[t] = dllm_emu_fiber_new(stack[t], stack_bytes, start);
         for (unsigned left = n; left > 0;) {
-            for (unsigned t = 0; t < n; t++) {
+            for (unsigned i = 0; i < n; i++) {
+                const unsigned t = reverse ? n - 1 - i : i;
                 if (finished[t])
                     continue;
                 current = t;
@@ -155,6 +188,7 @@ struct dllm_emu_block {
                 left -= finished[t];
             }
         }
+        return true;
     }
 
     /* __syncthreads: back to the scheduler, which resumes this thread once all have arrived. */
@@ -166,18 +200,31 @@ struct dllm_emu_block {
 
 #define __syncthreads() dllm_emu_block::get().sync()
 
+/* One launch at a time in the process: the grid's sizes and the "__shared__" arrays are global. */
+inline std::mutex dllm_emu_launch_lock;
+inline unsigned long dllm_emu_launches;
+
 /*
- * A launch of kernel on grid blocks of block threads, called with the kernel's arguments: the
- * blocks run one after another, so that each finds the static "__shared__" arrays its own. A
- * pointer argument that is not device memory fails the launch (cudaErrorInvalidValue) before
- * it runs.
+ * A launch of kernel on grid blocks of block threads in stream, called with the kernel's
+ * arguments: the blocks run one after another, so that each finds the static "__shared__"
+ * arrays its own, alternately in thread order and in reverse. A launch fails before it runs
+ * (its error recorded for cudaGetLastError) when its size is not one a GPU runs
+ * (cudaErrorInvalidConfiguration), when its stream may not take work (dllm_emu_enqueue) or
+ * when a pointer argument is not device memory (cudaErrorInvalidValue).
  */
 template <typename Kernel> struct dllm_emu_launcher {
     Kernel kernel;
     unsigned grid, block;
+    cudaStream_t stream;
 
     template <typename... Args> void operator()(Args... args) const
     {
+        if (grid < 1 || block < 1 || block > 1024) {
+            dllm_emu_fail(cudaErrorInvalidConfiguration);
+            return;
+        }
+        if (dllm_emu_enqueue(stream) != cudaSuccess)
+            return;
         bool host = false;
         (
             [&] {
@@ -189,19 +236,26 @@ template <typename Kernel> struct dllm_emu_launcher {
             dllm_emu_fail(cudaErrorInvalidValue);
             return;
         }
+        std::lock_guard<std::mutex> one_at_a_time(dllm_emu_launch_lock);
         gridDim = {grid, 1, 1};
         blockDim = {block, 1, 1};
+        const unsigned long launch = dllm_emu_launches++;
         for (unsigned b = 0; b < grid; b++) {
             blockIdx = {b, 0, 0};
-            dllm_emu_block::get().run(block, [&] { kernel(args...); });
+            if (!dllm_emu_block::get().run(block, (launch + b) % 2 == 1,
+                                           [&] { kernel(args...); })) {
+                dllm_emu_fail(cudaErrorMemoryAllocation);
+                return;
+            }
         }
     }
 };
 
 template <typename Kernel>
-dllm_emu_launcher<Kernel> dllm_emu_launch(Kernel k, unsigned grid, unsigned block)
+dllm_emu_launcher<Kernel> dllm_emu_launch(Kernel k, unsigned grid, unsigned block,
+                                          cudaStream_t stream)
 {
-    return dllm_emu_launcher<Kernel>{k, grid, block};
+    return dllm_emu_launcher<Kernel>{k, grid, block, stream};
 }
 #endif /* __cplusplus */
 

@@ -8,16 +8,26 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
-/* The device allocations, unordered. */
+/* The device allocations, unordered, and the streams (the first the legacy one, NULL). */
+#define MAX_STREAMS 16
 static struct {
     pthread_mutex_t lock;
     struct allocation {
         uintptr_t base;
         size_t bytes;
+        void *map; /* the mapping it ends in, a page no access is allowed to after it */
+        size_t map_bytes;
     } * list;
     size_t n, cap, used;
-} mem = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    struct stream {
+        cudaStream_t id;
+        bool pending; /* work enqueued since it was last synchronised */
+    } streams[MAX_STREAMS];
+    int n_streams;
+} mem = {.lock = PTHREAD_MUTEX_INITIALIZER, .n_streams = 1};
 
 static _Thread_local cudaError_t last_error;
 
@@ -45,9 +55,11 @@ static ptrdiff_t find(uintptr_t p, size_t bytes)
     return -1;
 }
 
-/* Whether any byte from p to p + bytes is device memory. */
+/* Whether any byte from p to p + bytes is device memory (a range past the top counts). */
 static bool overlaps(uintptr_t p, size_t bytes)
 {
+    if (bytes > UINTPTR_MAX - p)
+        return true;
     for (size_t i = 0; i < mem.n; i++) {
         const struct allocation *a = &mem.list[i];
         if (p < a->base + a->bytes && a->base < p + (bytes ? bytes : 1))
@@ -64,13 +76,42 @@ bool dllm_emu_on_device(const void *p, size_t bytes)
     return in;
 }
 
+/* The size of a page. */
+static size_t page_bytes(void)
+{
+    return (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/*
+ * Maps bytes (at least 1) ending 256-aligned where a page no access is allowed to begins; *map
+ * and *map_bytes get the mapping; NULL when it fails.
+ */
+static void *map_guarded(size_t bytes, void **map, size_t *map_bytes)
+{
+    const size_t page = page_bytes(), body = (bytes + 255) / 256 * 256;
+    const size_t span = (body + page - 1) / page * page + page;
+    char *m = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    if (mprotect(m + span - page, page, PROT_NONE) != 0) {
+        munmap(m, span);
+        return NULL;
+    }
+    *map = m;
+    *map_bytes = span;
+    return m + span - page - body;
+}
+
 cudaError_t cudaMalloc(void *p, size_t bytes)
 {
-    void *m = NULL;
+    void *m = NULL, *map = NULL;
+    size_t map_bytes = 0;
+    const size_t size = bytes ? bytes : 1;
     memcpy(p, &m, sizeof m);
     pthread_mutex_lock(&mem.lock);
     cudaError_t e = cudaErrorMemoryAllocation;
-    if (bytes <= DLLM_EMU_GPU_BYTES - mem.used) {
+    if (size <= DLLM_EMU_GPU_BYTES - mem.used) {
         if (mem.n == mem.cap) {
             const size_t cap = mem.cap ? 2 * mem.cap : 16;
             struct allocation *list = realloc(mem.list, cap * sizeof *list);
@@ -79,9 +120,9 @@ cudaError_t cudaMalloc(void *p, size_t bytes)
                 mem.cap = cap;
             }
         }
-        if (mem.n < mem.cap && (m = malloc(bytes ? bytes : 1))) {
-            mem.list[mem.n++] = (struct allocation){(uintptr_t)m, bytes ? bytes : 1};
-            mem.used += bytes ? bytes : 1;
+        if (mem.n < mem.cap && (m = map_guarded(size, &map, &map_bytes))) {
+            mem.list[mem.n++] = (struct allocation){(uintptr_t)m, size, map, map_bytes};
+            mem.used += size;
             memcpy(p, &m, sizeof m);
             e = cudaSuccess;
         }
@@ -90,7 +131,7 @@ cudaError_t cudaMalloc(void *p, size_t bytes)
     return result(e);
 }
 
-/* Frees p, which must be an allocation's start (or NULL, which does nothing). */
+/* Frees p, which must be an allocation's start (or NULL, which does nothing); a synchronisation. */
 cudaError_t cudaFree(void *p)
 {
     if (!p)
@@ -98,22 +139,43 @@ cudaError_t cudaFree(void *p)
     pthread_mutex_lock(&mem.lock);
     const ptrdiff_t i = find((uintptr_t)p, 0);
     const bool start = i >= 0 && mem.list[i].base == (uintptr_t)p;
+    struct allocation a = {0};
     if (start) {
-        mem.used -= mem.list[i].bytes;
+        a = mem.list[i];
+        mem.used -= a.bytes;
         mem.list[i] = mem.list[--mem.n];
+        for (int k = 0; k < mem.n_streams; k++)
+            mem.streams[k].pending = false;
     }
     pthread_mutex_unlock(&mem.lock);
     if (!start)
         return result(cudaErrorInvalidValue);
-    free(p);
+    munmap(a.map, a.map_bytes);
     return cudaSuccess;
 }
 
-/* Copies bytes when the pointers are on the sides kind names, wholly inside their allocations. */
+static cudaError_t copy(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind);
+
+/*
+ * A copy of the legacy stream: refused while another stream has work (dllm_emu_enqueue); a copy
+ * to the device, or within it, may still be under way when it returns.
+ */
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind)
 {
     if (!bytes)
         return cudaSuccess;
+    pthread_mutex_lock(&mem.lock);
+    bool race = false;
+    for (int k = 1; k < mem.n_streams; k++)
+        race = race || mem.streams[k].pending;
+    mem.streams[0].pending = !race && kind != cudaMemcpyDeviceToHost;
+    pthread_mutex_unlock(&mem.lock);
+    return race ? result(cudaErrorInvalidValue) : copy(dst, src, bytes, kind);
+}
+
+/* Copies bytes when the pointers are on the sides kind names, wholly inside their allocations. */
+static cudaError_t copy(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind)
+{
     pthread_mutex_lock(&mem.lock);
     const bool dst_dev = find((uintptr_t)dst, bytes) >= 0,
                src_dev = find((uintptr_t)src, bytes) >= 0;
@@ -130,11 +192,41 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, enum cudaMemcpy
     return cudaSuccess;
 }
 
+/* The index of live stream s, or -1; under mem.lock. */
+static int stream_index(cudaStream_t s)
+{
+    for (int i = 0; i < mem.n_streams; i++)
+        if (mem.streams[i].id == s)
+            return i;
+    return -1;
+}
+
+cudaError_t dllm_emu_enqueue(cudaStream_t s)
+{
+    pthread_mutex_lock(&mem.lock);
+    const int i = stream_index(s);
+    bool race = false;
+    for (int k = 0; k < mem.n_streams; k++)
+        race = race || (k != i && mem.streams[k].pending);
+    if (i >= 0 && !race)
+        mem.streams[i].pending = true;
+    pthread_mutex_unlock(&mem.lock);
+    return result(i >= 0 && !race ? cudaSuccess : cudaErrorInvalidValue);
+}
+
+/*
+ * Copies bytes in stream s (a copy to the device, or within it, may still be under way when the
+ * call returns); a copy to the host ends with the stream synchronised.
+ */
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind,
                             cudaStream_t s)
 {
-    (void)s;
-    return cudaMemcpy(dst, src, bytes, kind);
+    cudaError_t e = bytes ? dllm_emu_enqueue(s) : cudaSuccess;
+    if (e == cudaSuccess && bytes)
+        e = copy(dst, src, bytes, kind);
+    if (e == cudaSuccess && kind == cudaMemcpyDeviceToHost)
+        e = cudaStreamSynchronize(s);
+    return e;
 }
 
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
@@ -148,27 +240,49 @@ cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
 
 cudaError_t cudaDeviceSynchronize(void)
 {
+    pthread_mutex_lock(&mem.lock);
+    for (int k = 0; k < mem.n_streams; k++)
+        mem.streams[k].pending = false;
+    pthread_mutex_unlock(&mem.lock);
     return cudaSuccess;
 }
 
-/* Streams are tokens: the work they are given is done at once. */
-static char stream_token;
-
+/* Streams are tokens (their own allocations) with their pending flag. */
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags)
 {
     (void)flags;
-    *s = &stream_token;
-    return cudaSuccess;
+    *s = NULL;
+    pthread_mutex_lock(&mem.lock);
+    void *token = mem.n_streams < MAX_STREAMS ? malloc(1) : NULL;
+    if (token) {
+        mem.streams[mem.n_streams++] = (struct stream){token, false};
+        *s = token;
+    }
+    pthread_mutex_unlock(&mem.lock);
+    return result(token ? cudaSuccess : cudaErrorMemoryAllocation);
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t s)
 {
-    return result(s == &stream_token ? cudaSuccess : cudaErrorInvalidValue);
+    pthread_mutex_lock(&mem.lock);
+    const int i = s ? stream_index(s) : -1;
+    if (i >= 0)
+        mem.streams[i] = mem.streams[--mem.n_streams];
+    pthread_mutex_unlock(&mem.lock);
+    if (i < 0)
+        return result(cudaErrorInvalidValue);
+    free(s);
+    return cudaSuccess;
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t s)
 {
-    return result(!s || s == &stream_token ? cudaSuccess : cudaErrorInvalidValue);
+    pthread_mutex_lock(&mem.lock);
+    const int i = stream_index(s);
+    if (i >= 0)
+        mem.streams[i].pending = false;
+    pthread_mutex_unlock(&mem.lock);
+    return result(i >= 0 ? cudaSuccess : cudaErrorInvalidValue);
 }
 
 cudaError_t cudaGetLastError(void)
@@ -220,6 +334,8 @@ static const struct {
     {cudaSuccess, "cudaSuccess", "no error"},
     {cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
     {cudaErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory"},
+    {cudaErrorInvalidConfiguration, "cudaErrorInvalidConfiguration",
+     "invalid configuration argument"},
     {cudaErrorInsufficientDriver, "cudaErrorInsufficientDriver",
      "CUDA driver version is insufficient for CUDA runtime version"},
     {cudaErrorNoDevice, "cudaErrorNoDevice", "no CUDA-capable device is detected"},
@@ -282,4 +398,22 @@ void *dllm_emu_fiber_new(char *stack, size_t bytes, void (*start)(void))
     for (int i = 0; i < 6; i++)
         *--sp = 0;
     return sp;
+}
+
+char *dllm_emu_stack_new(size_t bytes)
+{
+    const size_t page = page_bytes();
+    char *m = mmap(NULL, bytes + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    if (mprotect(m, page, PROT_NONE) != 0) {
+        munmap(m, bytes + page);
+        return NULL;
+    }
+    return m + page;
+}
+
+void dllm_emu_stack_free(char *stack, size_t bytes)
+{
+    munmap(stack - page_bytes(), bytes + page_bytes());
 }
