@@ -758,6 +758,10 @@ enum dllm_cache_type {
 DLLM_API const char *dllm_cache_type_name(enum dllm_cache_type type);
 DLLM_API bool dllm_cache_type_parse(const char *name, enum dllm_cache_type *out);
 
+/* Bytes of a cache of a type for n_tokens positions of the model (on every backend). */
+DLLM_API uint64_t dllm_kv_bytes(const struct dllm_model *model, int64_t n_tokens,
+                                enum dllm_cache_type type);
+
 /* Bytes of a cache of a type for n_tokens positions of a context's model. */
 DLLM_API size_t dllm_kv_cache_bytes(const struct dllm_forward *fwd, int64_t n_tokens,
                                     enum dllm_cache_type type);
@@ -1102,6 +1106,14 @@ DLLM_API const struct dllm_vocab *dllm_session_vocab(const struct dllm_session *
 
 /* The longest canvas (prompt plus answer) a request may use. */
 DLLM_API int64_t dllm_session_max_canvas(const struct dllm_session *session);
+
+/*
+ * Bytes of the K/V caches a request with these sampler settings keeps for a canvas of
+ * canvas_len tokens of the model, where the session's backend keeps them (the GPU's memory for
+ * the CUDA backend): 0 without a cache mode, two caches with classifier-free guidance.
+ */
+DLLM_API uint64_t dllm_request_cache_bytes(const struct dllm_model *model, int64_t canvas_len,
+                                           const struct dllm_sampler_params *sampler);
 
 /*
  * Starts a request on the worker and returns at once; events go to fn. Checks what it can

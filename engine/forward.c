@@ -133,6 +133,11 @@ void dllm_forward_free(struct dllm_forward *fwd)
     free(fwd);
 }
 
+uint64_t dllm_kv_bytes(const struct dllm_model *model, int64_t n_tokens, enum dllm_cache_type type)
+{
+    return dllm_kv_storage_bytes(model, n_tokens, type);
+}
+
 size_t dllm_kv_cache_bytes(const struct dllm_forward *fwd, int64_t n_tokens,
                            enum dllm_cache_type type)
 {

@@ -272,6 +272,19 @@ static void compare_rows(struct dllm_session *s, const float *cached, const floa
     }
 }
 
+/* The K/V caches a request keeps: none without a cache mode, one per pass of a step (two with
+ * classifier-free guidance). */
+static int n_caches(const struct dllm_sampler_params *sp)
+{
+    return sp->cache == DLLM_CACHE_NONE ? 0 : sp->cfg_scale > 0 ? 2 : 1;
+}
+
+uint64_t dllm_request_cache_bytes(const struct dllm_model *model, int64_t canvas_len,
+                                  const struct dllm_sampler_params *sampler)
+{
+    return (uint64_t)n_caches(sampler) * dllm_kv_bytes(model, canvas_len, sampler->cache_type);
+}
+
 /* Allocates the running request's K/V caches (none without a cache mode); *bytes gets their
  * size. */
 static enum dllm_status new_caches(struct dllm_session *s, int64_t canvas_len, int64_t *bytes,
@@ -279,9 +292,7 @@ static enum dllm_status new_caches(struct dllm_session *s, int64_t canvas_len, i
 {
     *bytes = 0;
     s->kv_block = -1;
-    if (s->req.sampler.cache == DLLM_CACHE_NONE)
-        return DLLM_OK;
-    const int n = s->req.sampler.cfg_scale > 0 ? 2 : 1;
+    const int n = n_caches(&s->req.sampler);
     for (int i = 0; i < n; i++) {
         const enum dllm_cache_type type = s->req.sampler.cache_type;
         enum dllm_status st =

@@ -374,7 +374,7 @@ int cmd_bench(const struct cli_command *cmd, int argc, char **argv)
     struct dllm_model *model = model_ref_open(path, false);
     struct dllm_forward *fwd;
     char label[300];
-    device_choose(cmd, &device, model, canvas, rows, &fp, label, sizeof label);
+    device_choose(cmd, &device, model, canvas, rows, 0, &fp, label, sizeof label);
     if (dllm_threadpool_new(threads, &fp.pool, &err) != DLLM_OK ||
         dllm_forward_new(model, &fp, &fwd, &err) != DLLM_OK)
         cli_fail("%s%s", err.text, fp.backend ? ": use --device cpu" : "");

@@ -96,7 +96,7 @@ int cmd_logits(const struct cli_command *cmd, int argc, char **argv)
     fp.kernels = cli_kernels();
     fp.progress = model_ref_progress;
     char label[300];
-    device_choose(cmd, &device, model, fp.max_tokens, fp.max_rows, &fp, label, sizeof label);
+    device_choose(cmd, &device, model, fp.max_tokens, fp.max_rows, 0, &fp, label, sizeof label);
     struct dllm_forward *fwd;
     struct dllm_error err;
     if (dllm_threadpool_new(threads, &fp.pool, &err) != DLLM_OK ||

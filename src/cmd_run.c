@@ -448,7 +448,8 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
     dllm_forward_params_init(&fp);
     fp.max_tokens = session_params.max_canvas;
     fp.max_rows = session_params.max_rows;
-    device_choose(cmd, &o.device, model, fp.max_tokens, fp.max_rows, &fp, device, sizeof device);
+    device_choose(cmd, &o.device, model, fp.max_tokens, fp.max_rows,
+                  dllm_request_cache_bytes(model, fp.max_tokens, &sp), &fp, device, sizeof device);
     session_params.backend = fp.backend;
     session_params.device = fp.device;
     session_params.gpu_resident = fp.gpu_resident;

@@ -35,11 +35,12 @@ void device_parse(const struct cli_command *cmd, const char *arg, struct device_
 /*
  * Whether GPU index can run the model: present, compute capability 8.0 or newer, a model the
  * CUDA backend runs (dense, tensor types it has kernels for), enough free memory for the
- * params; else err says why. gpu holds what the runtime reported.
+ * params and cache_bytes of K/V caches; else err says why. gpu holds what the runtime
+ * reported.
  */
 static bool gpu_fits(int index, const struct dllm_model *model,
-                     const struct dllm_forward_params *params, struct dllm_gpu_info *gpu,
-                     struct dllm_error *err)
+                     const struct dllm_forward_params *params, uint64_t cache_bytes,
+                     struct dllm_gpu_info *gpu, struct dllm_error *err)
 {
     if (dllm_gpu_info(index, gpu, err) != DLLM_OK)
         return false;
@@ -51,11 +52,12 @@ static bool gpu_fits(int index, const struct dllm_model *model,
     }
     if (dllm_gpu_check_model(model, err) != DLLM_OK)
         return false;
-    const uint64_t need = dllm_gpu_bytes(model, params);
+    const uint64_t need = dllm_gpu_bytes(model, params) + cache_bytes;
     if (need > gpu->free_bytes) {
         dllm_error_set(err, DLLM_ERR_NOMEM,
-                       "the model needs %.1f GB of GPU memory on GPU %d but %.1f GB is free",
-                       (double)need / 1e9, index, (double)gpu->free_bytes / 1e9);
+                       "the model needs %.1f GB of GPU memory%s on GPU %d but %.1f GB is free",
+                       (double)need / 1e9, cache_bytes ? " with its K/V cache" : "", index,
+                       (double)gpu->free_bytes / 1e9);
         return false;
     }
     return true;
@@ -73,7 +75,8 @@ static void use_gpu(const struct device_spec *spec, const struct dllm_gpu_info *
 
 void device_choose(const struct cli_command *cmd, const struct device_spec *spec,
                    const struct dllm_model *model, int64_t max_tokens, int64_t max_rows,
-                   struct dllm_forward_params *params, char *label, size_t label_size)
+                   uint64_t cache_bytes, struct dllm_forward_params *params, char *label,
+                   size_t label_size)
 {
     params->backend = NULL;
     params->gpu_resident = spec->resident;
@@ -86,7 +89,7 @@ void device_choose(const struct cli_command *cmd, const struct device_spec *spec
     struct dllm_gpu_info gpu;
     struct dllm_error err;
     if (spec->kind == DEVICE_GPU) {
-        if (!gpu_fits(spec->index, model, &need, &gpu, &err))
+        if (!gpu_fits(spec->index, model, &need, cache_bytes, &gpu, &err))
             cli_fail("--device gpu:%d: %s: use --device cpu", spec->index, err.text);
         use_gpu(spec, &gpu, params, label, label_size);
         return;
@@ -100,7 +103,7 @@ void device_choose(const struct cli_command *cmd, const struct device_spec *spec
         return;
     }
     for (int i = 0; i < n; i++) {
-        if (gpu_fits(i, model, &need, &gpu, &err)) {
+        if (gpu_fits(i, model, &need, cache_bytes, &gpu, &err)) {
             use_gpu(spec, &gpu, params, label, label_size);
             fprintf(stderr, "dllm %s: running on GPU %d (%s)\n", cmd->name, i, gpu.name);
             return;

@@ -31,13 +31,15 @@ struct device_spec {
 void device_parse(const struct cli_command *cmd, const char *arg, struct device_spec *spec);
 
 /*
- * Where a model runs for a context of max_tokens tokens and max_rows logits rows: sets
- * backend ("cuda" or NULL for the CPU), device and gpu_resident in params, and label ("cpu",
+ * Where a model runs for a context of max_tokens tokens and max_rows logits rows, with
+ * cache_bytes of K/V caches beside it (dllm_request_cache_bytes; 0 without): sets backend
+ * ("cuda" or NULL for the CPU), device and gpu_resident in params, and label ("cpu",
  * "gpu:0 NVIDIA H200"). gpu[:N] that cannot run exits 1 with the reason; auto tells stderr
  * which device it chose and, when a GPU was there but not used, why.
  */
 void device_choose(const struct cli_command *cmd, const struct device_spec *spec,
                    const struct dllm_model *model, int64_t max_tokens, int64_t max_rows,
-                   struct dllm_forward_params *params, char *label, size_t label_size);
+                   uint64_t cache_bytes, struct dllm_forward_params *params, char *label,
+                   size_t label_size);
 
 #endif

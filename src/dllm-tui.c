@@ -366,7 +366,8 @@ int main(int argc, char **argv)
     struct dllm_forward_params fp;
     dllm_forward_params_init(&fp);
     char device[300];
-    device_choose(&command, &o.gen.device, peek, canvas, canvas, &fp, device, sizeof device);
+    device_choose(&command, &o.gen.device, peek, canvas, canvas,
+                  dllm_request_cache_bytes(peek, canvas, &settings), &fp, device, sizeof device);
     dllm_model_close(peek);
     struct ui_engine_params params = {.model = model_path,
                                       .threads = o.gen.threads,

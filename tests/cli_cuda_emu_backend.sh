@@ -73,6 +73,28 @@ for arch in llada dream; do
         else not_ok "$arch --cache $cache: $gpu, the CPU $cpu; $(head -c 300 "$TMP/err")"; fi
     done
 done
+# A GPU too small (DLLM_EMU_GPU_MB): 64 tiny layers over a canvas of 4002 need about 0.5 GB,
+# and 0.5 GB more for a float32 K/V cache, which --device auto counts before it chooses.
+m=$TMP/layers64.gguf
+emu synth --arch llada --preset tiny --layers 64 --quiet --out "$m" >/dev/null ||
+    not_ok "dllm synth --layers 64"
+long="--no-chat -p hi --max-tokens 4000 --block-length 4000 --steps 1"
+run "--device gpu on a GPU too small" 1 env DLLM_EMU_GPU_MB=100 \
+    LD_LIBRARY_PATH="$B/lib" "$B/bin/dllm" run -m "$m" $long --device gpu
+expect_err "says how much is needed and free" \
+    'needs [0-9.]+ GB of GPU memory on GPU 0 but 0\.1 GB is free: use --device cpu$'
+run "--device gpu without room for the K/V cache" 1 env DLLM_EMU_GPU_MB=760 \
+    LD_LIBRARY_PATH="$B/lib" "$B/bin/dllm" run -m "$m" $long --cache dual --cache-type f32 --device gpu
+expect_err "counts the cache" \
+    'needs [0-9.]+ GB of GPU memory with its K/V cache on GPU 0 but 0\.8 GB is free: use --device cpu$'
+# auto runs on the CPU then: stopped after 3 s (Ctrl+C, exit 130), or done (0) on a fast machine
+DLLM_EMU_GPU_MB=760 LD_LIBRARY_PATH="$B/lib" timeout --preserve-status -s INT 3 "$B/bin/dllm" run \
+    -m "$m" $long --cache dual --cache-type f32 --device auto >/dev/null 2>"$TMP/err"
+got=$?
+if [ "$got" -eq 0 ] || [ "$got" -eq 130 ]; then ok "--device auto without room for the cache (exit $got)"
+else not_ok "--device auto without room for the cache: exit $got"; fi
+expect_err "falls back to the CPU, saying why" 'not on GPU 0: the model needs [0-9.]+ GB of GPU memory with its K/V cache'
+expect_err "and where it runs" '^dllm run: running on the CPU$'
 run "dllm bench on the emulated GPU" 0 emu bench -m "$TMP/dream-f16.gguf" --device gpu \
     --canvas 24 --rows 8 --reps 1 --json
 expect_out "its kernel is cuBLAS" '"kernel": "cublas"'

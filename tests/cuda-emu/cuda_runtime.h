@@ -2,20 +2,21 @@
  * A stand-in for the CUDA runtime that runs dllm's CUDA code on the host, so that make check
  * runs it without a GPU: the kernels (cuda/kernels-*.cu, compiled as C++ with DLLM_CUDA_EMU)
  * and, through tests/libdllm-emu, the whole CUDA backend (the C files of cuda/). One emulated
- * GPU, device 0 of compute capability 9.0 with DLLM_EMU_GPU_BYTES of memory. Its "device"
- * memory is host memory that runtime.c keeps a list of, each allocation ending at a page no
- * access is allowed to, so that a kernel running past an allocation faults and a copy in the
- * wrong direction or past its allocation, a free of memory it did not allocate and a kernel
- * given a host pointer are refused (cudaErrorInvalidValue), where a GPU's behaviour is
- * undefined. Work runs when it is enqueued, but each stream remembers work not synchronised
- * since: work enqueued on one stream while another has some is refused, as the two would race
- * on a GPU (dllm keeps all its work on one stream). A launch (DLLM_LAUNCH, cuda/launch.cuh)
- * runs the grid's blocks one after another, each block's threads as fibers that take turns
- * between __syncthreads, in thread order or its reverse (alternately, so that a missing
- * barrier shows); __shared__ arrays become static ones, which the one block running at a time
- * owns. The maths is the host's (no fused multiply-add unless the compiler makes one), so what
- * this proves is the code's indexing, synchronisation, memory use and control flow, not the
- * GPU's last bits. Only what dllm calls is here; the error codes are the real runtime's.
+ * GPU, device 0 of compute capability 9.0 with DLLM_EMU_GPU_BYTES of memory (DLLM_EMU_GPU_MB
+ * megabytes where the environment sets it). Its "device" memory is host memory that runtime.c
+ * keeps a list of, each allocation ending at a page no access is allowed to, so that a kernel
+ * running past an allocation faults and a copy in the wrong direction or past its allocation,
+ * a free of memory it did not allocate and a kernel given a host pointer are refused
+ * (cudaErrorInvalidValue), where a GPU's behaviour is undefined. Work runs when it is
+ * enqueued, but each stream remembers work not synchronised since: work enqueued on one stream
+ * while another has some is refused, as the two would race on a GPU (dllm keeps all its work
+ * on one stream). A launch (DLLM_LAUNCH, cuda/launch.cuh) runs the grid's blocks one after
+ * another, each block's threads as fibers that take turns between __syncthreads, in thread
+ * order or its reverse (alternately, so that a missing barrier shows); __shared__ arrays
+ * become static ones, which the one block running at a time owns. The maths is the host's (no
+ * fused multiply-add unless the compiler makes one), so what this proves is the code's
+ * indexing, synchronisation, memory use and control flow, not the GPU's last bits. Only what
+ * dllm calls is here; the error codes are the real runtime's.
  */
 #ifndef DLLM_CUDA_EMU_RUNTIME_H
 #define DLLM_CUDA_EMU_RUNTIME_H
@@ -24,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The emulated GPU's memory. */
+/* The emulated GPU's memory, unless the environment's DLLM_EMU_GPU_MB says otherwise. */
 #define DLLM_EMU_GPU_BYTES ((size_t)16 << 30)
 
 #ifdef __cplusplus

@@ -31,6 +31,21 @@ static struct {
 
 static _Thread_local cudaError_t last_error;
 
+/*
+ * The emulated GPU's memory: DLLM_EMU_GPU_BYTES, or DLLM_EMU_GPU_MB megabytes where the
+ * environment sets it (tests of a GPU too small for a request); under mem.lock.
+ */
+static size_t gpu_bytes(void)
+{
+    static size_t bytes;
+    if (!bytes) {
+        const char *mb = getenv("DLLM_EMU_GPU_MB");
+        const long long n = mb ? atoll(mb) : 0;
+        bytes = n > 0 ? (size_t)n << 20 : DLLM_EMU_GPU_BYTES;
+    }
+    return bytes;
+}
+
 void dllm_emu_fail(cudaError_t e)
 {
     last_error = e;
@@ -111,7 +126,7 @@ cudaError_t cudaMalloc(void *p, size_t bytes)
     memcpy(p, &m, sizeof m);
     pthread_mutex_lock(&mem.lock);
     cudaError_t e = cudaErrorMemoryAllocation;
-    if (size <= DLLM_EMU_GPU_BYTES - mem.used) {
+    if (size <= gpu_bytes() - mem.used) {
         if (mem.n == mem.cap) {
             const size_t cap = mem.cap ? 2 * mem.cap : 16;
             struct allocation *list = realloc(mem.list, cap * sizeof *list);
@@ -232,9 +247,9 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaM
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
 {
     pthread_mutex_lock(&mem.lock);
-    *free_bytes = DLLM_EMU_GPU_BYTES - mem.used;
+    *free_bytes = gpu_bytes() - mem.used;
+    *total_bytes = gpu_bytes();
     pthread_mutex_unlock(&mem.lock);
-    *total_bytes = DLLM_EMU_GPU_BYTES;
     return cudaSuccess;
 }
 
