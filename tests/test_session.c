@@ -290,7 +290,8 @@ END_TEST
  * The K/V cache modes over whole runs: each block's first step refreshes (two passes with
  * CFG), the later ones compute the block (dual) or the block and everything after it (prefix),
  * from one slot earlier for Dream; with a threshold every block fills; the cache's bytes are
- * reported; a second request on the session gives the tokens of a fresh session.
+ * reported, as dllm_request_cache_bytes predicts them; a second request on the session gives the
+ * tokens of a fresh session.
  */
 START_TEST(generate_cache)
 {
@@ -311,6 +312,9 @@ START_TEST(generate_cache)
     ck_assert_int_eq(r.refresh_steps, 4); /* 32 tokens in blocks of 8 */
     ck_assert_int_eq(r.refreshes, cfg ? 8 : 4);
     ck_assert_int_gt(r.cache_bytes, 0);
+    /* what a program choosing a device counts before the request is what the request took */
+    ck_assert_int_eq(r.cache_bytes,
+                     (int64_t)dllm_request_cache_bytes(f.model, r.canvas_len, &req.sampler));
     const int64_t passes = cfg ? 2 : 1;
     for (int64_t step = 0; step < r.steps_run; step++) {
         const int64_t b0 = r.n_prompt + 8 * r.step_block[step] - (dream ? 1 : 0);
