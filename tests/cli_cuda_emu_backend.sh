@@ -6,7 +6,8 @@
 # (kernels, every fixture's logits against float64, generation replayed step by step), then
 # dllm run on the emulated GPU in every mode against the CPU: the exact pass (default and
 # --gpu-resident) must commit the same tokens; with a K/V cache, whose approximation can bring
-# rows close to a tie, the first block must. Needs no GPU and no CUDA.
+# rows close to a tie, the first block must; --device gpu and auto on an emulated GPU too small;
+# and dllm-tui on it in tmux. Needs no GPU and no CUDA.
 . "${DLLM_TESTS_SRC:-$(dirname "$0")}/lib.sh"
 need_fixtures
 BUILD=$(cd "$(dirname "$DLLM")/.." && pwd)
@@ -18,7 +19,7 @@ if [ ! -f "$BUILD/tests/.libs/libdllm-emu.so.0" ]; then
 fi
 B=$TMP/bundle
 mkdir -p "$B/bin" "$B/lib"
-cp "$BUILD/src/.libs/dllm" "$B/bin/dllm"
+cp "$BUILD/src/.libs/dllm" "$BUILD/src/.libs/dllm-tui" "$B/bin/"
 cp -L "$BUILD/tests/.libs/libdllm-emu.so.0" "$B/lib/libdllm.so.0"
 cp -L "$BUILD/hub/.libs/libdllm-hub.so.0" "$B/lib/"
 printf '#!/bin/sh\nexec "%s" --small "$@"\n' "$BUILD/tests/kernel_check_emu" >"$B/bin/kernel_check"
@@ -98,4 +99,37 @@ expect_err "and where it runs" '^dllm run: running on the CPU$'
 run "dllm bench on the emulated GPU" 0 emu bench -m "$TMP/dream-f16.gguf" --device gpu \
     --canvas 24 --rows 8 --reps 1 --json
 expect_out "its kernel is cuBLAS" '"kernel": "cublas"'
+
+# dllm-tui on the emulated GPU in a real terminal: its session's worker thread runs the passes.
+if ! command -v tmux >/dev/null; then
+    if [ "${CI:-}" = true ]; then not_ok "tmux is not installed (Debian package tmux)"
+    else echo "skipped: dllm-tui on the emulated GPU (no tmux)"; fi
+    finish
+    exit $?
+fi
+SOCK=dllm-emu-$$
+trap 'tmux -L "$SOCK" kill-server 2>/dev/null; rm -rf "$TMP"' EXIT
+tmux -L "$SOCK" -f /dev/null new-session -d -s tui -x 100 -y 30 \
+    "env LANG=C.UTF-8 TERM=xterm-256color XDG_STATE_HOME='$TMP/state' LD_LIBRARY_PATH='$B/lib' \
+     '$B/bin/dllm-tui' -m '$TMP/dream-f16.gguf' --device gpu --max-tokens 16 --steps 8 \
+     --no-early-stop; echo \"exit status \$?\"; sleep 60"
+# pane NAME PATTERN: waits up to 60 s for the pane to show PATTERN (grep -E).
+pane() {
+    i=0
+    while [ $i -lt 600 ]; do
+        tmux -L "$SOCK" capture-pane -p -t tui >"$TMP/pane" 2>/dev/null
+        if grep -Eq -- "$2" "$TMP/pane"; then ok "$1"; return 0; fi
+        sleep 0.1
+        i=$((i + 1))
+    done
+    not_ok "$1: the pane never showed /$2/"
+    sed 's/^/  | /' "$TMP/pane"
+}
+pane "dllm-tui starts on the emulated GPU" ' · gpu:0 host emulation'
+tmux -L "$SOCK" send-keys -t tui -l "hello"
+tmux -L "$SOCK" send-keys -t tui Enter
+pane "an answer completes" '^dllm · 8 steps'
+tmux -L "$SOCK" send-keys -t tui C-c C-c
+pane "and it quits with status 0" '^exit status 0$'
+tmux -L "$SOCK" kill-server 2>/dev/null
 finish
