@@ -103,10 +103,7 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
 }
 
 /* The library's names and texts of the codes above. */
-static const struct {
-    cublasStatus_t s;
-    const char *name, *text;
-} statuses[] = {
+static const struct dllm_emu_code statuses[] = {
     {CUBLAS_STATUS_SUCCESS, "CUBLAS_STATUS_SUCCESS", "success"},
     {CUBLAS_STATUS_NOT_INITIALIZED, "CUBLAS_STATUS_NOT_INITIALIZED",
      "the library was not initialized"},
@@ -118,19 +115,14 @@ static const struct {
     {CUBLAS_STATUS_NOT_SUPPORTED, "CUBLAS_STATUS_NOT_SUPPORTED",
      "the functionality requested is not supported"},
 };
+#define N_STATUSES (sizeof statuses / sizeof statuses[0])
 
 const char *cublasGetStatusName(cublasStatus_t s)
 {
-    for (size_t i = 0; i < sizeof statuses / sizeof statuses[0]; i++)
-        if (statuses[i].s == s)
-            return statuses[i].name;
-    return "CUBLAS_STATUS_UNKNOWN";
+    return dllm_emu_code_word(statuses, N_STATUSES, s, false, "CUBLAS_STATUS_UNKNOWN");
 }
 
 const char *cublasGetStatusString(cublasStatus_t s)
 {
-    for (size_t i = 0; i < sizeof statuses / sizeof statuses[0]; i++)
-        if (statuses[i].s == s)
-            return statuses[i].text;
-    return "unknown error";
+    return dllm_emu_code_word(statuses, N_STATUSES, s, true, "unknown error");
 }

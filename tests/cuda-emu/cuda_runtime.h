@@ -81,6 +81,16 @@ bool dllm_emu_on_device(const void *p, size_t bytes);
 /* Records e as the thread's last error (cudaGetLastError's). */
 void dllm_emu_fail(cudaError_t e);
 
+/* A library's code with its name and text (cudaGetErrorName and cudaGetErrorString's). */
+struct dllm_emu_code {
+    int code;
+    const char *name, *text;
+};
+
+/* The name (or the text) of code in table[0 .. n), or unknown when it has none. */
+const char *dllm_emu_code_word(const struct dllm_emu_code *table, size_t n, int code, bool text,
+                               const char *unknown);
+
 /*
  * Work enqueued on stream s: cudaSuccess, or cudaErrorInvalidValue when s is not a live stream
  * or another stream has work not synchronised yet (recorded as the last error).

@@ -341,11 +341,17 @@ cudaError_t cudaRuntimeGetVersion(int *version)
     return cudaSuccess;
 }
 
+const char *dllm_emu_code_word(const struct dllm_emu_code *table, size_t n, int code, bool text,
+                               const char *unknown)
+{
+    for (size_t i = 0; i < n; i++)
+        if (table[i].code == code)
+            return text ? table[i].text : table[i].name;
+    return unknown;
+}
+
 /* The runtime's names and texts of the codes above. */
-static const struct {
-    cudaError_t e;
-    const char *name, *text;
-} errors[] = {
+static const struct dllm_emu_code errors[] = {
     {cudaSuccess, "cudaSuccess", "no error"},
     {cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
     {cudaErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory"},
@@ -360,21 +366,16 @@ static const struct {
     {cudaErrorUnsupportedPtxVersion, "cudaErrorUnsupportedPtxVersion",
      "the provided PTX was compiled with an unsupported toolchain."},
 };
+#define N_ERRORS (sizeof errors / sizeof errors[0])
 
 const char *cudaGetErrorName(cudaError_t e)
 {
-    for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
-        if (errors[i].e == e)
-            return errors[i].name;
-    return "cudaErrorUnknown";
+    return dllm_emu_code_word(errors, N_ERRORS, e, false, "cudaErrorUnknown");
 }
 
 const char *cudaGetErrorString(cudaError_t e)
 {
-    for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
-        if (errors[i].e == e)
-            return errors[i].text;
-    return "unknown error";
+    return dllm_emu_code_word(errors, N_ERRORS, e, true, "unknown error");
 }
 
 /* The registers a function must keep (rbp, rbx, r12-r15) go on the stack being left. */
