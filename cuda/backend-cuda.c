@@ -28,8 +28,16 @@
 /* Room the CUDA runtime and cuBLAS take beyond the backend's own buffers (workspace, handles). */
 #define DEVICE_MARGIN (256u << 20)
 
-/* The largest FP16 slice of a matrix the scratch holds when no layer matrix is larger. */
+/*
+ * The largest FP16 slice of a matrix the scratch holds when no layer matrix is larger; in the
+ * host emulation (tests/cuda-emu) a small one, so that the tiny test models' output matrix is
+ * multiplied in slices too, as a real model's is.
+ */
+#ifdef DLLM_CUDA_EMU
+#define SCRATCH_MIN_ELEMS ((int64_t)64 << 10)
+#else
 #define SCRATCH_MIN_ELEMS ((int64_t)64 << 20)
+#endif
 
 /* A matrix [N, K] on the device: its GGUF blocks, or (resident) its FP16 copy. */
 struct dmat {
