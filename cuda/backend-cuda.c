@@ -494,12 +494,6 @@ static const char *cuda_variant(const struct dllm_backend *be)
     return ((const struct cuda *)be)->resident ? "cublas-resident" : "cublas";
 }
 
-static size_t cuda_kv_bytes(const struct dllm_backend *be, int64_t n_tokens,
-                            enum dllm_cache_type type)
-{
-    return dllm_kv_storage_bytes(((const struct cuda *)be)->model, n_tokens, type);
-}
-
 static enum dllm_status cuda_kv_new(struct dllm_backend *be, int64_t n_tokens,
                                     enum dllm_cache_type type, struct dllm_kv_cache **out,
                                     struct dllm_error *err)
@@ -507,7 +501,7 @@ static enum dllm_status cuda_kv_new(struct dllm_backend *be, int64_t n_tokens,
     struct dllm_kv_cache *kv = calloc(1, sizeof *kv);
     if (!kv)
         return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
-    const size_t bytes = cuda_kv_bytes(be, n_tokens, type);
+    const size_t bytes = dllm_kv_storage_bytes(((const struct cuda *)be)->model, n_tokens, type);
     size_t free_bytes = SIZE_MAX, total_bytes;
     enum dllm_status st = DLLM_CUDA(err, cudaSetDevice(((struct cuda *)be)->device));
     if (!st) /* a dry run (call.h) leaves free_bytes as it was */
@@ -839,7 +833,6 @@ const struct dllm_backend_ops dllm_backend_cuda = {
     .create = cuda_create,
     .destroy = cuda_destroy,
     .variant = cuda_variant,
-    .kv_bytes = cuda_kv_bytes,
     .kv_on_host = false,
     .kv_new = cuda_kv_new,
     .kv_free = cuda_kv_free,

@@ -423,17 +423,11 @@ static const float *vector(const struct cpu *c, int64_t layer, enum dllm_vector 
     }
 }
 
-static size_t cpu_kv_bytes(const struct dllm_backend *be, int64_t n_tokens,
-                           enum dllm_cache_type type)
-{
-    return dllm_kv_storage_bytes(((const struct cpu *)be)->model, n_tokens, type);
-}
-
 static enum dllm_status cpu_kv_new(struct dllm_backend *be, int64_t n_tokens,
                                    enum dllm_cache_type type, struct dllm_kv_cache **out,
                                    struct dllm_error *err)
 {
-    const size_t bytes = cpu_kv_bytes(be, n_tokens, type);
+    const size_t bytes = dllm_kv_storage_bytes(((const struct cpu *)be)->model, n_tokens, type);
     struct dllm_kv_cache *kv = calloc(1, sizeof *kv);
     if (kv)
         kv->data =
@@ -904,7 +898,6 @@ const struct dllm_backend_ops dllm_backend_cpu = {
     .create = cpu_create,
     .destroy = cpu_destroy,
     .variant = cpu_variant,
-    .kv_bytes = cpu_kv_bytes,
     .kv_on_host = true,
     .kv_new = cpu_kv_new,
     .kv_free = cpu_kv_free,

@@ -92,11 +92,11 @@ struct dllm_backend_ops {
     /* The variant it runs ("avx512", ...). */
     const char *(*variant)(const struct dllm_backend *be);
     /*
-     * K/V storage of a type for every layer and n_tokens positions, and its size in bytes.
-     * kv_on_host: the storage is host memory, which dllm_kv_cache_new checks against
-     * MemAvailable; a backend whose storage is a device's checks that itself in kv_new.
+     * K/V storage of a type for every layer and n_tokens positions (dllm_kv_storage_bytes of
+     * them, on every backend). kv_on_host: the storage is host memory, which
+     * dllm_kv_cache_new checks against MemAvailable; a backend whose storage is a device's
+     * checks that itself in kv_new.
      */
-    size_t (*kv_bytes)(const struct dllm_backend *be, int64_t n_tokens, enum dllm_cache_type type);
     bool kv_on_host;
     enum dllm_status (*kv_new)(struct dllm_backend *be, int64_t n_tokens, enum dllm_cache_type type,
                                struct dllm_kv_cache **out, struct dllm_error *err);

@@ -141,7 +141,7 @@ uint64_t dllm_kv_bytes(const struct dllm_model *model, int64_t n_tokens, enum dl
 size_t dllm_kv_cache_bytes(const struct dllm_forward *fwd, int64_t n_tokens,
                            enum dllm_cache_type type)
 {
-    return fwd->be->ops->kv_bytes(fwd->be, n_tokens, type);
+    return dllm_kv_storage_bytes(fwd->model, n_tokens, type);
 }
 
 enum dllm_status dllm_kv_cache_new(struct dllm_forward *fwd, int64_t n_tokens,
