@@ -5,9 +5,10 @@
   bench/table.py --update README.md         replace what lies between the markers
                                             <!-- bench:start --> and <!-- bench:end -->
 
-Each section (gemm, forward, phases, generate, sampling, kvf16, moe) comes from the newest of
-the result files that hold the most entries of it (cache, divergence and compare: each model's
-newest rows); the line under each table names that file's commit, date and machine.
+Each section (gemm, forward, phases, generate, sampling, kvf16, moe; gpu, from the documents
+tests/gpu/run.sh's bench stage writes) comes from the newest of the result files that hold the
+most entries of it (cache, divergence and compare: each model's newest rows); the line under
+each table names that file's commit, date and machine.
 """
 import argparse
 import json
@@ -388,6 +389,56 @@ def mix_bound_lines(mb, variants):
             "bench/mix_bound.py): %s." % (mb["llvm_version"], ", ".join(parts))]
 
 
+def gpu_label(e):
+    """A bench entry's model: the real shape's label, or the synth preset (tiny, on the CPU)."""
+    big = {"llada": "8b", "dream": "7b"}
+    return (LABEL[e["arch"]] if big.get(e["arch"]) == e["preset"] else
+            "%s %s" % (e["arch"], e["preset"]))
+
+
+def gpu_source(doc):
+    m = doc["machine"]
+    dirty = " (with uncommitted changes)" if doc.get("dirty") else ""
+    where = ("%s, driver %s, %s GB" % (m["gpu"], m["driver"], fmt(m["gpu_memory_mib"] / 1024))
+             if m.get("gpu") else "device %s" % doc["device"])
+    return "_%s, commit %s%s, %s; host %s, %d cores._" % (doc["date"][:10], doc["commit"], dirty,
+                                                        where, m["cpu"], m["cores"])
+
+
+def gpu_section(doc):
+    """tests/gpu/run.sh's bench stage: per model and mode, dllm run's step, dllm bench's pass at
+    canvas 160 and 512, and the GPU memory at 512 beside the file's size."""
+    cells = {}
+    for e in doc["gpu"]:
+        cells.setdefault((gpu_label(e), e["mode"]), {})[e["canvas"]] = e
+    rows = []
+    for (label, mode), by_canvas in cells.items():
+        first = next(iter(by_canvas.values()))
+        if first["error"]:
+            rows.append([label, mode, failed(first["error"])] + [""] * 5)
+            continue
+
+        def pass_ms(canvas):
+            b = (by_canvas.get(canvas) or {}).get("bench")
+            return fmt(b["median_ms"], 1) if b else "failed"
+        e512 = by_canvas.get(512) or {}
+        peak, idle = e512.get("gpu_peak_mib"), e512.get("gpu_idle_mib") or 0
+        used = None if peak is None else (peak - idle) * 2**20 / 1e9
+        file_gb = first["file_bytes"] / 1e9 if first["file_bytes"] else None
+        rows.append([label, mode, fmt(first["step_ms"], 1), pass_ms(160), pass_ms(512),
+                     fmt(used, 2), fmt(file_gb, 2),
+                     fmt(None if used is None or file_gb is None else used - file_gb, 2)])
+    lines = ["**GPU** (`tests/gpu/run.sh bench`, `dllm synth` Q4_K_M files; step: median "
+             "`step_ms` of `dllm run` with a 32-token prompt, 128 tokens, 128 steps, blocks of "
+             "32 (canvas 160, 32 logits rows) after the first; pass: `dllm bench --rows 32`; "
+             "memory: nvidia-smi's peak during the bench at 512 less its reading before; "
+             "targets: LLaDA-8B shape step under 15 ms on an H200, memory at most the file "
+             "plus 1.5 GB in the default mode)", ""]
+    lines += table(["model", "mode", "step ms", "pass ms, canvas 160", "pass ms, canvas 512",
+                    "GPU memory GB at 512", "file GB", "memory - file GB"], rows)
+    return lines + ["", gpu_source(doc)]
+
+
 def render(docs):
     out = []
     # Sections whose rows may come from several runs take all the documents (of one class of
@@ -398,7 +449,8 @@ def render(docs):
                         ("compare", None),
                         ("generate", generate_section), ("sampling", sampling_section),
                         ("cache", None), ("divergence", None),
-                        ("kvf16", kvf16_section), ("moe", moe_section), ("gemm", gemm_section)):
+                        ("kvf16", kvf16_section), ("moe", moe_section), ("gemm", gemm_section),
+                        ("gpu", gpu_section)):
         groups = ([[d for d in docs if isa_class(d) == isa] for isa in ISA_CLASSES]
                   if section in PER_ISA else [docs])
         for group in groups:

@@ -2,8 +2,9 @@
 # The GPU proof's harness on the CPU backend: tests/gpu/prepare.sh makes its bundle from this
 # build (size checked by prepare.sh) and tests/gpu/run.sh --device cpu runs the check stage
 # (every fixture's logits against float64 within llama.cpp's distance, generation replayed
-# step by step against the CPU's run) and the bench stage (the tiny shape), each writing its
-# JSON, and no more files than the device tool brings back.
+# step by step against the CPU's run) and the bench stage (the tiny shape, both modes), each
+# writing its JSON, and no more files than the device tool brings back; bench/table.py renders
+# the bench stage's document.
 # A build without CUDA cannot make the bundle: prepare.sh must refuse it.
 . "${DLLM_TESTS_SRC:-$(dirname "$0")}/lib.sh"
 need_fixtures
@@ -29,9 +30,16 @@ if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d[
     ok "generation replayed step by step commits what the run committed, every step"
 else not_ok "gen-cpu.json: $(head -c 300 "$TMP/res/gen-cpu.json")"; fi
 run "run.sh --device cpu bench" 0 env GPU_BUNDLE="$TMP/gpu" OUT="$TMP/res" WORK="$TMP/work" "$GPU/run.sh" --device cpu bench
-if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if len(d) == 2 and all(r["step_ms"] > 0 and r["bench"]["median_ms"] > 0 for r in d) else 1)' "$TMP/res/bench-cpu.json"; then
-    ok "bench-cpu.json: a step time and two canvases"
+if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); e=d["gpu"]; sys.exit(0 if d["device"] == "cpu" and d["machine"]["cores"] > 0 and sorted((r["mode"], r["canvas"]) for r in e) == [("default", 160), ("default", 512), ("resident", 160), ("resident", 512)] and all(r["step_ms"] > 0 and r["bench"]["median_ms"] > 0 and r["error"] is None for r in e) else 1)' "$TMP/res/bench-cpu.json"; then
+    ok "bench-cpu.json: a step time and two canvases per mode"
 else not_ok "bench-cpu.json: $(head -c 300 "$TMP/res/bench-cpu.json")"; fi
+# bench/table.py renders the document as the README's GPU table: a row per model and mode.
+mkdir -p "$TMP/results" && cp "$TMP/res/bench-cpu.json" "$TMP/results/"
+run "bench/table.py renders the bench document" 0 python3 "$DLLM_TESTS_SRC/../bench/table.py" \
+    --results "$TMP/results"
+expect_out "the GPU table's default row" '^\| llada tiny \| default \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| n/a \| 0\.0[0-9] \| n/a \|$'
+expect_out "its resident row" '^\| llada tiny \| resident \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|'
+expect_out "where it ran" "^_[0-9-]{10}, commit [^,]+, device cpu; host .*, [0-9]+ cores\._\$"
 # The device tool brings back at most 8 files of $OUT, none more than two folders down.
 n=$(find "$TMP/res" -type f | wc -l)
 deep=$(find "$TMP/res" -mindepth 3 -type f | wc -l)

@@ -2,11 +2,12 @@
 # Gathers what tests/gpu/run.sh needs on a device machine into .gpu/ (ignored, at most 60 MiB):
 # bin/ (dllm, dllm-tui and kernel_check of a --with-cuda build), lib/ (libdllm, libdllm-hub
 # and the shared libraries ldd names that are neither glibc's, the C++ runtime's nor CUDA's:
-# the device uses its own CUDA runtime and cuBLAS), a make dist tarball for a fallback build there, and the
-# fixtures but the realvocab model and the Q8_0 mixture-of-experts models (the GPU refuses
-# MoE models: one file of each MoE architecture proves the refusal); of the logits the cases
-# and the float64 reference, not llama.cpp's rows, whose figures the cases hold, nor the
-# tokenizer's or dequant's. Binaries and dllm's libraries lose their debug information.
+# the device uses its own CUDA runtime and cuBLAS), a make dist tarball for a fallback build
+# there, the commit it was built from, and the fixtures but the realvocab model and the Q8_0
+# mixture-of-experts models (the GPU refuses MoE models: one file of each MoE architecture
+# proves the refusal); of the logits the cases and the float64 reference, not llama.cpp's
+# rows, whose figures the cases hold, nor the tokenizer's or dequant's. Binaries and dllm's
+# libraries lose their debug information.
 #   tests/gpu/prepare.sh [BUILD_DIR]
 # BUILD_DIR (default build-gpu, configured here --with-cuda=yes for CUDA_ARCHS, default 90) must
 # be a CUDA build; the size is checked at the end.
@@ -49,6 +50,12 @@ done | sort -u | while read -r name path; do
 done
 strip -g "$BUNDLE"/bin/* "$BUNDLE"/lib/libdllm*
 cp "$BUILD"/dllm-*.tar.gz "$BUNDLE/"
+# The commit the bundle was built from, "dirty" after it when tracked files had changes: the
+# bench stage's document names it.
+{
+    git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown
+    [ -n "$(git -C "$ROOT" status --porcelain -uno 2>/dev/null)" ] && echo dirty
+} | tr '\n' ' ' >"$BUNDLE/commit"
 for f in "$FIX"/models/*.gguf; do
     case "$f" in *realvocab* | *moe*-q80* | *rnd1*-q80*) ;; *) cp "$f" "$BUNDLE/fixtures/models/" ;; esac
 done

@@ -9,9 +9,11 @@
 #   check  kernel_check (every kernel against the CPU on random data of the real shapes),
 #          every fixture model's forward pass against the float64 logits (logits_check.py) and
 #          generation replayed step by step against the CPU's run (gen_check.py);
-#   bench  dllm synth files of the LLaDA-8B and Dream-7B shapes, the median step_ms of dllm run
-#          and dllm bench at canvas 160 and 512, with nvidia-smi's peak memory at 512 (JSON); a
-#          failure of one model or canvas is recorded in its entry and the others still run.
+#   bench  dllm synth files of the LLaDA-8B and Dream-7B shapes (BENCH_MODELS, as ARCH:PRESET
+#          words), in the default mode and --gpu-resident: the median step_ms of dllm run and
+#          dllm bench at canvas 160 and 512, with nvidia-smi's peak memory at 512; a document
+#          for bench/table.py (tests/gpu/bench_doc.py), rewritten after every entry; a
+#          failure of one model, mode or canvas is recorded in its entry and the others run.
 # It first writes env.txt: ldd of the binaries, nvidia-smi and nvcc's version. The device tool
 # brings back at most 8 files of $OUT, so $OUT (default .gpu/out) gets at most these:
 # env.txt, check.log, kernels.json, check-DEVICE.json, gen-DEVICE.json, bench.log,
@@ -121,59 +123,81 @@ stop_smi() {
     smi=
 }
 
+# entry ARCH PRESET MODE FILE STEP CANVAS BENCH_FILE PEAK IDLE ERROR: one result line, then the
+# stage's document in $OUT rewritten with every entry so far (bench_doc.py).
+entry() {
+    printf '{"arch": "%s", "preset": "%s", "mode": "%s", "device": "%s", "file_bytes": %s, "step_ms": %s, "canvas": %s, "bench": %s, "gpu_peak_mib": %s, "gpu_idle_mib": %s, "error": %s}\n' \
+        "$1" "$2" "$3" "$DEVICE" "$(stat -c %s "$4" 2>/dev/null || echo null)" "$5" "$6" \
+        "$([ -n "$7" ] && json_or_null "$7" || echo null)" "${8:-null}" "${9:-null}" \
+        "$([ -n "${10}" ] && echo "\"${10}\"" || echo null)" >>"$WORK/bench-entries.jsonl"
+    python3 "$HERE/bench_doc.py" "$WORK/bench-entries.jsonl" "$DEVICE" "$BUNDLE" \
+        "$OUT/bench-$DEVICE.json"
+}
+
+# gpu_mib: the GPU memory in use now, in MiB (nvidia-smi), or nothing.
+gpu_mib() {
+    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null | head -1
+}
+
+# Per model and mode (the default, dequantizing each matrix into a scratch before its product,
+# and --gpu-resident, FP16 copies kept): dllm run's median step, then dllm bench at canvas 160
+# and 512, with the GPU's peak memory at 512 (nvidia-smi every 100 ms) and its use before.
 bench() {
     trap stop_smi EXIT
     if [ "$DEVICE" = gpu ]; then
-        models="llada:8b dream:7b"
+        models=${BENCH_MODELS:-llada:8b dream:7b}
     else
-        models="llada:tiny"
+        models=${BENCH_MODELS:-llada:tiny}
     fi
     prompt=$(python3 -c 'print(" ".join(["word"] * 31))') # 32 tokens with BOS
-    results="$OUT/bench-$DEVICE.json"
-    echo "[" >"$results"
-    sep=
+    rm -f "$WORK/bench-entries.jsonl" "$OUT/bench-$DEVICE.json"
     rc=0
     for m in $models; do
         arch=${m%%:*} preset=${m#*:}
         file=$MODELS/$arch-$preset.gguf
-        error=
-        step=null
-        if [ ! -f "$file" ] && ! dl dllm synth --arch "$arch" --preset "$preset" --out "$file" --quiet; then
-            error="dllm synth failed"
-        elif ! dl dllm run -m "$file" --device "$DEVICE" --no-chat -p "$prompt" --max-tokens 128 \
-            --steps 128 --block-length 32 --no-early-stop --json >"$WORK/run-$arch.json"; then
-            error="dllm run failed"
-        else
-            step=$(median_step "$WORK/run-$arch.json")
+        made=
+        if [ -f "$file" ] || dl dllm synth --arch "$arch" --preset "$preset" --out "$file" --quiet; then
+            made=1
         fi
-        for canvas in 160 512; do
-            peak=null
-            doc=null
-            if [ -z "$error" ]; then
+        for mode in default resident; do
+            flag=
+            [ "$mode" = resident ] && flag=--gpu-resident
+            error=
+            step=null
+            if [ -z "$made" ]; then
+                error="dllm synth failed"
+            elif ! dl dllm run -m "$file" --device "$DEVICE" $flag --no-chat -p "$prompt" \
+                --max-tokens 128 --steps 128 --block-length 32 --no-early-stop --json \
+                >"$WORK/run-$arch-$mode.json"; then
+                error="dllm run failed"
+            else
+                step=$(median_step "$WORK/run-$arch-$mode.json")
+            fi
+            for canvas in 160 512; do
+                peak= idle= doc=
+                if [ -n "$error" ]; then
+                    rc=1
+                    entry "$arch" "$preset" "$mode" "$file" "$step" "$canvas" "" "" "" "$error"
+                    continue
+                fi
                 if [ "$DEVICE" = gpu ] && [ "$canvas" = 512 ]; then
+                    idle=$(gpu_mib)
                     nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 100 \
                         >"$WORK/mem-$arch.txt" 2>/dev/null &
                     smi=$!
                 fi
-                dl dllm bench -m "$file" --device "$DEVICE" --canvas "$canvas" --rows 32 --json \
-                    >"$WORK/bench-$arch-$canvas.json" || rc=1
+                doc=$WORK/bench-$arch-$mode-$canvas.json
+                dl dllm bench -m "$file" --device "$DEVICE" $flag --canvas "$canvas" --rows 32 \
+                    --json >"$doc" || rc=1
                 if [ -n "$smi" ]; then
                     stop_smi
                     peak=$(sort -n "$WORK/mem-$arch.txt" | tail -1)
                 fi
-                doc=$(json_or_null "$WORK/bench-$arch-$canvas.json")
-            else
-                rc=1
-            fi
-            printf '%s{"arch": "%s", "preset": "%s", "device": "%s", "file_bytes": %s, "step_ms": %s, "canvas": %s, "bench": %s, "gpu_peak_mib": %s, "error": %s}\n' \
-                "$sep" "$arch" "$preset" "$DEVICE" "$(stat -c %s "$file" 2>/dev/null || echo null)" \
-                "$step" "$canvas" "$doc" "${peak:-null}" \
-                "$([ -n "$error" ] && echo "\"$error\"" || echo null)" >>"$results"
-            sep=,
+                entry "$arch" "$preset" "$mode" "$file" "$step" "$canvas" "$doc" "$peak" "$idle" ""
+            done
         done
     done
-    echo "]" >>"$results"
-    python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$results" && cat "$results" || rc=1
+    [ -f "$OUT/bench-$DEVICE.json" ] && cat "$OUT/bench-$DEVICE.json" || rc=1
     return $rc
 }
 
