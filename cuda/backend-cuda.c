@@ -188,11 +188,17 @@ static struct plan plan_of(const struct dllm_model *m, int64_t L, int64_t R, boo
     return p;
 }
 
+/* The device memory a plan takes, the runtime's and cuBLAS's margin included. */
+static uint64_t plan_bytes(const struct plan *p)
+{
+    return (uint64_t)p->weights + p->f16 + p->staging + p->vectors + p->arena + DEVICE_MARGIN;
+}
+
 uint64_t dllm_cuda_device_bytes(const struct dllm_model *model, int64_t max_tokens,
                                 int64_t max_rows, bool resident)
 {
     const struct plan p = plan_of(model, max_tokens, max_rows, resident);
-    return (uint64_t)p.weights + p.f16 + p.staging + p.vectors + p.arena + DEVICE_MARGIN;
+    return plan_bytes(&p);
 }
 
 /*
@@ -429,15 +435,9 @@ static enum dllm_status check_device(const struct dllm_backend_config *cfg, cons
                                      struct dllm_error *err)
 {
     struct dllm_gpu_info gpu;
-    enum dllm_status st;
     if (dllm_cuda_dry())
         return DLLM_OK;
-    if ((st = dllm_cuda_probe(cfg->device, &gpu, err)) ||
-        (st = dllm_cuda_check_capability(&gpu, err)))
-        return st;
-    const uint64_t need =
-        (uint64_t)p->weights + p->f16 + p->staging + p->vectors + p->arena + DEVICE_MARGIN;
-    return dllm_cuda_check_memory(cfg->device, need, gpu.free_bytes, err);
+    return dllm_cuda_check_device(cfg->device, plan_bytes(p), 0, &gpu, err);
 }
 
 static enum dllm_status cuda_create(const struct dllm_backend_config *cfg,

@@ -61,12 +61,22 @@ enum dllm_status dllm_cuda_check_capability(const struct dllm_gpu_info *gpu, str
                           gpu->index, gpu->name, gpu->major, gpu->minor, DLLM_GPU_MIN_MAJOR);
 }
 
-enum dllm_status dllm_cuda_check_memory(int index, uint64_t need, uint64_t free_bytes,
-                                        struct dllm_error *err)
+enum dllm_status dllm_cuda_check_memory(int index, uint64_t need, uint64_t cache_bytes,
+                                        uint64_t free_bytes, struct dllm_error *err)
 {
     if (need <= free_bytes)
         return DLLM_OK;
     return dllm_error_set(err, DLLM_ERR_NOMEM,
-                          "the model needs %.1f GB of GPU memory on GPU %d but %.1f GB is free",
-                          (double)need / 1e9, index, (double)free_bytes / 1e9);
+                          "the model needs %.1f GB of GPU memory%s on GPU %d but %.1f GB is free",
+                          (double)need / 1e9, cache_bytes ? " with its K/V cache" : "", index,
+                          (double)free_bytes / 1e9);
+}
+
+enum dllm_status dllm_cuda_check_device(int index, uint64_t need, uint64_t cache_bytes,
+                                        struct dllm_gpu_info *gpu, struct dllm_error *err)
+{
+    enum dllm_status st;
+    if ((st = dllm_cuda_probe(index, gpu, err)) || (st = dllm_cuda_check_capability(gpu, err)))
+        return st;
+    return dllm_cuda_check_memory(index, need, cache_bytes, gpu->free_bytes, err);
 }

@@ -19,8 +19,18 @@ enum dllm_status dllm_cuda_probe(int index, struct dllm_gpu_info *out, struct dl
 enum dllm_status dllm_cuda_check_capability(const struct dllm_gpu_info *gpu,
                                             struct dllm_error *err);
 
-/* DLLM_ERR_NOMEM "needs X GB of GPU memory on GPU i but Y GB is free" when need > free. */
-enum dllm_status dllm_cuda_check_memory(int index, uint64_t need, uint64_t free_bytes,
-                                        struct dllm_error *err);
+/*
+ * DLLM_ERR_NOMEM "the model needs X GB of GPU memory on GPU i but Y GB is free" when need >
+ * free_bytes; "with its K/V cache" after "memory" when cache_bytes of need are K/V caches.
+ */
+enum dllm_status dllm_cuda_check_memory(int index, uint64_t need, uint64_t cache_bytes,
+                                        uint64_t free_bytes, struct dllm_error *err);
+
+/*
+ * GPU index probed into gpu, then checked for the capability and for need bytes of free memory
+ * (cache_bytes of them K/V caches): the refusals above, in that order.
+ */
+enum dllm_status dllm_cuda_check_device(int index, uint64_t need, uint64_t cache_bytes,
+                                        struct dllm_gpu_info *gpu, struct dllm_error *err);
 
 #endif

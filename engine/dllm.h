@@ -688,6 +688,19 @@ DLLM_API enum dllm_status dllm_gpu_check_model(const struct dllm_model *model,
                                                struct dllm_error *err);
 
 /*
+ * Whether GPU index runs a forward context of the CUDA backend for model and params with
+ * extra_bytes of device memory besides (a request's K/V caches, dllm_request_cache_bytes):
+ * DLLM_OK, else the refusal, checked in this order: dllm_gpu_check_model's; dllm_gpu_info's;
+ * DLLM_ERR_UNSUPPORTED "GPU i (NAME) has compute capability 7.5; the CUDA backend needs 8.0 or
+ * newer"; DLLM_ERR_NOMEM "the model needs X GB of GPU memory [with its K/V cache] on GPU i but
+ * Y GB is free". gpu gets what the runtime reported of the GPU once it got that far.
+ */
+DLLM_API enum dllm_status dllm_gpu_check(int index, const struct dllm_model *model,
+                                         const struct dllm_forward_params *params,
+                                         uint64_t extra_bytes, struct dllm_gpu_info *gpu,
+                                         struct dllm_error *err);
+
+/*
  * A forward context: every buffer one pass over up to max_tokens tokens needs, allocated once,
  * so that passes allocate nothing. One context serves one thread at a time.
  */

@@ -41,6 +41,17 @@ enum dllm_status dllm_gpu_check_model(const struct dllm_model *model, struct dll
 {
     return dllm_cuda_check_model(model, err);
 }
+
+enum dllm_status dllm_gpu_check(int index, const struct dllm_model *model,
+                                const struct dllm_forward_params *params, uint64_t extra_bytes,
+                                struct dllm_gpu_info *gpu, struct dllm_error *err)
+{
+    enum dllm_status st = dllm_cuda_check_model(model, err);
+    if (st)
+        return st;
+    return dllm_cuda_check_device(index, dllm_gpu_bytes(model, params) + extra_bytes, extra_bytes,
+                                  gpu, err);
+}
 #else
 /* The refusal of a build without CUDA. */
 static enum dllm_status not_built(struct dllm_error *err)
@@ -66,6 +77,13 @@ uint64_t dllm_gpu_bytes(const struct dllm_model *model, const struct dllm_forwar
 }
 
 enum dllm_status dllm_gpu_check_model(const struct dllm_model *model, struct dllm_error *err)
+{
+    return not_built(err);
+}
+
+enum dllm_status dllm_gpu_check(int index, const struct dllm_model *model,
+                                const struct dllm_forward_params *params, uint64_t extra_bytes,
+                                struct dllm_gpu_info *gpu, struct dllm_error *err)
 {
     return not_built(err);
 }

@@ -89,9 +89,13 @@ END_TEST
 START_TEST(test_memory)
 {
     struct dllm_error err = {0};
-    ck_assert_int_eq(dllm_cuda_check_memory(0, 20000000000u, 4000000000u, &err), DLLM_ERR_NOMEM);
+    ck_assert_int_eq(dllm_cuda_check_memory(0, 20000000000u, 0, 4000000000u, &err), DLLM_ERR_NOMEM);
     ck_assert_str_eq(err.text, "the model needs 20.0 GB of GPU memory on GPU 0 but 4.0 GB is free");
-    ck_assert_int_eq(dllm_cuda_check_memory(0, 4000000000u, 4000000000u, &err), DLLM_OK);
+    ck_assert_int_eq(dllm_cuda_check_memory(1, 20000000000u, 1000000000u, 4000000000u, &err),
+                     DLLM_ERR_NOMEM);
+    ck_assert_str_eq(err.text, "the model needs 20.0 GB of GPU memory with its K/V cache on GPU 1 "
+                               "but 4.0 GB is free");
+    ck_assert_int_eq(dllm_cuda_check_memory(0, 4000000000u, 0, 4000000000u, &err), DLLM_OK);
 }
 END_TEST
 
@@ -190,6 +194,40 @@ START_TEST(test_check_model)
     ck_assert_int_eq(check_model_at("models/rnd1-tiny-q4km.gguf", &err), DLLM_ERR_UNSUPPORTED);
     ck_assert_int_eq(check_model_at("models/llada-tiny-q4km.gguf", &err), DLLM_OK);
     ck_assert_int_eq(check_model_at("models/dream-tiny-q4km.gguf", &err), DLLM_OK);
+}
+END_TEST
+
+/* dllm_gpu_check of the model at fixture path rel on GPU 0, with 1 MB of K/V caches. */
+static enum dllm_status check_at(const char *rel, struct dllm_error *err)
+{
+    char *path = fixture_path(rel);
+    struct dllm_model *m = NULL;
+    ck_assert_int_eq(dllm_model_open(path, NULL, &m, err), DLLM_OK);
+    struct dllm_forward_params fp;
+    dllm_forward_params_init(&fp);
+    fp.max_tokens = 16;
+    fp.max_rows = 4;
+    struct dllm_gpu_info gpu;
+    enum dllm_status st = dllm_gpu_check(0, m, &fp, 1000000, &gpu, err);
+    dllm_model_close(m);
+    free(path);
+    return st;
+}
+
+/*
+ * dllm_gpu_check refuses the model before it asks the runtime (a MoE model is refused on a
+ * machine without a GPU for what it is), then gives the runtime's refusal.
+ */
+START_TEST(test_check_order)
+{
+    struct dllm_error err = {0};
+    dllm_cuda_fault_inject(DLLM_CUDA_RUNTIME, "cudaGetDeviceCount", cudaErrorNoDevice);
+    ck_assert_int_eq(check_at("models/llada-moe-tiny-q4km.gguf", &err), DLLM_ERR_UNSUPPORTED);
+    ck_assert_str_eq(err.text, "llada-moe is a mixture-of-experts model: the CUDA backend runs "
+                               "dense models only (LLaDA, Dream)");
+    ck_assert_int_eq(check_at("models/llada-tiny-q4km.gguf", &err), DLLM_ERR_UNSUPPORTED);
+    ck_assert_str_eq(err.text, "no CUDA GPU: cudaGetDeviceCount(&count) failed: no CUDA-capable "
+                               "device is detected (cudaErrorNoDevice)");
 }
 END_TEST
 
@@ -528,6 +566,10 @@ START_TEST(test_not_built)
     ck_assert_int_eq(dllm_model_open(path, NULL, &m, &err), DLLM_OK);
     ck_assert_int_eq(dllm_gpu_check_model(m, &err), DLLM_ERR_UNSUPPORTED);
     ck_assert_str_eq(err.text, "this libdllm was built without the CUDA backend");
+    struct dllm_forward_params fp;
+    dllm_forward_params_init(&fp);
+    ck_assert_int_eq(dllm_gpu_check(0, m, &fp, 0, &gpu, &err), DLLM_ERR_UNSUPPORTED);
+    ck_assert_str_eq(err.text, "this libdllm was built without the CUDA backend");
     dllm_model_close(m);
     free(path);
     ck_assert_int_eq(forward_on("models/llada-tiny-q4km.gguf", "cuda", &err), DLLM_ERR_ARG);
@@ -554,6 +596,7 @@ static Suite *gpu_suite(void)
     tcase_add_test(tc, test_pass_async_failure);
     tcase_add_test(tc, test_host_memory);
     tcase_add_test(tc, test_check_model);
+    tcase_add_test(tc, test_check_order);
     tcase_add_test(tc, test_pass_sticky_failure);
     tcase_add_test(tc, test_request_failure);
     tcase_add_test(tc, test_plan_8b);
