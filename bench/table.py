@@ -415,27 +415,37 @@ def gpu_section(doc):
     for (label, mode), by_canvas in cells.items():
         first = next(iter(by_canvas.values()))
         if first["error"]:
-            rows.append([label, mode, failed(first["error"])] + [""] * 5)
+            rows.append([label, mode, failed(first["error"])] + [""] * 7)
             continue
 
         def pass_ms(canvas):
             b = (by_canvas.get(canvas) or {}).get("bench")
             return fmt(b["median_ms"], 1) if b else "failed"
+
+        def phases(canvas):
+            """Each phase's median over the passes: gemm / attention / norms_rope / output."""
+            b = (by_canvas.get(canvas) or {}).get("bench") or {}
+            if not b.get("phases_ms"):
+                return "n/a"
+            return " / ".join(fmt(statistics.median(p[k] for p in b["phases_ms"]), 1)
+                              for k in ("gemm", "attention", "norms_rope", "output"))
         e512 = by_canvas.get(512) or {}
         peak, idle = e512.get("gpu_peak_mib"), e512.get("gpu_idle_mib") or 0
         used = None if peak is None else (peak - idle) * 2**20 / 1e9
         file_gb = first["file_bytes"] / 1e9 if first["file_bytes"] else None
-        rows.append([label, mode, fmt(first["step_ms"], 1), pass_ms(160), pass_ms(512),
-                     fmt(used, 2), fmt(file_gb, 2),
+        rows.append([label, mode, fmt(first["step_ms"], 1), pass_ms(160), phases(160),
+                     pass_ms(512), phases(512), fmt(used, 2), fmt(file_gb, 2),
                      fmt(None if used is None or file_gb is None else used - file_gb, 2)])
     lines = ["**GPU** (`tests/gpu/run.sh bench`, `dllm synth` Q4_K_M files; step: median "
              "`step_ms` of `dllm run` with a 32-token prompt, 128 tokens, 128 steps, blocks of "
-             "32 (canvas 160, 32 logits rows) after the first; pass: `dllm bench --rows 32`; "
+             "32 (canvas 160, 32 logits rows) after the first; pass: `dllm bench --rows 32`, "
+             "median, and its phases' medians, gemm / attention / norms and RoPE / output; "
              "memory: nvidia-smi's peak during the bench at 512 less its reading before; "
              "targets: LLaDA-8B shape step under 15 ms on an H200, memory at most the file "
              "plus 1.5 GB in the default mode)", ""]
-    lines += table(["model", "mode", "step ms", "pass ms, canvas 160", "pass ms, canvas 512",
-                    "GPU memory GB at 512", "file GB", "memory - file GB"], rows)
+    lines += table(["model", "mode", "step ms", "pass ms, canvas 160", "phases ms",
+                    "pass ms, canvas 512", "phases ms", "GPU memory GB at 512", "file GB",
+                    "memory - file GB"], rows)
     return lines + ["", gpu_source(doc)]
 
 

@@ -78,9 +78,13 @@ struct cuda {
     float *logits; /* [max_rows, n_vocab] */
     struct dllm_row_stats *stats;
     int32_t *ids, *rows, *pos;
-    enum dllm_status status;    /* the first failure, kept: the context is unusable after it */
-    struct dllm_error error;    /* its text */
-    struct dllm_error op_error; /* the text of an op's last failed call */
+    /* A timed pass's laps (cuda_lap): events recorded on the stream, each ending a lap. */
+    cudaEvent_t *lap_events;
+    enum dllm_phase *lap_phases; /* the phase of the lap each event ends */
+    int n_laps, lap_cap;         /* events recorded this pass, events made */
+    enum dllm_status status;     /* the first failure, kept: the context is unusable after it */
+    struct dllm_error error;     /* its text */
+    struct dllm_error op_error;  /* the text of an op's last failed call */
 };
 
 /* The model's matrix w of layer il (il ignored for the output). */
@@ -257,6 +261,10 @@ static void cuda_destroy(struct dllm_backend *be)
     DLLM_CUDA(&ignored, cudaFree(c->f16));
     DLLM_CUDA(&ignored, cudaFree(c->vectors));
     DLLM_CUDA(&ignored, cudaFree(c->arena));
+    for (int i = 0; i < c->lap_cap; i++)
+        DLLM_CUDA(&ignored, cudaEventDestroy(c->lap_events[i]));
+    free(c->lap_events);
+    free(c->lap_phases);
     free(c->mats);
     free(c->layers);
     free(c);
@@ -826,6 +834,51 @@ static enum dllm_status cuda_finish(struct dllm_backend *be, struct dllm_error *
     return c->status;
 }
 
+/* Makes more lap events (twice as many, 64 at first); false when that failed (kept by ok). */
+static bool more_laps(struct cuda *c)
+{
+    const int cap = c->lap_cap ? 2 * c->lap_cap : 64;
+    cudaEvent_t *events = realloc(c->lap_events, (size_t)cap * sizeof *events);
+    if (events)
+        c->lap_events = events;
+    enum dllm_phase *phases = events ? realloc(c->lap_phases, (size_t)cap * sizeof *phases) : NULL;
+    if (!phases)
+        return ok(c, dllm_error_set(&c->op_error, DLLM_ERR_NOMEM, "out of memory"));
+    c->lap_phases = phases;
+    while (c->lap_cap < cap &&
+           ok(c, DLLM_CUDA(&c->op_error, cudaEventCreate(&c->lap_events[c->lap_cap]))))
+        c->lap_cap++;
+    return live(c);
+}
+
+/*
+ * Ends a lap in phase p where the stream's work now ends: an event recorded after it, whose
+ * time cuda_phase_ms reads once the pass is done.
+ */
+static void cuda_lap(struct dllm_backend *be, enum dllm_phase p)
+{
+    struct cuda *c = (struct cuda *)be;
+    if (!live(c) || (c->n_laps == c->lap_cap && !more_laps(c)))
+        return;
+    c->lap_phases[c->n_laps] = p;
+    if (ok(c, DLLM_CUDA(&c->op_error, cudaEventRecord(c->lap_events[c->n_laps], c->stream))))
+        c->n_laps++;
+}
+
+/* Adds each lap's time, between its event and the one before, to its phase; forgets the laps. */
+static void cuda_phase_ms(struct dllm_backend *be, double *ms)
+{
+    struct cuda *c = (struct cuda *)be;
+    for (int i = 1; i < c->n_laps && live(c); i++) {
+        float t = 0.0f;
+        if (c->lap_phases[i] != DLLM_PHASE_NONE &&
+            ok(c, DLLM_CUDA(&c->op_error,
+                            cudaEventElapsedTime(&t, c->lap_events[i - 1], c->lap_events[i]))))
+            ms[c->lap_phases[i]] += t;
+    }
+    c->n_laps = 0;
+}
+
 /* MoE models are refused at create, so the graph never routes on this backend. */
 const struct dllm_backend_ops dllm_backend_cuda = {
     .name = "cuda",
@@ -853,4 +906,6 @@ const struct dllm_backend_ops dllm_backend_cuda = {
     .output = cuda_output,
     .row_stats = cuda_row_stats,
     .finish = cuda_finish,
+    .lap = cuda_lap,
+    .phase_ms = cuda_phase_ms,
 };

@@ -68,6 +68,16 @@ struct dllm_backend_config {
 struct dllm_backend;
 struct dllm_kv_cache;
 
+/* The phases a timed pass's time is split into (struct dllm_pass_phases), and none. */
+enum dllm_phase {
+    DLLM_PHASE_NONE = -1,
+    DLLM_PHASE_GEMM,
+    DLLM_PHASE_ATTENTION,
+    DLLM_PHASE_NORMS_ROPE,
+    DLLM_PHASE_OUTPUT,
+    DLLM_N_PHASES
+};
+
 /*
  * A backend's operations. Rows are canvas positions: an op on [r0, r1) reads and writes rows
  * r0 .. r1-1 of its buffers, so a pass may compute a window of the canvas and leave the rest.
@@ -169,6 +179,15 @@ struct dllm_backend_ops {
      * returns it) and is only good for destroy.
      */
     enum dllm_status (*finish)(struct dllm_backend *be, struct dllm_error *err);
+    /*
+     * A timed pass's clock, for a backend whose ops return before their work is done (a GPU's:
+     * the host's clock would time their launch); NULL: the graph times the ops on the host.
+     * lap ends a lap at this point of the backend's work: the time since the last one counts
+     * in phase p (in none for DLLM_PHASE_NONE, which also starts the pass's first lap).
+     * phase_ms, after finish, adds each phase's laps to ms[DLLM_N_PHASES] and forgets them.
+     */
+    void (*lap)(struct dllm_backend *be, enum dllm_phase p);
+    void (*phase_ms)(struct dllm_backend *be, double *ms);
 };
 
 /*

@@ -178,30 +178,35 @@ const char *dllm_forward_kernels(const struct dllm_forward *fwd)
     return fwd->be->ops->variant(fwd->be);
 }
 
-/* The phases of struct dllm_pass_phases, in its order. */
-enum phase { PHASE_GEMM, PHASE_ATTENTION, PHASE_NORMS_ROPE, PHASE_OUTPUT, N_PHASES };
-
-/* A pass's clock: each lap adds the time since the one before to a phase. */
+/*
+ * A pass's clock: each lap adds the time since the one before to a phase, on the host's clock,
+ * or on the backend's when it keeps one (its lap op).
+ */
 struct phase_clock {
     bool on; /* false: the pass is not timed and no lap reads the clock */
-    double last, ms[N_PHASES];
+    struct dllm_backend *be;
+    double last, ms[DLLM_N_PHASES];
 };
 
-/* Adds the time since the last lap to phase p. */
-static void lap(struct phase_clock *clk, enum phase p)
+/* Adds the time since the last lap to phase p (to none for DLLM_PHASE_NONE). */
+static void lap(struct phase_clock *clk, enum dllm_phase p)
 {
     if (!clk->on)
         return;
+    if (clk->be->ops->lap) {
+        clk->be->ops->lap(clk->be, p);
+        return;
+    }
     const double t = dllm_clock_ms();
-    clk->ms[p] += t - clk->last;
+    if (p != DLLM_PHASE_NONE)
+        clk->ms[p] += t - clk->last;
     clk->last = t;
 }
 
 /* Starts the next lap now: the time since the last one counts in no phase. */
 static void skip_lap(struct phase_clock *clk)
 {
-    if (clk->on)
-        clk->last = dllm_clock_ms();
+    lap(clk, DLLM_PHASE_NONE);
 }
 
 /*
@@ -214,20 +219,20 @@ static void attend(struct dllm_backend *be, struct phase_clock *clk, int64_t il,
 {
     const struct dllm_backend_ops *op = be->ops;
     op->rms_norm(be, DLLM_BUF_X, r0, r1, il, DLLM_V_ATTN_NORM, DLLM_BUF_XN);
-    lap(clk, PHASE_NORMS_ROPE);
+    lap(clk, DLLM_PHASE_NORMS_ROPE);
     op->matmul(be, il, DLLM_W_Q, DLLM_BUF_XN, r0, r1, false, DLLM_BUF_Q);
     op->matmul(be, il, DLLM_W_K, DLLM_BUF_XN, r0, r1, true, DLLM_BUF_K);
     op->matmul(be, il, DLLM_W_V, DLLM_BUF_XN, r0, r1, true, DLLM_BUF_V);
-    lap(clk, PHASE_GEMM);
+    lap(clk, DLLM_PHASE_GEMM);
     op->add_bias(be, DLLM_BUF_Q, il, DLLM_V_BQ, r0, r1);
     op->add_bias(be, DLLM_BUF_K, il, DLLM_V_BK, r0, r1);
     op->add_bias(be, DLLM_BUF_V, il, DLLM_V_BV, r0, r1);
     op->qk_norm(be, il, r0, r1);
     op->rope(be, r0, r1);
-    lap(clk, PHASE_NORMS_ROPE);
+    lap(clk, DLLM_PHASE_NORMS_ROPE);
     op->store_kv(be, r0, r1);
     op->attention(be, r0, r1, n);
-    lap(clk, PHASE_ATTENTION);
+    lap(clk, DLLM_PHASE_ATTENTION);
 }
 
 /* X += Wo ATT over the rows [r0, r1), ATT as attend left it. */
@@ -236,9 +241,9 @@ static void attention_block(struct dllm_backend *be, struct phase_clock *clk, in
 {
     attend(be, clk, il, r0, r1, n);
     be->ops->matmul(be, il, DLLM_W_O, DLLM_BUF_ATT, r0, r1, false, DLLM_BUF_XN);
-    lap(clk, PHASE_GEMM);
+    lap(clk, DLLM_PHASE_GEMM);
     be->ops->add(be, DLLM_BUF_XN, r0, r1);
-    lap(clk, PHASE_NORMS_ROPE);
+    lap(clk, DLLM_PHASE_NORMS_ROPE);
 }
 
 /*
@@ -252,7 +257,7 @@ static void ffn_block(struct dllm_backend *be, struct phase_clock *clk,
 {
     const struct dllm_backend_ops *op = be->ops;
     op->rms_norm(be, DLLM_BUF_X, r0, r1, il, DLLM_V_FFN_NORM, DLLM_BUF_XN);
-    lap(clk, PHASE_NORMS_ROPE);
+    lap(clk, DLLM_PHASE_NORMS_ROPE);
     if (hp->n_expert) {
         const int64_t n = pass->n_tokens;
         op->moe(be, il, r0, r1, pass->experts ? pass->experts + il * n * hp->n_expert_used : NULL,
@@ -260,14 +265,14 @@ static void ffn_block(struct dllm_backend *be, struct phase_clock *clk,
     } else {
         op->matmul(be, il, DLLM_W_GATE, DLLM_BUF_XN, r0, r1, false, DLLM_BUF_GATE);
         op->matmul(be, il, DLLM_W_UP, DLLM_BUF_XN, r0, r1, true, DLLM_BUF_UP);
-        lap(clk, PHASE_GEMM);
+        lap(clk, DLLM_PHASE_GEMM);
         op->swiglu(be, r0, r1);
-        lap(clk, PHASE_NORMS_ROPE);
+        lap(clk, DLLM_PHASE_NORMS_ROPE);
         op->matmul(be, il, DLLM_W_DOWN, DLLM_BUF_GATE, r0, r1, false, DLLM_BUF_XN);
     }
-    lap(clk, PHASE_GEMM);
+    lap(clk, DLLM_PHASE_GEMM);
     op->add(be, DLLM_BUF_XN, r0, r1);
-    lap(clk, PHASE_NORMS_ROPE);
+    lap(clk, DLLM_PHASE_NORMS_ROPE);
 }
 
 /*
@@ -298,14 +303,14 @@ static void last_layer_rows(struct dllm_backend *be, struct phase_clock *clk,
         return;
     op->gather(be, DLLM_BUF_ATT, pass->rows, R, DLLM_BUF_Q);
     op->gather(be, DLLM_BUF_X, pass->rows, R, DLLM_BUF_XN);
-    lap(clk, PHASE_NORMS_ROPE);
+    lap(clk, DLLM_PHASE_NORMS_ROPE);
     op->matmul(be, il, DLLM_W_O, DLLM_BUF_Q, 0, R, false, DLLM_BUF_X);
-    lap(clk, PHASE_GEMM);
+    lap(clk, DLLM_PHASE_GEMM);
     op->add(be, DLLM_BUF_XN, 0, R);
-    lap(clk, PHASE_NORMS_ROPE);
+    lap(clk, DLLM_PHASE_NORMS_ROPE);
     ffn_block(be, clk, hp, pass, il, 0, R);
     op->rms_norm(be, DLLM_BUF_X, 0, R, il, DLLM_V_OUTPUT_NORM, DLLM_BUF_OUT);
-    lap(clk, PHASE_OUTPUT);
+    lap(clk, DLLM_PHASE_OUTPUT);
 }
 
 /* Checks a pass's arguments against the context and the vocabulary. */
@@ -398,12 +403,12 @@ enum dllm_status dllm_forward_run(struct dllm_forward *fwd, const struct dllm_pa
     const int64_t r0 = pass->cache ? pass->begin : 0, r1 = pass->cache ? pass->end : n;
     struct dllm_backend *be = fwd->be;
     const bool alone = rows_alone(be, pass, r1 - r0);
-    struct phase_clock clk = {.on = pass->phases != NULL};
+    struct phase_clock clk = {.on = pass->phases != NULL, .be = be};
     enum dllm_status st = check_run(fwd, pass, err);
     skip_lap(&clk);
     if (st || (st = be->ops->embed(be, pass->ids, r0, r1, err)))
         return st;
-    lap(&clk, PHASE_NORMS_ROPE);
+    lap(&clk, DLLM_PHASE_NORMS_ROPE);
     for (int64_t il = 0; il < n_layer; il++) {
         if ((st = check_cancel(pass, il, n_layer, err)))
             break;
@@ -428,14 +433,16 @@ enum dllm_status dllm_forward_run(struct dllm_forward *fwd, const struct dllm_pa
             if (pass->stats)
                 be->ops->row_stats(be, pass->n_rows, pass->stats);
         }
-        lap(&clk, PHASE_OUTPUT);
-        if (pass->phases)
-            *pass->phases = (struct dllm_pass_phases){.gemm_ms = clk.ms[PHASE_GEMM],
-                                                      .attention_ms = clk.ms[PHASE_ATTENTION],
-                                                      .norms_rope_ms = clk.ms[PHASE_NORMS_ROPE],
-                                                      .output_ms = clk.ms[PHASE_OUTPUT]};
+        lap(&clk, DLLM_PHASE_OUTPUT);
     }
     /* A failure of the backend's ops outranks a cancel: the context is unusable after it. */
     const enum dllm_status failed = be->ops->finish(be, err);
+    if (clk.on && be->ops->phase_ms)
+        be->ops->phase_ms(be, clk.ms);
+    if (!failed && !st && pass->phases)
+        *pass->phases = (struct dllm_pass_phases){.gemm_ms = clk.ms[DLLM_PHASE_GEMM],
+                                                  .attention_ms = clk.ms[DLLM_PHASE_ATTENTION],
+                                                  .norms_rope_ms = clk.ms[DLLM_PHASE_NORMS_ROPE],
+                                                  .output_ms = clk.ms[DLLM_PHASE_OUTPUT]};
     return failed ? failed : st;
 }

@@ -40,10 +40,13 @@ typedef enum {
     cudaErrorInsufficientDriver = 35,
     cudaErrorNoDevice = 100,
     cudaErrorInvalidDevice = 101,
+    cudaErrorInvalidResourceHandle = 400,
+    cudaErrorNotReady = 600,
     cudaErrorNoKernelImageForDevice = 209,
     cudaErrorUnsupportedPtxVersion = 222
 } cudaError_t;
 typedef void *cudaStream_t;
+typedef struct dllm_emu_event *cudaEvent_t;
 enum cudaMemcpyKind {
     cudaMemcpyHostToDevice = 1,
     cudaMemcpyDeviceToHost = 2,
@@ -66,6 +69,16 @@ cudaError_t cudaDeviceSynchronize(void);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags);
 cudaError_t cudaStreamDestroy(cudaStream_t s);
 cudaError_t cudaStreamSynchronize(cudaStream_t s);
+/*
+ * Events: a record is work on its stream, timed by the host's clock as it is enqueued (work
+ * runs then); cudaEventElapsedTime refuses an event not recorded (cudaErrorInvalidResourceHandle)
+ * and one whose stream has not been synchronised since (cudaErrorNotReady), where a GPU may not
+ * have reached it yet.
+ */
+cudaError_t cudaEventCreate(cudaEvent_t *e);
+cudaError_t cudaEventDestroy(cudaEvent_t e);
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s);
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
 cudaError_t cudaGetLastError(void);
 cudaError_t cudaGetDeviceCount(int *n);
 cudaError_t cudaSetDevice(int device);

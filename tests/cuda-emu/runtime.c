@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The device allocations, unordered, and the streams (the first the legacy one, NULL). */
@@ -300,6 +301,57 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s)
     return result(i >= 0 ? cudaSuccess : cudaErrorInvalidValue);
 }
 
+struct dllm_emu_event {
+    bool recorded;
+    cudaStream_t stream;
+    double ms; /* the host's clock when it was recorded */
+};
+
+cudaError_t cudaEventCreate(cudaEvent_t *e)
+{
+    *e = calloc(1, sizeof **e);
+    return result(*e ? cudaSuccess : cudaErrorMemoryAllocation);
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t e)
+{
+    free(e);
+    return result(e ? cudaSuccess : cudaErrorInvalidResourceHandle);
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
+{
+    if (!e)
+        return result(cudaErrorInvalidResourceHandle);
+    const cudaError_t r = dllm_emu_enqueue(s);
+    if (r == cudaSuccess) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        *e = (struct dllm_emu_event){true, s, (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6};
+    }
+    return r;
+}
+
+/* Whether event e's work is done: its stream synchronised since it was recorded. */
+static bool event_done(cudaEvent_t e)
+{
+    pthread_mutex_lock(&mem.lock);
+    const int i = stream_index(e->stream);
+    const bool done = i >= 0 && !mem.streams[i].pending;
+    pthread_mutex_unlock(&mem.lock);
+    return done;
+}
+
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
+{
+    if (!start || !end || !start->recorded || !end->recorded)
+        return result(cudaErrorInvalidResourceHandle);
+    if (!event_done(start) || !event_done(end))
+        return result(cudaErrorNotReady);
+    *ms = (float)(end->ms - start->ms);
+    return cudaSuccess;
+}
+
 cudaError_t cudaGetLastError(void)
 {
     const cudaError_t e = last_error;
@@ -361,6 +413,8 @@ static const struct dllm_emu_code errors[] = {
      "CUDA driver version is insufficient for CUDA runtime version"},
     {cudaErrorNoDevice, "cudaErrorNoDevice", "no CUDA-capable device is detected"},
     {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
+    {cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
+    {cudaErrorNotReady, "cudaErrorNotReady", "device not ready"},
     {cudaErrorNoKernelImageForDevice, "cudaErrorNoKernelImageForDevice",
      "no kernel image is available for execution on the device"},
     {cudaErrorUnsupportedPtxVersion, "cudaErrorUnsupportedPtxVersion",
