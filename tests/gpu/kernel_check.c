@@ -47,12 +47,16 @@ static const struct shape real_shapes[] = {
 };
 static const int64_t real_canvases[] = {160, 512};
 
-/* --small: shapes of the same kinds (heads equal or grouped, both RoPE layouts) for emulation. */
+/*
+ * --small: shapes of the same kinds (heads equal or grouped, both RoPE layouts) for emulation,
+ * on canvases of one partial attention tile, of one whole and a partial query block, and of
+ * several tiles of keys.
+ */
 static const struct shape small_shapes[] = {
     {"small-llada", 256, 4, 4, 64, 512, 1000, 10000.0f, false},
     {"small-dream", 256, 4, 2, 64, 768, 1200, 10000.0f, true},
 };
-static const int64_t small_canvases[] = {8, 19};
+static const int64_t small_canvases[] = {8, 19, 70};
 
 /* The shapes and canvases of this run, and the embedding rows get_rows fetches. */
 static const struct shape *shapes = real_shapes;
@@ -577,6 +581,7 @@ int main(int argc, char **argv)
     if (small) {
         shapes = small_shapes;
         canvases = small_canvases;
+        n_canvases = sizeof small_canvases / sizeof small_canvases[0];
         n_ids = 16;
     }
     const char *results = argv[argc - 1];
