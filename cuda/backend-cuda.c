@@ -39,6 +39,18 @@
 #define SCRATCH_MIN_ELEMS ((int64_t)64 << 20)
 #endif
 
+/*
+ * The most logits rows the device holds at once: a pass asking for more computes them in groups
+ * of this many (each group's product dequantizes the output matrix again), so that a context
+ * made for a whole canvas of rows (a chat's) does not hold gigabytes of logits. In the host
+ * emulation a few, so that the tests' passes run in groups too.
+ */
+#ifdef DLLM_CUDA_EMU
+#define LOGITS_ROWS_MAX 8
+#else
+#define LOGITS_ROWS_MAX 256
+#endif
+
 /* A matrix [N, K] on the device: its GGUF blocks, or (resident) its FP16 copy. */
 struct dmat {
     uint32_t type;
@@ -74,9 +86,9 @@ struct cuda {
     void *arena;                 /* the activations, the scratch and the small arrays */
     uint16_t *scratch;           /* FP16 slice of a matrix, scratch_elems long */
     int64_t scratch_elems;
-    uint16_t *act; /* FP16 activations [max_tokens, the widest K] */
-    float *logits; /* [max_rows, n_vocab] */
-    struct dllm_row_stats *stats;
+    uint16_t *act;                /* FP16 activations [max_tokens, the widest K] */
+    float *logits;                /* [logits_rows(max_rows), n_vocab]: a group of a pass's rows */
+    struct dllm_row_stats *stats; /* [max_rows]: every row's, made as its group is */
     int32_t *ids, *rows, *pos;
     /* A timed pass's laps (cuda_lap): events recorded on the stream, each ending a lap. */
     cudaEvent_t *lap_events;
@@ -146,6 +158,12 @@ static size_t vector_floats(const struct dllm_model *m)
     return n;
 }
 
+/* The logits rows the device holds for a context of up to R rows a pass. */
+static int64_t logits_rows(int64_t R)
+{
+    return R < LOGITS_ROWS_MAX ? R : LOGITS_ROWS_MAX;
+}
+
 /* The arena's parts, in floats or their own units, for a config. */
 static size_t arena_bytes(const struct dllm_model *m, int64_t L, int64_t R, int64_t scratch_elems,
                           int64_t max_k)
@@ -157,7 +175,7 @@ static size_t arena_bytes(const struct dllm_model *m, int64_t L, int64_t R, int6
     return round_up((size_t)L * row * sizeof(float)) +
            round_up((size_t)R * (size_t)hp->n_embd * sizeof(float)) +
            round_up((size_t)scratch_elems * 2) + round_up((size_t)L * (size_t)max_k * 2) +
-           round_up((size_t)R * (size_t)hp->n_vocab * sizeof(float)) +
+           round_up((size_t)logits_rows(R) * (size_t)hp->n_vocab * sizeof(float)) +
            round_up((size_t)R * sizeof(struct dllm_row_stats)) +
            3 * round_up((size_t)L * sizeof(int32_t));
 }
@@ -412,7 +430,7 @@ static enum dllm_status make_arena(struct cuda *c, const struct plan *p, struct 
     TAKE(c->buf[DLLM_BUF_OUT], (size_t)(R * hp->n_embd) * sizeof(float));
     TAKE(c->scratch, (size_t)p->scratch_elems * 2);
     TAKE(c->act, (size_t)(L * p->max_k) * 2);
-    TAKE(c->logits, (size_t)(R * hp->n_vocab) * sizeof(float));
+    TAKE(c->logits, (size_t)(logits_rows(R) * hp->n_vocab) * sizeof(float));
     TAKE(c->stats, (size_t)R * sizeof(struct dllm_row_stats));
     TAKE(c->ids, (size_t)L * sizeof(int32_t));
     TAKE(c->rows, (size_t)L * sizeof(int32_t));
@@ -785,32 +803,39 @@ static void cuda_add(struct dllm_backend *be, enum dllm_buf src, int64_t r0, int
                                                  (r1 - r0) * n, c->stream)));
 }
 
+/*
+ * The logits of OUT's R rows in groups of at most logits_rows(max_rows): each group's product,
+ * its rows' statistics (for a row_stats that may follow) and, with logits, its rows copied out.
+ */
 static void cuda_output(struct dllm_backend *be, int64_t R, float *logits)
 {
     struct cuda *c = (struct cuda *)be;
-    const int64_t V = c->model->hp.n_vocab;
-    if (live(c))
-        product(c, &c->mats[c->model->hp.n_layer * M_PER_LAYER], c->buf[DLLM_BUF_OUT], R, false,
-                c->logits, V);
-    /* Without logits the rows stay here for row_stats. */
-    if (!logits)
-        return;
-    if (live(c) &&
-        ok(c, DLLM_CUDA(&c->op_error,
-                        cudaMemcpyAsync(logits, c->logits, (size_t)(R * V) * sizeof(float),
-                                        cudaMemcpyDeviceToHost, c->stream))))
+    const int64_t V = c->model->hp.n_vocab, K = c->model->hp.n_embd;
+    const int64_t group = logits_rows(c->max_rows);
+    for (int64_t r0 = 0; r0 < R && live(c); r0 += group) {
+        const int64_t n = R - r0 < group ? R - r0 : group;
+        product(c, &c->mats[c->model->hp.n_layer * M_PER_LAYER], c->buf[DLLM_BUF_OUT] + r0 * K, n,
+                false, c->logits, V);
+        if (live(c))
+            ok(c, DLLM_CUDA(&c->op_error,
+                            dllm_cuda_row_stats(c->logits, n, V, c->stats + r0, c->stream)));
+        if (logits && live(c))
+            ok(c, DLLM_CUDA(&c->op_error, cudaMemcpyAsync(logits + r0 * V, c->logits,
+                                                          (size_t)(n * V) * sizeof(float),
+                                                          cudaMemcpyDeviceToHost, c->stream)));
+    }
+    if (logits && live(c))
         ok(c, DLLM_CUDA(&c->op_error, cudaStreamSynchronize(c->stream)));
-    if (c->status)
+    if (logits && c->status)
         for (int64_t i = 0; i < R * V; i++)
             logits[i] = NAN;
 }
 
+/* The statistics cuda_output made of the R rows it computed. */
 static void cuda_row_stats(struct dllm_backend *be, int64_t R, struct dllm_row_stats *out)
 {
     struct cuda *c = (struct cuda *)be;
     if (live(c) &&
-        ok(c, DLLM_CUDA(&c->op_error, dllm_cuda_row_stats(c->logits, R, c->model->hp.n_vocab,
-                                                          c->stats, c->stream))) &&
         ok(c, DLLM_CUDA(&c->op_error, cudaMemcpyAsync(out, c->stats, (size_t)R * sizeof *out,
                                                       cudaMemcpyDeviceToHost, c->stream))))
         ok(c, DLLM_CUDA(&c->op_error, cudaStreamSynchronize(c->stream)));

@@ -993,7 +993,7 @@ struct dllm_session_params {
     int64_t max_canvas;
     /* The logits rows one pass may return, 1 .. max_canvas: a request's block length (its
      * gen_length without blocks) may not exceed it; 0 (the default): max_canvas. A GPU holds
-     * that many rows of n_vocab floats. */
+     * that many rows of n_vocab floats up to 256, and computes more in groups of 256. */
     int64_t max_rows;
     /* Threads of the session's own pool, the worker included; 0 (the default): one per core. */
     int threads;

@@ -504,7 +504,7 @@ static uint64_t plan_8b(const struct shape8b *s, int64_t canvas, int64_t rows)
  * each), GATE and UP (12288 each), 196,608 bytes, the FP16 copy of the widest input (12288
  * halves), 24,576 bytes, and the ids, rows and positions (4 bytes each, each part rounded up
  * to 256). Per logits row R: the final-normed row (16,384 bytes), the logits (126464
- * floats, 505,856 bytes) and the row's statistics (32 bytes). The FP16 scratch for slices
+ * floats, 505,856 bytes; for 256 rows at most) and the row's statistics (32 bytes). The FP16 scratch for slices
  * of a matrix: 64 Mi halves (no layer matrix is larger), 134,217,728 bytes.
  */
 START_TEST(test_plan_8b)
@@ -523,8 +523,14 @@ START_TEST(test_plan_8b)
     ck_assert_uint_eq(plan_8b(&s, 512, 32), at512);
     /* The target: at canvas 512, at most the file's tensors plus 1.5 GB. */
     ck_assert_uint_le(at512 - 4642160640u - 1064960u, 1500000000u);
-    /* Sized for a default canvas of 4096 with a row for each position it would not hold. */
-    ck_assert_uint_gt(plan_8b(&s, 4096, 4096) - 4642160640u - 1064960u, 1500000000u);
+    /*
+     * A default canvas of 4096 with a row for each position: the logits for 256 rows at a time
+     * (the rest are computed in groups), the final-normed rows and statistics for all.
+     */
+    const uint64_t at4096 = fixed + 4096 * (196608u + 24576u) + 3 * 16384 + 4096 * 16384u +
+                            256 * 505856u + 4096 * 32u;
+    ck_assert_uint_eq(plan_8b(&s, 4096, 4096), at4096);
+    ck_assert_uint_eq(plan_8b(&s, 4096, 4096) - plan_8b(&s, 4096, 256), 3840 * (16384u + 32u));
 }
 END_TEST
 
