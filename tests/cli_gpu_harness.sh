@@ -51,4 +51,7 @@ if ls "$TMP/gpu/lib" | grep -q -e '^libstdc++' -e '^libgcc_s'; then
     not_ok "the bundle carries the C++ runtime: $(ls "$TMP/gpu/lib" | tr '\n' ' ')"
 else ok "the bundle leaves the C++ runtime to the device"; fi
 run "run.sh: a bad stage" 2 "$GPU/run.sh" --device cpu everything
+# A GPU's wrong rows are failures in the JSON, not a crash that leaves none: a row of zeros
+# (rows never copied) or with a NaN is as far from the reference as a row can be.
+run "logits_check: zero and NaN rows" 0 python3 -c 'import math, sys; sys.path.insert(0, sys.argv[1]); from logits_check import row_error as e; assert e([0.0, 0.0], [1.0, 2.0]) == (0.0, math.inf); assert e([1.0, math.nan], [1.0, 2.0]) == (0.0, math.inf); c, r = e([1.0, 2.0], [1.0, 2.0]); assert abs(c - 1) < 1e-12 and r == 0' "$GPU"
 finish

@@ -18,12 +18,16 @@ MARGIN = 1.05
 
 
 def row_error(a, b):
+    """Row a against the reference row b: their cosine and the relative error |a - b| / |b|;
+    a row of zeros or with a NaN as far from b as can be (0 and infinity), not a crash."""
     ab = aa = bb = dd = 0.0
     for x, y in zip(a, b):
         ab += x * y
         aa += x * x
         bb += y * y
         dd += (x - y) * (x - y)
+    if not (aa * bb > 0 and math.isfinite(aa + dd)):
+        return 0.0, math.inf
     return ab / math.sqrt(aa * bb), math.sqrt(dd / bb)
 
 
