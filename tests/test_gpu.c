@@ -504,8 +504,8 @@ static uint64_t plan_8b(const struct shape8b *s, int64_t canvas, int64_t rows)
  * each), GATE and UP (12288 each), 196,608 bytes, the FP16 copy of the widest input (12288
  * halves), 24,576 bytes, and the ids, rows and positions (4 bytes each, each part rounded up
  * to 256). Per logits row R: the final-normed row (16,384 bytes), the logits (126464
- * floats, 505,856 bytes; for 256 rows at most) and the row's statistics (32 bytes). The FP16 scratch for slices
- * of a matrix: 64 Mi halves (no layer matrix is larger), 134,217,728 bytes.
+ * floats, 505,856 bytes; for 256 rows at most) and the row's statistics (32 bytes). The FP16
+ * scratch for slices of a matrix: 64 Mi halves (no layer matrix is larger), 134,217,728 bytes.
  */
 START_TEST(test_plan_8b)
 {
