@@ -527,8 +527,8 @@ START_TEST(test_plan_8b)
      * A default canvas of 4096 with a row for each position: the logits for 256 rows at a time
      * (the rest are computed in groups), the final-normed rows and statistics for all.
      */
-    const uint64_t at4096 = fixed + 4096 * (196608u + 24576u) + 3 * 16384 + 4096 * 16384u +
-                            256 * 505856u + 4096 * 32u;
+    const uint64_t at4096 =
+        fixed + 4096 * (196608u + 24576u) + 3 * 16384 + 4096 * 16384u + 256 * 505856u + 4096 * 32u;
     ck_assert_uint_eq(plan_8b(&s, 4096, 4096), at4096);
     ck_assert_uint_eq(plan_8b(&s, 4096, 4096) - plan_8b(&s, 4096, 256), 3840 * (16384u + 32u));
 }
