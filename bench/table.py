@@ -399,7 +399,8 @@ def gpu_label(e):
 def gpu_source(doc):
     m = doc["machine"]
     dirty = " (with uncommitted changes)" if doc.get("dirty") else ""
-    where = ("%s, driver %s, %s GB" % (m["gpu"], m["driver"], fmt(m["gpu_memory_mib"] / 1024))
+    mib = m.get("gpu_memory_mib")
+    where = ("%s, driver %s, %s GB" % (m["gpu"], m["driver"], fmt(mib / 1024 if mib else None))
              if m.get("gpu") else "device %s" % doc["device"])
     return "_%s, commit %s%s, %s; host %s, %d cores._" % (doc["date"][:10], doc["commit"], dirty,
                                                         where, m["cpu"], m["cores"])

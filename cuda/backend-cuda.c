@@ -859,10 +859,15 @@ static enum dllm_status cuda_finish(struct dllm_backend *be, struct dllm_error *
     return c->status;
 }
 
-/* Makes more lap events (twice as many, 64 at first); false when that failed (kept by ok). */
+/*
+ * Makes more lap events (twice as many, 64 at first) on the context's GPU, whatever GPU the
+ * calling thread had; false when that failed (kept by ok).
+ */
 static bool more_laps(struct cuda *c)
 {
     const int cap = c->lap_cap ? 2 * c->lap_cap : 64;
+    if (!ok(c, DLLM_CUDA(&c->op_error, cudaSetDevice(c->device))))
+        return false;
     cudaEvent_t *events = realloc(c->lap_events, (size_t)cap * sizeof *events);
     if (events)
         c->lap_events = events;
@@ -890,17 +895,27 @@ static void cuda_lap(struct dllm_backend *be, enum dllm_phase p)
         c->n_laps++;
 }
 
-/* Adds each lap's time, between its event and the one before, to its phase; forgets the laps. */
+/*
+ * Adds each lap's time, between its event and the one before, to its phase; forgets the laps.
+ * Nothing when the pass failed, or when the runtime cannot time a lap (the phases are then
+ * left at 0: a pass that worked is not failed for its timing).
+ */
 static void cuda_phase_ms(struct dllm_backend *be, double *ms)
 {
     struct cuda *c = (struct cuda *)be;
-    for (int i = 1; i < c->n_laps && live(c); i++) {
+    struct dllm_error ignored;
+    double got[DLLM_N_PHASES] = {0};
+    bool timed = live(c);
+    for (int i = 1; i < c->n_laps && timed; i++) {
         float t = 0.0f;
-        if (c->lap_phases[i] != DLLM_PHASE_NONE &&
-            ok(c, DLLM_CUDA(&c->op_error,
-                            cudaEventElapsedTime(&t, c->lap_events[i - 1], c->lap_events[i]))))
-            ms[c->lap_phases[i]] += t;
+        if (c->lap_phases[i] == DLLM_PHASE_NONE)
+            continue;
+        timed = DLLM_CUDA(&ignored, cudaEventElapsedTime(&t, c->lap_events[i - 1],
+                                                         c->lap_events[i])) == DLLM_OK;
+        got[c->lap_phases[i]] += t;
     }
+    for (int p = 0; p < DLLM_N_PHASES && timed; p++)
+        ms[p] += got[p];
     c->n_laps = 0;
 }
 

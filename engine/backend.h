@@ -224,6 +224,15 @@ void *dllm_kv_layer_data(const struct dllm_kv_cache *kv, const struct dllm_model
 size_t dllm_kv_storage_bytes(const struct dllm_model *model, int64_t n_tokens,
                              enum dllm_cache_type type);
 
+/*
+ * DLLM_ERR_ARG when params' max_tokens (1 to the model's context) or max_rows (1 to
+ * max_tokens) are out of range: dllm_forward_new's first refusals, which dllm_gpu_check gives
+ * too.
+ */
+enum dllm_status dllm_forward_check_sizes(const struct dllm_model *model,
+                                          const struct dllm_forward_params *params,
+                                          struct dllm_error *err);
+
 /* The CPU backend: the kernels of kernels/ on the thread pool; variant names a kernel set. */
 extern const struct dllm_backend_ops dllm_backend_cpu;
 

@@ -690,7 +690,8 @@ DLLM_API enum dllm_status dllm_gpu_check_model(const struct dllm_model *model,
 /*
  * Whether GPU index runs a forward context of the CUDA backend for model and params with
  * extra_bytes of device memory besides (a request's K/V caches, dllm_request_cache_bytes):
- * DLLM_OK, else the refusal, checked in this order: dllm_gpu_check_model's; dllm_gpu_info's;
+ * DLLM_OK, else the refusal, checked in this order: dllm_forward_new's of out-of-range
+ * max_tokens or max_rows (DLLM_ERR_ARG); dllm_gpu_check_model's; dllm_gpu_info's;
  * DLLM_ERR_UNSUPPORTED "GPU i (NAME) has compute capability 7.5; the CUDA backend needs 8.0 or
  * newer"; DLLM_ERR_NOMEM "the model needs X GB of GPU memory [with its K/V cache] on GPU i but
  * Y GB is free". gpu gets what the runtime reported of the GPU once it got that far.

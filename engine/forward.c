@@ -75,12 +75,11 @@ static enum dllm_status check_memory(const struct dllm_backend_ops *ops,
                           need / 1e9, (double)avail / 1e9, cfg->max_tokens);
 }
 
-enum dllm_status dllm_forward_new(const struct dllm_model *model,
-                                  const struct dllm_forward_params *params,
-                                  struct dllm_forward **out, struct dllm_error *err)
+enum dllm_status dllm_forward_check_sizes(const struct dllm_model *model,
+                                          const struct dllm_forward_params *params,
+                                          struct dllm_error *err)
 {
     const struct dllm_hparams *hp = &model->hp;
-    *out = NULL;
     if (params->max_tokens < 1 || params->max_tokens > hp->n_ctx)
         return dllm_error_set(err, DLLM_ERR_ARG,
                               "a forward pass over %" PRId64 " tokens: the model takes 1 to "
@@ -91,11 +90,21 @@ enum dllm_status dllm_forward_new(const struct dllm_model *model,
                               "%" PRId64 " logits rows for %" PRId64 " tokens: ask for 1 to "
                               "%" PRId64,
                               params->max_rows, params->max_tokens, params->max_tokens);
+    return DLLM_OK;
+}
+
+enum dllm_status dllm_forward_new(const struct dllm_model *model,
+                                  const struct dllm_forward_params *params,
+                                  struct dllm_forward **out, struct dllm_error *err)
+{
+    *out = NULL;
+    enum dllm_status st = dllm_forward_check_sizes(model, params, err);
+    if (st)
+        return st;
     if (!params->pool)
         return dllm_error_set(err, DLLM_ERR_ARG, "a forward context needs a thread pool");
     const struct dllm_backend_ops *ops;
-    enum dllm_status st = dllm_backend_find(params->backend, &ops, err);
-    if (st)
+    if ((st = dllm_backend_find(params->backend, &ops, err)))
         return st;
     const struct dllm_backend_config cfg = {.model = model,
                                             .max_tokens = params->max_tokens,
@@ -405,8 +414,10 @@ enum dllm_status dllm_forward_run(struct dllm_forward *fwd, const struct dllm_pa
     const bool alone = rows_alone(be, pass, r1 - r0);
     struct phase_clock clk = {.on = pass->phases != NULL, .be = be};
     enum dllm_status st = check_run(fwd, pass, err);
+    if (st)
+        return st;
     skip_lap(&clk);
-    if (st || (st = be->ops->embed(be, pass->ids, r0, r1, err)))
+    if ((st = be->ops->embed(be, pass->ids, r0, r1, err)))
         return st;
     lap(&clk, DLLM_PHASE_NORMS_ROPE);
     for (int64_t il = 0; il < n_layer; il++) {

@@ -46,8 +46,9 @@ enum dllm_status dllm_gpu_check(int index, const struct dllm_model *model,
                                 const struct dllm_forward_params *params, uint64_t extra_bytes,
                                 struct dllm_gpu_info *gpu, struct dllm_error *err)
 {
-    enum dllm_status st = dllm_cuda_check_model(model, err);
-    if (st)
+    enum dllm_status st;
+    if ((st = dllm_forward_check_sizes(model, params, err)) ||
+        (st = dllm_cuda_check_model(model, err)))
         return st;
     return dllm_cuda_check_device(index, dllm_gpu_bytes(model, params) + extra_bytes, extra_bytes,
                                   gpu, err);

@@ -100,10 +100,11 @@ run "dllm bench on the emulated GPU" 0 emu bench -m "$TMP/dream-f16.gguf" --devi
     --canvas 24 --rows 8 --reps 1 --json
 expect_out "its kernel is cuBLAS" '"kernel": "cublas"'
 # The GPU's phases are timed by events on its stream, read once the pass is done (the stand-in
-# refuses an event's time before its stream is synchronised): every phase took time, and the
-# phases add up to the pass but the moments between layers no phase counts.
-if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); p=d["phases_ms"][0]; s=sum(p.values()); sys.exit(0 if all(v > 0 for v in p.values()) and 0.8 * d["pass_ms"][0] <= s <= d["pass_ms"][0] else 1)' "$TMP/out"; then
-    ok "its phases, timed on the GPU's stream, add up to the pass"
+# refuses an event's time before its stream is synchronised; the phases would then be zeros),
+# in a pass of their own after the timed one: every phase took time, and the phases add up to
+# about a pass (within half of one: the two passes differ by the machine's noise).
+if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); p=d["phases_ms"][0]; s=sum(p.values()); sys.exit(0 if all(v > 0 for v in p.values()) and 0.5 * d["pass_ms"][0] <= s <= 1.5 * d["pass_ms"][0] else 1)' "$TMP/out"; then
+    ok "its phases, timed on the GPU's stream, add up to about a pass"
 else not_ok "phases_ms: $(grep -A6 phases_ms "$TMP/out" | tr -d ' \n')"; fi
 
 # dllm-tui on the emulated GPU in a real terminal: its session's worker thread runs the passes.

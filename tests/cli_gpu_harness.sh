@@ -33,6 +33,13 @@ run "run.sh --device cpu bench" 0 env GPU_BUNDLE="$TMP/gpu" OUT="$TMP/res" WORK=
 if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); e=d["gpu"]; sys.exit(0 if d["device"] == "cpu" and d["machine"]["cores"] > 0 and sorted((r["mode"], r["canvas"]) for r in e) == [("default", 160), ("default", 512), ("resident", 160), ("resident", 512)] and all(r["step_ms"] > 0 and r["bench"]["median_ms"] > 0 and r["error"] is None for r in e) else 1)' "$TMP/res/bench-cpu.json"; then
     ok "bench-cpu.json: a step time and two canvases per mode"
 else not_ok "bench-cpu.json: $(head -c 300 "$TMP/res/bench-cpu.json")"; fi
+# A failure is an entry of the document, the other entries still measured: a model dllm synth
+# cannot make fails its modes and canvases, the tiny one is measured, the stage exits 1.
+run "run.sh bench: a model that cannot be made" 1 env GPU_BUNDLE="$TMP/gpu" OUT="$TMP/res2" \
+    WORK="$TMP/work" BENCH_MODELS="nosuch:tiny llada:tiny" "$GPU/run.sh" --device cpu bench
+if python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["gpu"]; bad=[r for r in e if r["arch"] == "nosuch"]; good=[r for r in e if r["arch"] == "llada"]; sys.exit(0 if len(bad) == 4 and all(r["error"] == "dllm synth failed" and r["bench"] is None and r["step_ms"] is None for r in bad) and len(good) == 4 and all(r["error"] is None and r["bench"]["median_ms"] > 0 for r in good) else 1)' "$TMP/res2/bench-cpu.json"; then
+    ok "the failure is in its entries, the other model measured"
+else not_ok "bench-cpu.json: $(head -c 300 "$TMP/res2/bench-cpu.json")"; fi
 # bench/table.py renders the document as the README's GPU table: a row per model and mode.
 mkdir -p "$TMP/results" && cp "$TMP/res/bench-cpu.json" "$TMP/results/"
 run "bench/table.py renders the bench document" 0 python3 "$DLLM_TESTS_SRC/../bench/table.py" \

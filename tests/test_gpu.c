@@ -197,8 +197,11 @@ START_TEST(test_check_model)
 }
 END_TEST
 
-/* dllm_gpu_check of the model at fixture path rel on GPU 0, with 1 MB of K/V caches. */
-static enum dllm_status check_at(const char *rel, struct dllm_error *err)
+/*
+ * dllm_gpu_check of the model at fixture path rel on GPU 0 for 16 tokens and rows logits rows,
+ * with 1 MB of K/V caches.
+ */
+static enum dllm_status check_at(const char *rel, int64_t rows, struct dllm_error *err)
 {
     char *path = fixture_path(rel);
     struct dllm_model *m = NULL;
@@ -206,7 +209,7 @@ static enum dllm_status check_at(const char *rel, struct dllm_error *err)
     struct dllm_forward_params fp;
     dllm_forward_params_init(&fp);
     fp.max_tokens = 16;
-    fp.max_rows = 4;
+    fp.max_rows = rows;
     struct dllm_gpu_info gpu;
     enum dllm_status st = dllm_gpu_check(0, m, &fp, 1000000, &gpu, err);
     dllm_model_close(m);
@@ -215,17 +218,20 @@ static enum dllm_status check_at(const char *rel, struct dllm_error *err)
 }
 
 /*
- * dllm_gpu_check refuses the model before it asks the runtime (a MoE model is refused on a
- * machine without a GPU for what it is), then gives the runtime's refusal.
+ * dllm_gpu_check refuses sizes dllm_forward_new refuses and the model before it asks the
+ * runtime (a MoE model is refused on a machine without a GPU for what it is), then gives the
+ * runtime's refusal.
  */
 START_TEST(test_check_order)
 {
     struct dllm_error err = {0};
     dllm_cuda_fault_inject(DLLM_CUDA_RUNTIME, "cudaGetDeviceCount", cudaErrorNoDevice);
-    ck_assert_int_eq(check_at("models/llada-moe-tiny-q4km.gguf", &err), DLLM_ERR_UNSUPPORTED);
+    ck_assert_int_eq(check_at("models/llada-moe-tiny-q4km.gguf", 17, &err), DLLM_ERR_ARG);
+    ck_assert_str_eq(err.text, "17 logits rows for 16 tokens: ask for 1 to 16");
+    ck_assert_int_eq(check_at("models/llada-moe-tiny-q4km.gguf", 4, &err), DLLM_ERR_UNSUPPORTED);
     ck_assert_str_eq(err.text, "llada-moe is a mixture-of-experts model: the CUDA backend runs "
                                "dense models only (LLaDA, Dream)");
-    ck_assert_int_eq(check_at("models/llada-tiny-q4km.gguf", &err), DLLM_ERR_UNSUPPORTED);
+    ck_assert_int_eq(check_at("models/llada-tiny-q4km.gguf", 4, &err), DLLM_ERR_UNSUPPORTED);
     ck_assert_str_eq(err.text, "no CUDA GPU: cudaGetDeviceCount(&count) failed: no CUDA-capable "
                                "device is detected (cudaErrorNoDevice)");
 }

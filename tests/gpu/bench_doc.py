@@ -1,25 +1,57 @@
 #!/usr/bin/env python3
-"""Writes the result document of tests/gpu/run.sh's bench stage from its entries so far.
+"""One entry of tests/gpu/run.sh's bench stage, added to its result document.
 
-usage: bench_doc.py ENTRIES DEVICE BUNDLE OUT.json
+usage: bench_doc.py --entries FILE --device gpu|cpu --bundle DIR --out OUT.json
+                    --arch A --preset P --mode default|resident --model FILE --canvas N
+                    [--run RUN.json] [--bench BENCH.json] [--mem MEM.txt] [--idle MIB]
+                    [--error TEXT]
 
-ENTRIES holds JSON objects one after another (a model, a mode, a canvas: see run.sh). The document
-adds what bench/table.py needs to name where the figures come from: the date, the commit the
-bundle was built from (BUNDLE/commit, written by prepare.sh), the GPU's name, driver and
-memory (nvidia-smi; DEVICE gpu) and the CPU. Copied into bench/results/ as
-DATE-COMMIT-gpu.json, its "gpu" section becomes the README's GPU table. run.sh calls this
-after every entry, so that a stage cut short by its time limit still brings back what it
-measured.
+The entry (a model, a mode, a canvas) is made from what the stage's programs left: the median
+step_ms after the first of `dllm run --json` (RUN.json), the `dllm bench --json` document
+(BENCH.json), the GPU memory nvidia-smi sampled during the bench (MEM.txt, one MiB figure a
+line: its peak) and before it (--idle). What is missing or unreadable is null, and a bench
+document that is not there names the failure, so that one failure neither stops the stage
+nor spoils the document. The entry is appended to FILE (one JSON object a line) and the
+document rewritten whole (through a temporary file beside it, so that a stage cut short
+leaves the last whole document): the date, the commit the bundle was built from
+(BUNDLE/commit, written by prepare.sh), the GPU's name, driver and memory (nvidia-smi; device
+gpu), the CPU and the entries so far. Copied into bench/results/ as DATE-COMMIT-gpu.json, its
+"gpu" section becomes the README's GPU table (bench/table.py).
 """
-import datetime, json, os, subprocess, sys
+import argparse, datetime, json, os, statistics, subprocess
+
+
+def load_json(path):
+    """The JSON document at path, or None where there is none."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def median_step(run):
+    """The median step_ms of a dllm run document after its first step (the warm-up)."""
+    steps = (run or {}).get("step_ms") or []
+    return statistics.median(steps[1:]) if len(steps) > 1 else None
+
+
+def peak_mib(path):
+    """The highest whole number of the lines of path (nvidia-smi's samples), or None."""
+    try:
+        with open(path) as f:
+            values = [int(line) for line in f if line.strip().isdigit()]
+    except OSError:
+        return None
+    return max(values) if values else None
 
 
 def gpu_facts():
     """The first GPU's name, driver version and memory in MiB, as nvidia-smi reports them."""
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
-                              "--format=csv,noheader,nounits"], capture_output=True, text=True,
-                             timeout=30).stdout.splitlines()
+        out = subprocess.run(["nvidia-smi", "-i", "0", "--query-gpu=name,driver_version,"
+                              "memory.total", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=30).stdout.splitlines()
     except (OSError, subprocess.TimeoutExpired):
         return {}
     fields = [f.strip() for f in out[0].split(",")] if out else []
@@ -51,24 +83,38 @@ def commit(bundle):
 
 
 def main():
-    if len(sys.argv) != 5:
-        sys.exit(__doc__.strip().splitlines()[2])
-    entries_path, device, bundle, out = sys.argv[1:]
-    with open(entries_path) as f:
-        text = f.read()
-    entries, at, decoder = [], 0, json.JSONDecoder()
-    while text[at:].strip():
-        entry, end = decoder.raw_decode(text, at + len(text[at:]) - len(text[at:].lstrip()))
-        entries.append(entry)
-        at = end
+    ap = argparse.ArgumentParser(usage=__doc__.split("\n\n")[1])
+    for name in ("entries", "device", "bundle", "out", "arch", "preset", "mode", "model"):
+        ap.add_argument("--" + name, required=True)
+    ap.add_argument("--canvas", type=int, required=True)
+    ap.add_argument("--run")
+    ap.add_argument("--bench")
+    ap.add_argument("--mem")
+    ap.add_argument("--idle")
+    ap.add_argument("--error")
+    a = ap.parse_args()
+    bench = load_json(a.bench) if a.bench else None
+    error = a.error or (None if bench or not a.bench else "dllm bench failed")
+    entry = {"arch": a.arch, "preset": a.preset, "mode": a.mode, "device": a.device,
+             "file_bytes": os.path.getsize(a.model) if os.path.isfile(a.model) else None,
+             "step_ms": median_step(load_json(a.run)) if a.run else None,
+             "canvas": a.canvas, "bench": bench,
+             "gpu_peak_mib": peak_mib(a.mem) if a.mem else None,
+             "gpu_idle_mib": int(a.idle) if (a.idle or "").isdigit() else None, "error": error}
+    with open(a.entries, "a") as f:
+        f.write(json.dumps(entry) + "\n")
+    with open(a.entries) as f:
+        entries = [json.loads(line) for line in f if line.strip()]
     machine = {"cpu": cpu_name(), "cores": os.cpu_count()}
-    if device == "gpu":
+    if a.device == "gpu":
         machine.update(gpu_facts())
     doc = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-           **commit(bundle), "device": device, "machine": machine, "gpu": entries}
-    with open(out, "w") as f:
+           **commit(a.bundle), "device": a.device, "machine": machine, "gpu": entries}
+    tmp = a.out + ".tmp"
+    with open(tmp, "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
+    os.replace(tmp, a.out)
 
 
 if __name__ == "__main__":

@@ -17,9 +17,10 @@
 # It first writes env.txt: ldd of the binaries, nvidia-smi and nvcc's version. The device tool
 # brings back at most 8 files of $OUT, so $OUT (default .gpu/out) gets at most these:
 # env.txt, check.log, kernels.json, check-DEVICE.json, gen-DEVICE.json, bench.log,
-# bench-DEVICE.json, build.log;
-# the stages' other files stay in $WORK (default $TMPDIR/dllm-gpu). --device cpu runs the same
-# harness on the CPU backend (make check runs it so), with the tiny fixture in the bench.
+# bench-DEVICE.json, build.log, and bench-DEVICE.json.tmp where the bench stage was cut short
+# while writing its document (build runs alone: no call writes all nine); the stages' other
+# files stay in $WORK (default $TMPDIR/dllm-gpu). --device cpu runs the same harness on the
+# CPU backend (make check runs it so), with the tiny fixture in the bench.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -102,20 +103,6 @@ check() {
     return $rc
 }
 
-# median_step FILE.json: the median of dllm run --json's step_ms after the first (warm-up).
-median_step() {
-    python3 -c 'import json,sys,statistics; s=json.load(open(sys.argv[1]))["step_ms"][1:]; print(statistics.median(s))' "$1"
-}
-
-# json_or_null FILE: the file's JSON document, or null when it holds none.
-json_or_null() {
-    if python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$1" 2>/dev/null; then
-        cat "$1"
-    else
-        echo null
-    fi
-}
-
 # The nvidia-smi sampler of a bench, stopped on every way out of the stage.
 smi=
 stop_smi() {
@@ -123,25 +110,10 @@ stop_smi() {
     smi=
 }
 
-# entry ARCH PRESET MODE FILE STEP CANVAS BENCH_FILE PEAK IDLE ERROR: one result line, then the
-# stage's document in $OUT rewritten with every entry so far (bench_doc.py).
-entry() {
-    printf '{"arch": "%s", "preset": "%s", "mode": "%s", "device": "%s", "file_bytes": %s, "step_ms": %s, "canvas": %s, "bench": %s, "gpu_peak_mib": %s, "gpu_idle_mib": %s, "error": %s}\n' \
-        "$1" "$2" "$3" "$DEVICE" "$(stat -c %s "$4" 2>/dev/null || echo null)" "$5" "$6" \
-        "$([ -n "$7" ] && json_or_null "$7" || echo null)" "${8:-null}" "${9:-null}" \
-        "$([ -n "${10}" ] && echo "\"${10}\"" || echo null)" >>"$WORK/bench-entries.jsonl"
-    python3 "$HERE/bench_doc.py" "$WORK/bench-entries.jsonl" "$DEVICE" "$BUNDLE" \
-        "$OUT/bench-$DEVICE.json"
-}
-
-# gpu_mib: the GPU memory in use now, in MiB (nvidia-smi), or nothing.
-gpu_mib() {
-    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null | head -1
-}
-
 # Per model and mode (the default, dequantizing each matrix into a scratch before its product,
 # and --gpu-resident, FP16 copies kept): dllm run's median step, then dllm bench at canvas 160
-# and 512, with the GPU's peak memory at 512 (nvidia-smi every 100 ms) and its use before.
+# and 512, with GPU 0's peak memory at 512 (nvidia-smi every 100 ms) and its use before; each
+# entry added to the document in $OUT as it is measured (bench_doc.py).
 bench() {
     trap stop_smi EXIT
     if [ "$DEVICE" = gpu ]; then
@@ -150,50 +122,51 @@ bench() {
         models=${BENCH_MODELS:-llada:tiny}
     fi
     prompt=$(python3 -c 'print(" ".join(["word"] * 31))') # 32 tokens with BOS
-    rm -f "$WORK/bench-entries.jsonl" "$OUT/bench-$DEVICE.json"
+    entries=$WORK/bench-entries.jsonl
+    rm -f "$entries" "$OUT/bench-$DEVICE.json" "$OUT/bench-$DEVICE.json.tmp"
     rc=0
     for m in $models; do
         arch=${m%%:*} preset=${m#*:}
         file=$MODELS/$arch-$preset.gguf
-        made=
-        if [ -f "$file" ] || dl dllm synth --arch "$arch" --preset "$preset" --out "$file" --quiet; then
-            made=1
+        # made under another name first: a synth cut short leaves no file a rerun would take
+        if [ ! -f "$file" ] &&
+            dl dllm synth --arch "$arch" --preset "$preset" --out "$file.part" --quiet; then
+            mv "$file.part" "$file"
         fi
         for mode in default resident; do
             flag=
             [ "$mode" = resident ] && flag=--gpu-resident
             error=
-            step=null
-            if [ -z "$made" ]; then
+            run=$WORK/run-$arch-$mode.json
+            if [ ! -f "$file" ]; then
                 error="dllm synth failed"
             elif ! dl dllm run -m "$file" --device "$DEVICE" $flag --no-chat -p "$prompt" \
-                --max-tokens 128 --steps 128 --block-length 32 --no-early-stop --json \
-                >"$WORK/run-$arch-$mode.json"; then
+                --max-tokens 128 --steps 128 --block-length 32 --no-early-stop --json >"$run"; then
                 error="dllm run failed"
-            else
-                step=$(median_step "$WORK/run-$arch-$mode.json")
             fi
             for canvas in 160 512; do
-                peak= idle= doc=
+                set -- --entries "$entries" --device "$DEVICE" --bundle "$BUNDLE" \
+                    --out "$OUT/bench-$DEVICE.json" --arch "$arch" --preset "$preset" \
+                    --mode "$mode" --model "$file" --canvas "$canvas"
                 if [ -n "$error" ]; then
                     rc=1
-                    entry "$arch" "$preset" "$mode" "$file" "$step" "$canvas" "" "" "" "$error"
+                    python3 "$HERE/bench_doc.py" "$@" --error "$error" || rc=1
                     continue
                 fi
+                mem=$WORK/mem-$arch-$mode.txt
+                rm -f "$mem"
                 if [ "$DEVICE" = gpu ] && [ "$canvas" = 512 ]; then
-                    idle=$(gpu_mib)
-                    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 100 \
-                        >"$WORK/mem-$arch.txt" 2>/dev/null &
+                    set -- "$@" --mem "$mem" --idle "$(nvidia-smi -i 0 --query-gpu=memory.used \
+                        --format=csv,noheader,nounits 2>/dev/null)"
+                    nvidia-smi -i 0 --query-gpu=memory.used --format=csv,noheader,nounits \
+                        -lms 100 >"$mem" 2>/dev/null &
                     smi=$!
                 fi
                 doc=$WORK/bench-$arch-$mode-$canvas.json
                 dl dllm bench -m "$file" --device "$DEVICE" $flag --canvas "$canvas" --rows 32 \
                     --json >"$doc" || rc=1
-                if [ -n "$smi" ]; then
-                    stop_smi
-                    peak=$(sort -n "$WORK/mem-$arch.txt" | tail -1)
-                fi
-                entry "$arch" "$preset" "$mode" "$file" "$step" "$canvas" "$doc" "$peak" "$idle" ""
+                stop_smi
+                python3 "$HERE/bench_doc.py" "$@" --run "$run" --bench "$doc" || rc=1
             done
         done
     done
