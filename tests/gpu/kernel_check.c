@@ -467,8 +467,9 @@ static void check_attention(struct run *run, const struct shape *sh, int64_t L, 
 }
 
 /*
- * SwiGLU of [L, ffn]: e^-x by the device's expf (2 ulp), so each within 4 FLT_EPSILON
- * relative; add and add_bias of [L, d_model]: the same float sums (0 elements differ).
+ * SwiGLU of [L, ffn]: e^-x by the device's expf (2 ulp) against the host's (1 ulp), at most 3
+ * FLT_EPSILON apart, then 1 + e, the division and the product each rounded on both sides (up
+ * to FLT_EPSILON apart each): within 6 FLT_EPSILON relative; add and add_bias of [L, d_model]: the same float sums (0 elements differ).
  */
 static void check_pointwise(struct run *run, const struct shape *sh, int64_t L, uint64_t *seed)
 {
@@ -481,7 +482,7 @@ static void check_pointwise(struct run *run, const struct shape *sh, int64_t L, 
     fetch(got, dg, (size_t)n * 4, dllm_cuda_swiglu(dg, du, n, 0), "dllm_cuda_swiglu");
     char label[96];
     snprintf(label, sizeof label, "%s [%" PRId64 ", %" PRId64 "]", sh->name, L, sh->ffn);
-    report(run, "swiglu", label, "4 FLT_EPSILON relative", max_rel(got, want, n), 4 * FLT_EPSILON);
+    report(run, "swiglu", label, "6 FLT_EPSILON relative", max_rel(got, want, n), 6 * FLT_EPSILON);
 
     /* add and add_bias reuse the first m floats of the buffers */
     memcpy(want, gate, (size_t)m * 4);

@@ -14,7 +14,11 @@
 #          dllm bench at canvas 160 and 512, with nvidia-smi's peak memory at 512; a document
 #          for bench/table.py (tests/gpu/bench_doc.py), rewritten after every entry; a
 #          failure of one model, mode or canvas is recorded in its entry and the others run.
-# It first writes env.txt: ldd of the binaries, nvidia-smi and nvcc's version. The device tool
+# A fault inside a kernel (an illegal address) is reported by a later call, whose name the error
+# then carries: rerun the stage with CUDA_LAUNCH_BLOCKING=1 to have it named at its launch.
+# It first writes env.txt: the CUDA libraries it had to look for (CUDA_SEARCH, default
+# /usr/local /opt /usr/lib, where the toolkit's folders and the loader lack them), ldd of the
+# binaries, nvidia-smi and nvcc's version. The device tool
 # brings back at most 8 files of $OUT, so $OUT (default .gpu/out) gets at most these:
 # env.txt, check.log, kernels.json, check-DEVICE.json, gen-DEVICE.json, bench.log,
 # bench-DEVICE.json, build.log, and bench-DEVICE.json.tmp where the bench stage was cut short
@@ -43,8 +47,27 @@ BIN=$BUNDLE/bin
 # The bundle's libraries for dllm's programs alone (python3 and the system's tools keep the
 # system's), then the device's CUDA runtime and cuBLAS where the toolkit keeps them.
 LIBS=$BUNDLE/lib
-for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
     [ -d "$d" ] && LIBS=$LIBS:$d
+done
+
+# missing_cuda: the CUDA runtime and cuBLAS libraries the programs need that neither those
+# folders nor the loader's cache hold (ldd's "not found"), one name a line.
+missing_cuda() {
+    LD_LIBRARY_PATH=$LIBS ldd "$BIN/dllm" "$BUNDLE"/lib/libdllm.so* 2>/dev/null |
+        awk '$2 == "=>" && $3 == "not" && $1 ~ /^libcu(dart|blas|blasLt)\.so/ {print $1}' | sort -u
+}
+# Where the device image keeps them elsewhere (another toolkit folder, or only a Python
+# package's copies, as PyTorch's), found under CUDA_SEARCH and their folders added; libcublas
+# needs libcublasLt, which the next round finds.
+CUDA_FOUND=
+for round in 1 2 3; do
+    names=$(missing_cuda)
+    [ -n "$names" ] || break
+    for name in $names; do
+        f=$(find ${CUDA_SEARCH:-/usr/local /opt /usr/lib} -name "$name" 2>/dev/null | head -1)
+        [ -n "$f" ] && LIBS=$LIBS:$(dirname "$f") && CUDA_FOUND="$CUDA_FOUND $f"
+    done
 done
 LIB_PATH=$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} # what dllm's programs run with
 FIX=$BUNDLE/fixtures
@@ -179,6 +202,8 @@ if [ -n "$INNER" ]; then
     exit $?
 fi
 {
+    echo "== CUDA libraries found outside the toolkit's folders:${CUDA_FOUND:- none needed}"
+    echo "== still missing: $(missing_cuda | tr '\n' ' ')"
     echo "== ldd $BIN/dllm"
     LD_LIBRARY_PATH=$LIB_PATH ldd "$BIN/dllm"
     echo "== nvidia-smi"
