@@ -469,7 +469,8 @@ static void check_attention(struct run *run, const struct shape *sh, int64_t L, 
 /*
  * SwiGLU of [L, ffn]: e^-x by the device's expf (2 ulp) against the host's (1 ulp), at most 3
  * FLT_EPSILON apart, then 1 + e, the division and the product each rounded on both sides (up
- * to FLT_EPSILON apart each): within 6 FLT_EPSILON relative; add and add_bias of [L, d_model]: the same float sums (0 elements differ).
+ * to FLT_EPSILON apart each): within 6 FLT_EPSILON relative; add and add_bias of [L, d_model]:
+ * the same float sums (0 elements differ).
  */
 static void check_pointwise(struct run *run, const struct shape *sh, int64_t L, uint64_t *seed)
 {
