@@ -40,6 +40,28 @@ run "run.sh bench: a model that cannot be made" 1 env GPU_BUNDLE="$TMP/gpu" OUT=
 if python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["gpu"]; bad=[r for r in e if r["arch"] == "nosuch"]; good=[r for r in e if r["arch"] == "llada"]; sys.exit(0 if len(bad) == 4 and all(r["error"] == "dllm synth failed" and r["bench"] is None and r["step_ms"] is None for r in bad) and len(good) == 4 and all(r["error"] is None and r["bench"]["median_ms"] > 0 for r in good) else 1)' "$TMP/res2/bench-cpu.json"; then
     ok "the failure is in its entries, the other model measured"
 else not_ok "bench-cpu.json: $(head -c 300 "$TMP/res2/bench-cpu.json")"; fi
+# A device whose cuBLAS lies outside the toolkit's folders and the loader's cache (a Python
+# package's copy): run.sh finds it under CUDA_SEARCH and says so in env.txt. Here an ldd
+# stand-in hides cuBLAS unless its copy's folder is on the library path.
+REAL_LDD=$(command -v ldd)
+CUBLAS=$(LD_LIBRARY_PATH="$TMP/gpu/lib" "$REAL_LDD" "$TMP/gpu/lib/libdllm.so.0" |
+    awk '$1 ~ /^libcublas(Lt)?\.so\.[0-9]+$/ {print $3}')
+mkdir -p "$TMP/fakebin" "$TMP/pkgs/nvidia/cublas/lib"
+for f in $CUBLAS; do ln -s "$f" "$TMP/pkgs/nvidia/cublas/lib/"; done
+cat >"$TMP/fakebin/ldd" <<EOF
+#!/bin/sh
+case "\$LD_LIBRARY_PATH" in *$TMP/pkgs/nvidia/cublas/lib*) exec "$REAL_LDD" "\$@" ;; esac
+"$REAL_LDD" "\$@" | sed -E 's/^([[:space:]]*libcublas(Lt)?\.so\.[0-9]+) => .*/\1 => not found/'
+EOF
+chmod +x "$TMP/fakebin/ldd"
+run "run.sh with cuBLAS in a package's folder" 1 env PATH="$TMP/fakebin:$PATH" \
+    GPU_BUNDLE="$TMP/gpu" OUT="$TMP/res3" WORK="$TMP/work" CUDA_SEARCH="$TMP/pkgs" \
+    BENCH_MODELS="nosuch:tiny" "$GPU/run.sh" --device cpu bench
+if [ "$(echo "$CUBLAS" | wc -w)" -eq 2 ] &&
+    grep -Eq "^== CUDA libraries found outside the toolkit's folders: .*pkgs/nvidia/cublas/lib/libcublas\.so\.[0-9]+" "$TMP/res3/env.txt" &&
+    grep -Eq "libcublasLt\.so\.[0-9]+" "$TMP/res3/env.txt" && grep -q "^== still missing: *$" "$TMP/res3/env.txt"; then
+    ok "finds cuBLAS and cuBLASLt there and says so"
+else not_ok "env.txt: $(head -3 "$TMP/res3/env.txt" | tr '\n' ' ') (cuBLAS: $CUBLAS)"; fi
 # bench/table.py renders the document as the README's GPU table: a row per model and mode.
 mkdir -p "$TMP/results" && cp "$TMP/res/bench-cpu.json" "$TMP/results/"
 run "bench/table.py renders the bench document" 0 python3 "$DLLM_TESTS_SRC/../bench/table.py" \
