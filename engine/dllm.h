@@ -803,10 +803,12 @@ struct dllm_row_stats {
 };
 
 /*
- * Where a pass's time went, in milliseconds of the calling thread's clock. The CPU backend's
- * ops run to completion on that thread (its pool's workers helping), so the four add up to the
- * pass; a GPU backend's ops may return before the device is done, and there the figures tell
- * little. The progress callback's time is left out.
+ * Where a pass's time went, in milliseconds. The CPU backend's ops run to completion on the
+ * calling thread (its pool's workers helping), timed by its clock, so the four add up to the
+ * pass; the CUDA backend's ops return before the GPU is done, so it times them by events
+ * recorded on its stream between the same groups of ops (the GPU's time, read when the pass
+ * is done; recording them costs the host about a microsecond each, a dozen a layer). The
+ * progress callback's time is left out.
  */
 struct dllm_pass_phases {
     double gemm_ms;       /* matrix products: Q, K, V, O and the FFN's (MoE: routers, experts) */
