@@ -805,9 +805,11 @@ static void cuda_add(struct dllm_backend *be, enum dllm_buf src, int64_t r0, int
 
 /*
  * The logits of OUT's R rows in groups of at most logits_rows(max_rows): each group's product,
- * its rows' statistics (for a row_stats that may follow) and, with logits, its rows copied out.
+ * with stats its rows' statistics, with logits its rows copied out; then the statistics copied
+ * out at once.
  */
-static void cuda_output(struct dllm_backend *be, int64_t R, float *logits)
+static void cuda_output(struct dllm_backend *be, int64_t R, float *logits,
+                        struct dllm_row_stats *stats)
 {
     struct cuda *c = (struct cuda *)be;
     const int64_t V = c->model->hp.n_vocab, K = c->model->hp.n_embd;
@@ -816,7 +818,7 @@ static void cuda_output(struct dllm_backend *be, int64_t R, float *logits)
         const int64_t n = R - r0 < group ? R - r0 : group;
         product(c, &c->mats[c->model->hp.n_layer * M_PER_LAYER], c->buf[DLLM_BUF_OUT] + r0 * K, n,
                 false, c->logits, V);
-        if (live(c))
+        if (stats && live(c))
             ok(c, DLLM_CUDA(&c->op_error,
                             dllm_cuda_row_stats(c->logits, n, V, c->stats + r0, c->stream)));
         if (logits && live(c))
@@ -824,24 +826,17 @@ static void cuda_output(struct dllm_backend *be, int64_t R, float *logits)
                                                           (size_t)(n * V) * sizeof(float),
                                                           cudaMemcpyDeviceToHost, c->stream)));
     }
-    if (logits && live(c))
+    if (stats && live(c))
+        ok(c, DLLM_CUDA(&c->op_error, cudaMemcpyAsync(stats, c->stats, (size_t)R * sizeof *stats,
+                                                      cudaMemcpyDeviceToHost, c->stream)));
+    if (live(c))
         ok(c, DLLM_CUDA(&c->op_error, cudaStreamSynchronize(c->stream)));
     if (logits && c->status)
         for (int64_t i = 0; i < R * V; i++)
             logits[i] = NAN;
-}
-
-/* The statistics cuda_output made of the R rows it computed. */
-static void cuda_row_stats(struct dllm_backend *be, int64_t R, struct dllm_row_stats *out)
-{
-    struct cuda *c = (struct cuda *)be;
-    if (live(c) &&
-        ok(c, DLLM_CUDA(&c->op_error, cudaMemcpyAsync(out, c->stats, (size_t)R * sizeof *out,
-                                                      cudaMemcpyDeviceToHost, c->stream))))
-        ok(c, DLLM_CUDA(&c->op_error, cudaStreamSynchronize(c->stream)));
-    if (c->status)
+    if (stats && c->status)
         for (int64_t i = 0; i < R; i++)
-            out[i] = (struct dllm_row_stats){
+            stats[i] = (struct dllm_row_stats){
                 .argmax = -1, .max = NAN, .second = NAN, .lse = NAN, .entropy = NAN};
 }
 
@@ -944,7 +939,6 @@ const struct dllm_backend_ops dllm_backend_cuda = {
     .moe = NULL,
     .add = cuda_add,
     .output = cuda_output,
-    .row_stats = cuda_row_stats,
     .finish = cuda_finish,
     .lap = cuda_lap,
     .phase_ms = cuda_phase_ms,

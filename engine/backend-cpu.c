@@ -52,7 +52,6 @@ enum {
     SCRATCH_ACT,                  /* [max_tokens] activation rows converted for a kernel */
     SCRATCH_LOGITS, /* [min(max_rows, OUTPUT_CHUNK), n_vocab] an output's rows, chunk by chunk,
                        when the caller takes statistics only */
-    SCRATCH_STATS,  /* [max_rows] struct dllm_row_stats of those rows */
     /* MoE models only (else empty): */
     SCRATCH_ROUTER,     /* [max_tokens, n_expert] router logits */
     SCRATCH_ROUTE_IDS,  /* [max_tokens, n_used] int32 experts of each row */
@@ -74,11 +73,7 @@ struct cpu {
     /* the bound float16 cache layer's K and V, converted into own_k and own_v; else NULL */
     dllm_fp16 *bound_k, *bound_v;
     const struct dllm_fp16_kernels *fp16;
-    /* the rows the last output wrote (the caller's memory); NULL: it wrote none and left
-     * their statistics in stats */
-    const float *logits;
     float *chunk; /* SCRATCH_LOGITS */
-    struct dllm_row_stats *stats;
     float *scores, *cos, *sin;
     void *act;
     const struct dllm_kernels *kernels;
@@ -149,7 +144,6 @@ static bool part_sizes(const struct dllm_backend_config *cfg, size_t size[N_PART
         [SCRATCH_SIN] = {L, hp->n_rot / 2, sizeof(float)},
         [SCRATCH_ACT] = {L, 1, act_row_bytes(cfg->model)},
         [SCRATCH_LOGITS] = {R < OUTPUT_CHUNK ? R : OUTPUT_CHUNK, hp->n_vocab, sizeof(float)},
-        [SCRATCH_STATS] = {R, 1, sizeof(struct dllm_row_stats)},
         [SCRATCH_ROUTER] = {moe ? L : 0, hp->n_expert, sizeof(float)},
         [SCRATCH_ROUTE_IDS] = {moe ? L : 0, hp->n_expert_used, sizeof(int32_t)},
         [SCRATCH_ROUTE_W] = {moe ? L : 0, hp->n_expert_used, sizeof(float)},
@@ -368,7 +362,6 @@ static enum dllm_status cpu_create(const struct dllm_backend_config *cfg, struct
     c->sin = parts[SCRATCH_SIN];
     c->act = parts[SCRATCH_ACT];
     c->chunk = parts[SCRATCH_LOGITS];
-    c->stats = parts[SCRATCH_STATS];
     c->router = parts[SCRATCH_ROUTER];
     c->route_ids = parts[SCRATCH_ROUTE_IDS];
     c->route_w = parts[SCRATCH_ROUTE_W];
@@ -853,37 +846,30 @@ static void stats_row(void *ctx, int64_t r, int thread)
 }
 
 /*
- * The logits of the R rows of OUT into the caller's memory, or with logits NULL into the
- * backend's chunk buffer, OUTPUT_CHUNK rows at a time, each chunk's statistics kept in
- * c->stats for row_stats (each row's product and statistics are those of the whole call).
+ * The logits of the R rows of OUT into the caller's memory and their statistics from them; with
+ * logits NULL, into the backend's chunk buffer OUTPUT_CHUNK rows at a time, each chunk's
+ * statistics taken before the next (each row's product and statistics are those of the whole
+ * call).
  */
-static void cpu_output(struct dllm_backend *be, int64_t R, float *logits)
+static void cpu_output(struct dllm_backend *be, int64_t R, float *logits,
+                       struct dllm_row_stats *stats)
 {
     struct cpu *c = (struct cpu *)be;
     const int64_t V = c->model->hp.n_vocab, E = c->model->hp.n_embd;
     const int64_t w = c->model->hp.n_layer * M_PER_LAYER;
-    c->logits = logits;
     if (logits) {
         product(c, w, c->buf[DLLM_BUF_OUT], R, false, logits, V);
+        struct stats_job job = {c, logits, stats};
+        if (stats)
+            dllm_threadpool_run(c->pool, R, stats_row, &job);
         return;
     }
     for (int64_t r0 = 0; r0 < R; r0 += OUTPUT_CHUNK) {
         const int64_t n = R - r0 < OUTPUT_CHUNK ? R - r0 : OUTPUT_CHUNK;
         product(c, w, c->buf[DLLM_BUF_OUT] + r0 * E, n, false, c->chunk, V);
-        struct stats_job job = {c, c->chunk, c->stats + r0};
+        struct stats_job job = {c, c->chunk, stats + r0};
         dllm_threadpool_run(c->pool, n, stats_row, &job);
     }
-}
-
-static void cpu_row_stats(struct dllm_backend *be, int64_t R, struct dllm_row_stats *out)
-{
-    struct cpu *c = (struct cpu *)be;
-    if (!c->logits) {
-        memcpy(out, c->stats, (size_t)R * sizeof *out);
-        return;
-    }
-    struct stats_job job = {c, c->logits, out};
-    dllm_threadpool_run(c->pool, R, stats_row, &job);
 }
 
 /* The CPU's ops run to completion and cannot fail. */
@@ -916,6 +902,5 @@ const struct dllm_backend_ops dllm_backend_cpu = {
     .moe = cpu_moe,
     .add = cpu_add,
     .output = cpu_output,
-    .row_stats = cpu_row_stats,
     .finish = cpu_finish,
 };

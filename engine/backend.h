@@ -167,12 +167,11 @@ struct dllm_backend_ops {
     /* X += src over rows [r0, r1). */
     void (*add)(struct dllm_backend *be, enum dllm_buf src, int64_t r0, int64_t r1);
     /*
-     * logits[R, n_vocab] (the caller's memory) = OUT[R, n_embd] times the output matrix. With
-     * logits NULL the rows stay in the backend (a row_stats call follows) and none is copied.
+     * logits[R, n_vocab] = OUT[R, n_embd] times the output matrix, and stats[0 .. R-1] their
+     * statistics, in the caller's memory; either may be NULL (not both): without logits the
+     * rows stay in the backend, which may compute them a group at a time.
      */
-    void (*output)(struct dllm_backend *be, int64_t R, float *logits);
-    /* out[0 .. R-1] = the statistics of the R rows the last output computed. */
-    void (*row_stats)(struct dllm_backend *be, int64_t R, struct dllm_row_stats *out);
+    void (*output)(struct dllm_backend *be, int64_t R, float *logits, struct dllm_row_stats *stats);
     /*
      * Waits until the pass's work is done; the first failure of an op since create (DLLM_OK
      * when none), its text in err. After a failure the context refuses every pass (embed

@@ -440,9 +440,7 @@ enum dllm_status dllm_forward_run(struct dllm_forward *fwd, const struct dllm_pa
         if (pass->n_rows > 0) {
             if (!alone)
                 be->ops->gather_norm(be, pass->rows, pass->n_rows);
-            be->ops->output(be, pass->n_rows, pass->logits);
-            if (pass->stats)
-                be->ops->row_stats(be, pass->n_rows, pass->stats);
+            be->ops->output(be, pass->n_rows, pass->logits, pass->stats);
         }
         lap(&clk, DLLM_PHASE_OUTPUT);
     }
