@@ -5,11 +5,12 @@
  */
 #include "cuda_runtime.h"
 
+#include "clock.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 /* The device allocations, unordered, and the streams (the first the legacy one, NULL). */
@@ -324,11 +325,8 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
     if (!e)
         return result(cudaErrorInvalidResourceHandle);
     const cudaError_t r = dllm_emu_enqueue(s);
-    if (r == cudaSuccess) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        *e = (struct dllm_emu_event){true, s, (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6};
-    }
+    if (r == cudaSuccess)
+        *e = (struct dllm_emu_event){true, s, dllm_clock_ms()};
     return r;
 }
 

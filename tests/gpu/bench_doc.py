@@ -15,10 +15,13 @@ nor spoils the document. The entry is appended to FILE (one JSON object a line) 
 document rewritten whole (through a temporary file beside it, so that a stage cut short
 leaves the last whole document): the date, the commit the bundle was built from
 (BUNDLE/commit, written by prepare.sh), the GPU's name, driver and memory (nvidia-smi; device
-gpu), the CPU and the entries so far. Copied into bench/results/ as DATE-COMMIT-gpu.json, its
+gpu) with the host as bench/run.py describes it, and the entries so far. Copied into bench/results/ as DATE-COMMIT-gpu.json, its
 "gpu" section becomes the README's GPU table (bench/table.py).
 """
-import argparse, datetime, json, os, statistics, subprocess
+import argparse, datetime, json, os, statistics, subprocess, sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+import run  # bench/run.py: machine(), the host's description every result file carries
 
 
 def load_json(path):
@@ -61,17 +64,6 @@ def gpu_facts():
             "gpu_memory_mib": int(fields[2]) if fields[2].isdigit() else None}
 
 
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
-
-
 def commit(bundle):
     """The bundle's commit and whether its tree had uncommitted changes."""
     try:
@@ -105,7 +97,7 @@ def main():
         f.write(json.dumps(entry) + "\n")
     with open(a.entries) as f:
         entries = [json.loads(line) for line in f if line.strip()]
-    machine = {"cpu": cpu_name(), "cores": os.cpu_count()}
+    machine = run.machine()
     if a.device == "gpu":
         machine.update(gpu_facts())
     doc = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
