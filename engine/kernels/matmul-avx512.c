@@ -147,15 +147,23 @@ SIMD_INLINE vi vi_dot2(vi acc, vi u0, vi s0, vi u1, vi s1)
     return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(acc, u0, s0), u1, s1);
 }
 
-/*
- * vi_dot2(acc, w0, the 4 bytes at a in every lane, w1, the 4 bytes at a + 4 in every lane),
- * the broadcasts done by the instruction's memory operand.
- */
-SIMD_INLINE vi vi_dot2_bcast(vi acc, vi w0, vi w1, const void *a)
+/* acc + in each lane the sum of the four u8 x s8 products of w and the 4 bytes at a. */
+SIMD_INLINE vi vi_dot_bcast(vi acc, vi w, const void *a)
 {
-    const int32_t *p = a;
-    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w0), "m"(p[0]));
-    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w1), "m"(p[1]));
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*(const int32_t *)a));
+    return acc;
+}
+
+/*
+ * vi_dot_bcast(zero, w, a), into a register zeroed by an idiom the CPU resolves without
+ * executing it (left to itself, GCC copies a zero register: one more instruction a chain).
+ */
+SIMD_INLINE vi vi_dot_bcast_first(vi w, const void *a)
+{
+    vi acc;
+    __asm__("vpxord %0, %0, %0\n\tvpdpbusd %2%{1to16%}, %1, %0"
+            : "=&v"(acc)
+            : "v"(w), "m"(*(const int32_t *)a));
     return acc;
 }
 

@@ -27,8 +27,8 @@
  *     a sum over the 128 elements that share an activation scale, which multiplies that sum
  *     once: with VNNI by one FMA each, without it by the VPMADDWD that widens the int16 sums
  *     (KSCALE_INT). The Q4_K/Q5_K mins enter per 128 as integer products of the mins with the
- *     activation sums (VPDPWSSD); Q6_K's offset of 32 through the initial value of each
- *     integer sum, or with KSCALE_INT as such products of -32 times the scales.
+ *     activation sums (VPDPWSSD); Q6_K's offset of 32 as -32 times the sub-block's activation
+ *     sum added to its integer sum, or with KSCALE_INT as products of -32 times the scales.
  *   32-element blocks (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) x Q8_0: weights signed (offset removed)
  *     against activations made unsigned by adding 128 (a copy per tile); the 128 * sum(w) this
  *     adds is subtracted by starting each block's sum at -128 * sum(w).
@@ -297,64 +297,70 @@ static void pack_q6_K(void *panel, const uint8_t *blk, const struct panel_rows *
 #endif
 }
 
+#if KSCALE_INT
 /*
- * A sub-block's integer dot products, two weight vectors a call (4 calls for 32 elements):
- * with VNNI straight into the int32 sums; without it as int16 pair sums (vi_dot2_pairs_bcast),
- * widened into the int32 sums every PAIRS_SPAN(wmax) calls, as rarely as weights 0..wmax
- * against activations within +-128 allow (a call adds at most 4 * 128 * wmax to an int16
- * lane): every 4 calls for Q4_K, 2 for Q5_K, each call for Q6_K. Spans of 4, 2 or 1 divide a
- * sub-block.
+ * Without VNNI a sub-block's integer dot products are taken two weight vectors a call as int16
+ * pair sums (vi_dot2_pairs_bcast), widened into the int32 sums by vi_add_pairs (times the
+ * sub-block's scale) every PAIRS_SPAN(wmax) calls, as rarely as weights 0..wmax against
+ * activations within +-128 allow (a call adds at most 4 * 128 * wmax to an int16 lane): every
+ * 4 calls for Q4_K, 2 for Q5_K, each call for Q6_K. Spans of 4, 2 or 1 divide a sub-block.
  */
 #define PAIRS_FIT(n, wmax) ((n)*4 * 128 * (wmax) <= INT16_MAX)
-#if SIMD_DOT_ANY_U8
-#define PAIRS_SPAN(wmax) 4 /* never widened: a whole sub-block */
-
-SIMD_INLINE vi pairs_first_bcast(vi acc, vi w0, vi w1, const void *a)
-{
-    return vi_dot2_bcast(acc, w0, w1, a);
-}
-
-SIMD_INLINE vi pairs_dot2_bcast(vi ps, vi w0, vi w1, const void *a)
-{
-    return vi_dot2_bcast(ps, w0, w1, a);
-}
-
-SIMD_INLINE vi pairs_end(vi acc, vi ps, vi sc)
-{
-    (void)acc, (void)sc;
-    return ps;
-}
-#else
-#define PAIRS_SPAN(wmax) (PAIRS_FIT(4, wmax) ? 4 : PAIRS_FIT(2, wmax) ? 2 : 1)
-
-SIMD_INLINE vi pairs_first_bcast(vi acc, vi w0, vi w1, const void *a)
-{
-    (void)acc;
-    return vi_dot2_pairs_first_bcast(w0, w1, a);
-}
-
-SIMD_INLINE vi pairs_dot2_bcast(vi ps, vi w0, vi w1, const void *a)
-{
-    return vi_dot2_pairs_bcast(ps, w0, w1, a);
-}
-
-SIMD_INLINE vi pairs_end(vi acc, vi ps, vi sc)
-{
-    return vi_add_pairs(acc, ps, sc);
-}
-#endif
+#define PAIRS_SPAN(wmax)   (PAIRS_FIT(4, wmax) ? 4 : PAIRS_FIT(2, wmax) ? 2 : 1)
 static_assert(PAIRS_FIT(1, 63), "a Q6_K call fits int16 pair sums");
 
-/* What pairs_end multiplies sub-block s's int16 pair sums by: with KSCALE_INT its scale. */
-SIMD_INLINE vi pairs_scale(const struct kpanel *p, int s)
+/*
+ * acc[t] + sc times the dot products of the n weight vectors w with the activations of row t
+ * at a[t] + at (n a multiple of 2 * PAIRS_SPAN(wmax) or equal to it).
+ */
+SIMD_INLINE void subblock_dots(vi acc[TT_K], const vi *w, int n, int wmax, vi sc,
+                               const uint8_t *const *a, size_t at)
 {
-#if KSCALE_INT
-    return p->sc[s];
-#else
-    (void)p, (void)s;
-    return vi_zero();
-#endif
+    const int run = 2 * PAIRS_SPAN(wmax) < n ? 2 * PAIRS_SPAN(wmax) : n; /* vectors */
+#pragma GCC unroll 4
+    for (int i0 = 0; i0 < n; i0 += run) {
+        vi ps[TT_K];
+#pragma GCC unroll 16
+        for (int t = 0; t < TT_K; t++) {
+            ps[t] = vi_dot2_pairs_first_bcast(w[i0], w[i0 + 1], a[t] + at + 4 * i0);
+        }
+#pragma GCC unroll 4
+        for (int i = 2; i < run; i += 2) {
+#pragma GCC unroll 16
+            for (int t = 0; t < TT_K; t++) {
+                ps[t] =
+                    vi_dot2_pairs_bcast(ps[t], w[i0 + i], w[i0 + i + 1], a[t] + at + 4 * (i0 + i));
+            }
+        }
+#pragma GCC unroll 16
+        for (int t = 0; t < TT_K; t++) {
+            acc[t] = vi_add_pairs(acc[t], ps[t], sc);
+        }
+    }
 }
+#else
+/*
+ * With VNNI, acc[t] = the dot products of the n weight vectors w with the activations of row t
+ * at a[t] + at, exact in int32. One vector a step for every row, so that the TT_K sums are
+ * independent chains in program order too (two dot products of one row in a row left the
+ * scheduler short of ready work: about 10% slower on a Zen 5), each started by a dot product
+ * into a zeroed register rather than a copy of one.
+ */
+SIMD_INLINE void subblock_dots(vi acc[TT_K], const vi *w, int n, const uint8_t *const *a, size_t at)
+{
+#pragma GCC unroll 16
+    for (int t = 0; t < TT_K; t++) {
+        acc[t] = vi_dot_bcast_first(w[0], a[t] + at);
+    }
+#pragma GCC unroll 8
+    for (int i = 1; i < n; i++) {
+#pragma GCC unroll 16
+        for (int t = 0; t < TT_K; t++) {
+            acc[t] = vi_dot_bcast(acc[t], w[i], a[t] + at + 4 * i);
+        }
+    }
+}
+#endif
 
 /*
  * A tile of TT activation rows a[t] (Q8_K128, from the panel's first super-block) times nb
@@ -371,7 +377,6 @@ SIMD_INLINE void ktile(const struct kpanel *p, int nb, const uint8_t *const *a, 
                        float *y, int64_t ldy, int nt, int nr, bool accumulate)
 {
     const int len = QK_K / nsub; /* elements per sub-block */
-    const int run = 2 * PAIRS_SPAN(wmax) < len / 4 ? 2 * PAIRS_SPAN(wmax) : len / 4; /* vectors */
     vf facc[TT_K];
 #pragma GCC unroll 16
     for (int t = 0; t < TT_K; t++) {
@@ -381,61 +386,45 @@ SIMD_INLINE void ktile(const struct kpanel *p, int nb, const uint8_t *const *a, 
         const size_t ab = (size_t)b * sizeof(struct block_q8_K128);
         for (int h = 0; h < QK_K / QK8_K128; h++) {
             vf f[TT_K];
-            vi acc[TT_K];
 #pragma GCC unroll 16
             for (int t = 0; t < TT_K; t++) {
                 f[t] = vf_zero();
+            }
+#if KSCALE_INT
+            vi acc[TT_K]; /* the integer sums over h */
+#pragma GCC unroll 16
+            for (int t = 0; t < TT_K; t++) {
                 acc[t] = vi_zero();
             }
+#endif
             /*
              * With KSCALE_INT the sub-blocks' loop is not unrolled: unrolled, GCC kept more
              * sums live than there are registers, and the Q4_K and Q6_K tiles ran 8-10% slower.
-             * The VNNI tiles keep the loop (and so the code) they were measured with.
              */
 #if KSCALE_INT
 #pragma GCC unroll 1
             for (int sh = 0; sh < QK8_K128 / len; sh++) {
                 const int s = h * QK8_K128 / len + sh;
+                const size_t at = ab + offsetof(struct block_q8_K128, qs) + (size_t)(s * len);
+                subblock_dots(acc, p->q + s * len / 4, len / 4, wmax, p->sc[s], a, at);
+            }
 #else
+            (void)wmax;
 #pragma GCC unroll 8
             for (int s = h * QK8_K128 / len; s < (h + 1) * QK8_K128 / len; s++) {
-#endif
                 const size_t at = ab + offsetof(struct block_q8_K128, qs) + (size_t)(s * len);
-#if !KSCALE_INT
+                vi dots[TT_K];
+                subblock_dots(dots, p->q + s * len / 4, len / 4, a, at);
 #pragma GCC unroll 16
                 for (int t = 0; t < TT_K; t++) {
-                    const struct block_q8_K128 *blk = (const void *)(a[t] + ab);
-                    acc[t] = nsub == 8 ? vi_zero() : vi_set1(blk->q6off[s]);
-                }
-#endif
-#pragma GCC unroll 4
-                for (int i0 = 0; i0 < len / 4; i0 += run) {
-                    vi ps[TT_K];
-                    const vi *w = p->q + s * len / 4 + i0;
-#pragma GCC unroll 16
-                    for (int t = 0; t < TT_K; t++) {
-                        ps[t] = pairs_first_bcast(acc[t], w[0], w[1], a[t] + at + 4 * i0);
+                    if (nsub == 16) {
+                        const struct block_q8_K128 *blk = (const void *)(a[t] + ab);
+                        dots[t] = vi_add(dots[t], vi_set1(blk->q6off[s]));
                     }
-#pragma GCC unroll 4
-                    for (int i = 2; i < run; i += 2) {
-#pragma GCC unroll 16
-                        for (int t = 0; t < TT_K; t++) {
-                            ps[t] =
-                                pairs_dot2_bcast(ps[t], w[i], w[i + 1], a[t] + at + 4 * (i0 + i));
-                        }
-                    }
-#pragma GCC unroll 16
-                    for (int t = 0; t < TT_K; t++) {
-                        acc[t] = pairs_end(acc[t], ps[t], pairs_scale(p, s));
-                    }
+                    f[t] = vf_fmadd(vf_cvt(dots[t]), p->dsc[s], f[t]);
                 }
-#if !KSCALE_INT
-#pragma GCC unroll 16
-                for (int t = 0; t < TT_K; t++) {
-                    f[t] = vf_fmadd(vf_cvt(acc[t]), p->dsc[s], f[t]);
-                }
-#endif
             }
+#endif
 #pragma GCC unroll 16
             for (int t = 0; t < TT_K; t++) {
                 const struct block_q8_K128 *blk = (const void *)(a[t] + ab);

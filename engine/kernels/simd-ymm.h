@@ -152,18 +152,24 @@ SIMD_INLINE vi vi_dot2(vi acc, vi u0, vi s0, vi u1, vi s1)
 #endif
 }
 
-/* vi_dot2(acc, w0, the 4 bytes at a in every lane, w1, the 4 bytes at a + 4 in every lane). */
-SIMD_INLINE vi vi_dot2_bcast(vi acc, vi w0, vi w1, const void *a)
+#ifdef SIMD_VNNI
+/* acc + in each lane the sum of the four u8 x s8 products of w and the 4 bytes at a. */
+SIMD_INLINE vi vi_dot_bcast(vi acc, vi w, const void *a)
 {
-    return vi_dot2(acc, w0, vi_bcast32(a), w1, vi_bcast32((const uint8_t *)a + 4));
+    return _mm256_dpbusd_avx_epi32(acc, w, vi_bcast32(a));
 }
 
-#ifndef SIMD_VNNI
+SIMD_INLINE vi vi_dot_bcast_first(vi w, const void *a)
+{
+    return vi_dot_bcast(vi_zero(), w, a);
+}
+#else
 /*
  * Without VNNI, dot products can be summed as int16 pairs for a while and widened once
  * (VPMADDWD), which saves a multiply and an add per vi_dot2. vi_dot2_pairs_bcast adds to each
- * int16 lane of p the two pairs of products vi_dot2_bcast would add to its int32 lane
- * (vi_dot2_pairs_first_bcast: to zero); the caller keeps every partial sum within int16.
+ * int16 lane of p the two pairs of products vi_dot2 would add to its int32 lane with w0 and w1
+ * against the 4 bytes at a and the 4 at a + 4, broadcast (vi_dot2_pairs_first_bcast: to
+ * zero); the caller keeps every partial sum within int16.
  * vi_add_pairs widens p into acc, each int16 times the one in the same place of sc (a scale
  * in both halves of a lane, or ones).
  */
