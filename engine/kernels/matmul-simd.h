@@ -27,8 +27,8 @@
  *     a sum over the 128 elements that share an activation scale, which multiplies that sum
  *     once: with VNNI by one FMA each, without it by the VPMADDWD that widens the int16 sums
  *     (KSCALE_INT). The Q4_K/Q5_K mins enter per 128 as integer products of the mins with the
- *     activation sums (VPDPWSSD); Q6_K's offset of 32 as -32 times the sub-block's activation
- *     sum added to its integer sum, or with KSCALE_INT as products of -32 times the scales.
+ *     activation sums (VPDPWSSD); Q6_K's offset of 32 through the initial value of each
+ *     integer sum, or with KSCALE_INT as products of -32 times the scales.
  *   32-element blocks (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) x Q8_0: weights signed (offset removed)
  *     against activations made unsigned by adding 128 (a copy per tile); the 128 * sum(w) this
  *     adds is subtracted by starting each block's sum at -128 * sum(w).
@@ -340,17 +340,20 @@ SIMD_INLINE void subblock_dots(vi acc[TT_K], const vi *w, int n, int wmax, vi sc
 }
 #else
 /*
- * With VNNI, acc[t] = the dot products of the n weight vectors w with the activations of row t
- * at a[t] + at, exact in int32. One vector a step for every row, so that the TT_K sums are
- * independent chains in program order too (two dot products of one row in a row left the
- * scheduler short of ready work: about 10% slower on a Zen 5), each started by a dot product
- * into a zeroed register rather than a copy of one.
+ * With VNNI, acc[t] = init[t] (0 when init is NULL) + the dot products of the n weight vectors w
+ * with the activations of row t at a[t] + at, exact in int32. One vector a step for every row,
+ * so that the TT_K sums are independent chains in program order too (two dot products of one
+ * row in a row left the scheduler short of ready work: about 10% slower on a Zen 5), each
+ * started from a broadcast of init[t] or by a dot product into a zeroed register rather than a
+ * copy of one.
  */
-SIMD_INLINE void subblock_dots(vi acc[TT_K], const vi *w, int n, const uint8_t *const *a, size_t at)
+SIMD_INLINE void subblock_dots(vi acc[TT_K], const vi *w, int n, const uint8_t *const *a, size_t at,
+                               const int32_t *init)
 {
 #pragma GCC unroll 16
     for (int t = 0; t < TT_K; t++) {
-        acc[t] = vi_dot_bcast_first(w[0], a[t] + at);
+        acc[t] = init ? vi_dot_bcast(vi_set1(init[t]), w[0], a[t] + at)
+                      : vi_dot_bcast_first(w[0], a[t] + at);
     }
 #pragma GCC unroll 8
     for (int i = 1; i < n; i++) {
@@ -413,14 +416,20 @@ SIMD_INLINE void ktile(const struct kpanel *p, int nb, const uint8_t *const *a, 
 #pragma GCC unroll 8
             for (int s = h * QK8_K128 / len; s < (h + 1) * QK8_K128 / len; s++) {
                 const size_t at = ab + offsetof(struct block_q8_K128, qs) + (size_t)(s * len);
+                /*
+                 * Q6_K's sums start at their offsets: adding them after was 2% faster on a Zen 5
+                 * but lengthens each short chain, and llvm-mca's Zen 4 model rates it 71% of the
+                 * peak against 84%
+                 */
+                int32_t q6off[TT_K];
+#pragma GCC unroll 16
+                for (int t = 0; t < TT_K && nsub == 16; t++) {
+                    q6off[t] = ((const struct block_q8_K128 *)(const void *)(a[t] + ab))->q6off[s];
+                }
                 vi dots[TT_K];
-                subblock_dots(dots, p->q + s * len / 4, len / 4, a, at);
+                subblock_dots(dots, p->q + s * len / 4, len / 4, a, at, nsub == 16 ? q6off : NULL);
 #pragma GCC unroll 16
                 for (int t = 0; t < TT_K; t++) {
-                    if (nsub == 16) {
-                        const struct block_q8_K128 *blk = (const void *)(a[t] + ab);
-                        dots[t] = vi_add(dots[t], vi_set1(blk->q6off[s]));
-                    }
                     f[t] = vf_fmadd(vf_cvt(dots[t]), p->dsc[s], f[t]);
                 }
             }
