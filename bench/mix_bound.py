@@ -15,7 +15,9 @@ share of the dot-product peak its mix allows: bound = dot_rthroughput / loop_cyc
 Branches inside the loop are dropped (llvm-mca times straight-line code), so the bound holds
 for the loop's common path; the models are LLVM's, not measurements (LLVM 19's znver4 model,
 for one, gives VPDPBUSD zmm a throughput of 1 a cycle with a memory operand and 1 every 2
-with registers).
+with registers). For a Zen 5, which LLVM does not describe, the avx512 loops get a bound
+from what bench/bench_ports measured on one instead (ZEN5 below): the dot products over the
+instructions that take their pipes.
 
 Usage: bench/mix_bound.py [--build DIR] [--mca PROGRAM]; prints the JSON that bench/run.py's
 gemm part records as "mix_bound".
@@ -34,11 +36,20 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 VPDPBUSD = re.compile(r"^(\{vex\}\s*)?vpdpbusd\b")
+# A Zen 5, for which LLVM has no timings of its own (its znver5 is the Zen 4 model), as
+# bench/bench_ports measured one (AMD EPYC, family 26 model 2, 2026-12-04): two 512-bit
+# VPDPBUSD a cycle, on two pipes that FMA, VPDPWSSD, VPMADDWD, VPMULLD and a VPADDD with a
+# broadcast memory operand also take (one of them per 4 dot products slowed these by a fifth), while
+# VCVTDQ2PS and register VPADDD did not, and a plain load beside them cost 8%. Its bound is the
+# dot products over the instructions on those pipes (loads left out, so it is a little high).
+ZEN5 = "zen5 (bench_ports)"
+ZEN5_PIPES = re.compile(r"^(vpdpbusd|vpdpwssd|vpmaddwd|vfn?m(add|sub)\w*ps|vmulps|vpmulld)\b|"
+                        r"^vpadd\w*\s[^,]*\{1to16\}")
 # The matrix-kernel variants: their libtool library and source, their dot-product instruction
 # (the one the int8 peak is measured with, bench_gemm) and the CPU models to ask about.
 VARIANTS = {
     "avx512": ("engine/libkernels-avx512.la", "engine/kernels/matmul-avx512.c", VPDPBUSD,
-               ["znver4", "sapphirerapids"]),
+               ["znver4", "sapphirerapids", ZEN5]),
     "avxvnni": ("engine/libkernels-avxvnni.la", "engine/kernels/matmul-avxvnni.c", VPDPBUSD,
                 ["znver4", "sapphirerapids"]),
     "avx2": ("engine/libkernels-avx2.la", "engine/kernels/matmul-avx2.c",
@@ -133,6 +144,12 @@ def mca(program, cpu, body):
     return cycles, rthr
 
 
+def zen5_bound(body, dots):
+    """The ZEN5 bound of a loop: its dot products over its instructions on their pipes."""
+    shared = sum(1 for s in body if ZEN5_PIPES.match(s))
+    return {"pipe_instructions": shared, "bound": round(len(dots) / shared, 3)}
+
+
 def measure(build, program):
     """The bound of every variant's tile functions on every CPU model, as a JSON object."""
     version = subprocess.run([program, "--version"], capture_output=True, text=True).stdout
@@ -156,6 +173,12 @@ def measure(build, program):
                 if not dots:
                     continue
                 for cpu in cpus:
+                    if cpu == ZEN5:
+                        out["rows"].append(dict({
+                            "kernel": kernel, "function": func, "types": types, "cpu": cpu,
+                            "instructions": len(body), "dot_products": len(dots)},
+                            **zen5_bound(body, dots)))
+                        continue
                     loop_cycles, loop_rthr = mca(program, cpu, body)
                     _, dot_rthr = mca(program, cpu, dots)
                     out["rows"].append({

@@ -6,7 +6,8 @@ Parts (--parts, default gemm,forward,generate):
             (a run whose peak probe reads below 90% of the best recorded on this CPU is made
             again, up to three times),
             and the share of it the inner loops' instruction mix allows (bench/mix_bound.py,
-            when an llvm-mca is installed)
+            when an llvm-mca is installed), with bench/bench_ports' measure of which
+            instructions share the 512-bit dot products' pipes (AVX512-VNNI CPUs)
   forward   `dllm bench` on the synth models at canvas 160 and 512 (--forward-canvas), with
             each load's time over the median of 3 `cat FILE` made just before (load_vs_cat)
   phases    `dllm bench --threads 1 --threads-sweep 2` at canvas 160: each phase of a pass (gemm,
@@ -208,6 +209,16 @@ def part_gemm(bench_gemm, names, threads, reps, best_probe):
         best_probe = max([best_probe or 0] + probes)
         out[name] = d
     return out
+
+
+def part_ports(program):
+    """bench_ports' document: which instructions take the 512-bit dot products' resources on
+    this CPU (bench/mix_bound.py's Zen 5 bound rests on it); why not, where it cannot run."""
+    try:
+        r = subprocess.run([program], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return {"skipped": str(e)}
+    return json.loads(r.stdout) if r.returncode == 0 else {"skipped": r.stderr.strip()}
 
 
 def result_docs(folder):
@@ -982,6 +993,7 @@ def main():
                 {"skipped": "no llvm-mca (Debian's llvm-19 has one)"}
         except (RuntimeError, subprocess.CalledProcessError) as e:
             res["gemm_mix_bound"] = {"error": str(e)}
+        res["gemm_ports"] = part_ports(os.path.join(build, "bench", "bench_ports"))
         save()
     peak = int8_peak(res.get("gemm"), a.threads) or latest_peak(a.out, res["machine"], a.threads)
     res["int8_peak_gops"] = peak

@@ -385,8 +385,9 @@ def mix_bound_lines(mb, variants):
         return []
     parts = ["%s %s on %s %s%%" % (r["kernel"], "/".join(r["types"]), r["cpu"],
                                    round(100 * r["bound"])) for r in rows]
-    return ["", "The share of the int8 peak the inner loop's instruction mix allows (llvm-mca %s, "
-            "bench/mix_bound.py): %s." % (mb["llvm_version"], ", ".join(parts))]
+    return ["", "The share of the int8 peak the inner loop's instruction mix allows (llvm-mca %s; "
+            "on zen5 the pipes bench/bench_ports measured on one; bench/mix_bound.py): %s." %
+            (mb["llvm_version"], ", ".join(parts))]
 
 
 def gpu_label(e):
