@@ -129,15 +129,24 @@ TARGET static double chains(long iters, int n)
 
 #define X_NONE(x) (void)(x)
 /* the FMA's float operands in integer-typed registers: the instruction does not care */
-#define X_FMA(x)       __asm__("vfmadd231ps %1, %1, %0" : "+v"(x) : "v"(f))
-#define X_DPWSSD(x)    __asm__("vpdpwssd %1, %1, %0" : "+v"(x) : "v"(u))
-#define X_MADDWD(x)    __asm__("vpmaddwd %1, %0, %0" : "+v"(x) : "v"(u))
-#define X_MULLD(x)     __asm__("vpmulld %1, %0, %0" : "+v"(x) : "v"(u))
-#define X_CVT(x)       __asm__("vcvtdq2ps %1, %0" : "=v"(x) : "v"(u))
-#define X_ADD_REG(x)   __asm__("vpaddd %1, %0, %0" : "+v"(x) : "v"(u))
-#define X_ADD_MEM(x)   __asm__("vpaddd %1%{1to16%}, %0, %0" : "+v"(x) : "m"(mem[20]))
-#define X_BCAST_MEM(x) __asm__("vpbroadcastd %1, %0" : "=v"(x) : "m"(mem[20]))
-#define X_LOAD_MEM(x)  __asm__("vmovdqa64 %1, %0" : "=v"(x) : "m"(*(const __m512i *)(mem + 16)))
+#define X_FMA(x)       __asm__ volatile("vfmadd231ps %1, %1, %0" : "+v"(x) : "v"(f))
+#define X_DPWSSD(x)    __asm__ volatile("vpdpwssd %1, %1, %0" : "+v"(x) : "v"(u))
+#define X_MADDWD(x)    __asm__ volatile("vpmaddwd %1, %0, %0" : "+v"(x) : "v"(u))
+#define X_MULLD(x)     __asm__ volatile("vpmulld %1, %0, %0" : "+v"(x) : "v"(u))
+#define X_CVT(x)       __asm__ volatile("vcvtdq2ps %1, %0" : "=v"(x) : "v"(u))
+#define X_ADD_REG(x)   __asm__ volatile("vpaddd %1, %0, %0" : "+v"(x) : "v"(u))
+#define X_ADD_MEM(x)   __asm__ volatile("vpaddd %1%{1to16%}, %0, %0" : "+v"(x) : "m"(mem[20]))
+#define X_BCAST_MEM(x) __asm__ volatile("vpbroadcastd %1, %0" : "=v"(x) : "m"(mem[20]))
+#define X_LOAD_MEM(x)                                                                              \
+    __asm__ volatile("vmovdqa64 %1, %0" : "=v"(x) : "m"(*(const __m512i *)(mem + 16)))
+/* an FMA and a load: whether the pipes and the loads are one limit or two */
+#define X_FMA_LOAD(x)                                                                              \
+    do {                                                                                           \
+        __m512i y;                                                                                 \
+        X_FMA(x);                                                                                  \
+        X_LOAD_MEM(y);                                                                             \
+        x = _mm512_xor_si512(x, y);                                                                \
+    } while (0)
 MIX(none, X_NONE)
 MIX(fma, X_FMA)
 MIX(dpwssd, X_DPWSSD)
@@ -148,6 +157,7 @@ MIX(add_reg, X_ADD_REG)
 MIX(add_mem, X_ADD_MEM)
 MIX(bcast_mem, X_BCAST_MEM)
 MIX(load_mem, X_LOAD_MEM)
+MIX(fma_load, X_FMA_LOAD)
 
 /* The instructions set beside the dot products, one per 4 of them (the first: none). */
 static const struct {
@@ -164,6 +174,7 @@ static const struct {
     {"vpaddd (1to16 from memory)", mix_add_mem},
     {"vpbroadcastd (from memory)", mix_bcast_mem},
     {"vmovdqa64 (from memory)", mix_load_mem},
+    {"vfmadd231ps and vmovdqa64 (from memory)", mix_fma_load},
 };
 
 /* The best of 3 runs of a measurement, in G instructions a second. */
