@@ -343,7 +343,7 @@ SIMD_INLINE void subblock_dots(vi acc[TT_K], const vi *w, int n, int wmax, vi sc
  * With VNNI, acc[t] = init[t] (0 when init is NULL) + the dot products of the n weight vectors w
  * with the activations of row t at a[t] + at, exact in int32. One vector a step for every row,
  * so that the TT_K sums are independent chains in program order too (two dot products of one
- * row in a row left the scheduler short of ready work: about 10% slower on a Zen 5), each
+ * row in a row left the scheduler short of ready work: 4-10% slower on a Zen 5), each
  * started from a broadcast of init[t] or by a dot product into a zeroed register rather than a
  * copy of one.
  */
@@ -419,7 +419,7 @@ SIMD_INLINE void ktile(const struct kpanel *p, int nb, const uint8_t *const *a, 
                 /*
                  * Q6_K's sums start at their offsets: adding them after was 2% faster on a Zen 5
                  * but lengthens each short chain, and llvm-mca's Zen 4 model rates it 71% of the
-                 * peak against 84%
+                 * peak against 84%.
                  */
                 int32_t q6off[TT_K];
 #pragma GCC unroll 16
