@@ -8,9 +8,9 @@
  *   - "mix": VPDPBUSD a second in a loop of 12 chains (broadcasting their activation operand
  *     from memory, as the tiles do) with one other instruction per 4 dot products, each kind
  *     the tiles use: FMA, VPDPWSSD, VPMADDWD, VPMULLD, VCVTDQ2PS, register VPADDD, VPADDD and
- *     VPBROADCASTD from memory, a 512-bit load. "shares" is true where the dot products slowed
- *     by more than a tenth: the instruction takes what the dot products need (a pipe, or a
- *     load slot).
+ *     VPBROADCASTD from memory, a 512-bit load, and an FMA with a load (whether pipes and loads
+ *     are one limit or two). "shares" is true where the dot products slowed by more than a
+ *     tenth: the instruction takes what the dot products need (a pipe, or a load slot).
  *
  *   bench_ports [--iters N]
  *

@@ -386,7 +386,7 @@ def mix_bound_lines(mb, variants):
     parts = ["%s %s on %s %s%%" % (r["kernel"], "/".join(r["types"]), r["cpu"],
                                    round(100 * r["bound"])) for r in rows]
     zen5 = "; on zen5 the pipes bench/bench_ports measured on one" if any(
-        r["cpu"].startswith("zen5") for r in rows) else ""
+        r["cpu"] == run.mix_bound.ZEN5 for r in rows) else ""
     return ["", "The share of the int8 peak the inner loop's instruction mix allows (llvm-mca %s%s, "
             "bench/mix_bound.py): %s." % (mb["llvm_version"], zen5, ", ".join(parts))]
 

@@ -399,12 +399,10 @@ SIMD_INLINE void ktile(const struct kpanel *p, int nb, const uint8_t *const *a, 
             for (int t = 0; t < TT_K; t++) {
                 acc[t] = vi_zero();
             }
-#endif
             /*
-             * With KSCALE_INT the sub-blocks' loop is not unrolled: unrolled, GCC kept more
-             * sums live than there are registers, and the Q4_K and Q6_K tiles ran 8-10% slower.
+             * The sub-blocks' loop is not unrolled: unrolled, GCC kept more sums live than there
+             * are registers, and the Q4_K and Q6_K tiles ran 8-10% slower.
              */
-#if KSCALE_INT
 #pragma GCC unroll 1
             for (int sh = 0; sh < QK8_K128 / len; sh++) {
                 const int s = h * QK8_K128 / len + sh;
