@@ -21,6 +21,7 @@
 #include "config.h"
 
 #include "bench_util.h"
+#include "dot_chains.h"
 #include "kernels/cpu.h"
 #include "kernels/matmul.h"
 #include "gguf/quant.h"
@@ -85,30 +86,17 @@ static void *random_weights(uint32_t wtype, int64_t N, int64_t K)
 
 #define R12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 
-/*
- * Each step of a peak loop is written as its instruction, in place on its accumulator: left to
- * the compiler, the intrinsics' loops carried two register copies per dot product (GCC 12),
- * which on a CPU that issues two 512-bit VPDPBUSD a cycle (Zen 5) held the loop to about 70%
- * of what the instruction does.
- */
-
 /* Int8 operations (2 per multiply-add) of PEAK_ITERS x 12 independent 512-bit VPDPBUSD. */
-__attribute__((target("avx512f,avx512vnni"))) static double peak_zmm_loop(void)
+static double peak_zmm_loop(void)
 {
-#define DECL_Z(i) __m512i a##i = _mm512_set1_epi32(i);
-    R12(DECL_Z)
-    __m512i u = _mm512_set1_epi8(3), s = _mm512_set1_epi8(-5);
-    __asm__ volatile("" : "+v"(u), "+v"(s));
-    for (long k = 0; k < PEAK_ITERS; k++) {
-#define OP_Z(i) __asm__("vpdpbusd %2, %1, %0" : "+v"(a##i) : "v"(u), "v"(s));
-        R12(OP_Z)
-    }
-    int sink = 0;
-#define SINK_Z(i) sink += _mm512_reduce_add_epi32(a##i);
-    R12(SINK_Z)
-    __asm__ volatile("" : : "r"(sink));
+    dot_chains_zmm(PEAK_ITERS, 12);
     return (double)PEAK_ITERS * 12 * 64 * 2;
 }
+
+/*
+ * Like dot_chains_zmm, each step of the 256-bit loops is written as its instruction, in place
+ * on its accumulator, so that the compiler adds no register copies.
+ */
 
 /*
  * static double peak_<name>_loop(void), compiled for isa: int8 operations (2 per multiply-add)

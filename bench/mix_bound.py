@@ -153,13 +153,27 @@ def vector_load(ins):
     return "(" not in operands[-1]
 
 
-def zen5_bound(body, dots):
+def mca_bound(program, cpu, body, dots):
+    """The bound llvm-mca's model of cpu gives a loop: the ports its dot products alone would
+    occupy over the loop's cycles per iteration."""
+    loop_cycles, loop_rthr = mca(program, cpu, body)
+    _, dot_rthr = mca(program, cpu, dots)
+    return {"loop_cycles": loop_cycles, "loop_rthroughput": loop_rthr,
+            "dot_rthroughput": dot_rthr, "bound": round(dot_rthr / max(loop_cycles, loop_rthr), 3)}
+
+
+def zen5_bound(program, cpu, body, dots):
     """The ZEN5 bound of a loop: its dot products over the larger of its instructions on their
     pipes and its vector loads, each two a cycle."""
     pipes = sum(1 for s in body if ZEN5_PIPES.match(s))
     loads = sum(1 for s in body if vector_load(s))
     return {"pipe_instructions": pipes, "vector_loads": loads,
             "bound": round(len(dots) / max(pipes, loads), 3)}
+
+
+# How each CPU model's bound is found.
+BOUNDS = {"znver3": mca_bound, "znver4": mca_bound, "sapphirerapids": mca_bound,
+          ZEN5: zen5_bound}
 
 
 def measure(build, program):
@@ -185,20 +199,10 @@ def measure(build, program):
                 if not dots:
                     continue
                 for cpu in cpus:
-                    if cpu == ZEN5:
-                        out["rows"].append(dict({
-                            "kernel": kernel, "function": func, "types": types, "cpu": cpu,
-                            "instructions": len(body), "dot_products": len(dots)},
-                            **zen5_bound(body, dots)))
-                        continue
-                    loop_cycles, loop_rthr = mca(program, cpu, body)
-                    _, dot_rthr = mca(program, cpu, dots)
-                    out["rows"].append({
-                        "kernel": kernel, "function": func, "types": types, "cpu": cpu,
-                        "instructions": len(body), "dot_products": len(dots),
-                        "loop_cycles": loop_cycles, "loop_rthroughput": loop_rthr,
-                        "dot_rthroughput": dot_rthr,
-                        "bound": round(dot_rthr / max(loop_cycles, loop_rthr), 3)})
+                    row = {"kernel": kernel, "function": func, "types": types, "cpu": cpu,
+                           "instructions": len(body), "dot_products": len(dots)}
+                    row.update(BOUNDS[cpu](program, cpu, body, dots))
+                    out["rows"].append(row)
     return out
 
 
