@@ -47,7 +47,7 @@ static void *random_weights(uint32_t wtype, int64_t N, int64_t K)
 {
     const struct dllm_type_traits *tr = dllm_type_traits(wtype);
     const size_t nblocks = (size_t)(N * K / tr->block_elems), bytes = nblocks * tr->block_bytes;
-    uint8_t *w = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    uint8_t *w = alloc_lines(bytes);
     if (w == NULL) {
         return NULL;
     }
@@ -342,9 +342,9 @@ int main(int argc, char **argv)
             for (int li = 0; li < n_rows; li++) {
                 Lmax = atoll(rows[li]) > Lmax ? atoll(rows[li]) : Lmax;
             }
-            float *x = malloc((size_t)(Lmax * K) * sizeof *x);
-            void *scratch = malloc(dllm_matmul_scratch_bytes(wtype, K, Lmax));
-            float *y = malloc((size_t)(Lmax * N) * sizeof *y);
+            float *x = alloc_lines((size_t)(Lmax * K) * sizeof *x);
+            void *scratch = alloc_lines(dllm_matmul_scratch_bytes(wtype, K, Lmax));
+            float *y = alloc_lines((size_t)(Lmax * N) * sizeof *y);
             if (w == NULL || x == NULL || scratch == NULL || y == NULL) {
                 fprintf(stderr, "bench_gemm: out of memory\n");
                 return 1;
@@ -362,7 +362,7 @@ int main(int argc, char **argv)
                 }
                 const size_t pbytes =
                     k->repacked_bytes == NULL || gguf_layout ? 0 : k->repacked_bytes(wtype, K, N);
-                void *packed = pbytes > 0 ? aligned_alloc(64, (pbytes + 63) / 64 * 64) : NULL;
+                void *packed = pbytes > 0 ? alloc_lines(pbytes) : NULL;
                 if (pbytes > 0 && packed == NULL) {
                     fprintf(stderr, "bench_gemm: out of memory\n");
                     return 1;

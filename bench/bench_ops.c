@@ -48,7 +48,7 @@ struct buffers {
 /* n floats uniform in [-1, 1) from a xorshift stream, 64-byte aligned; NULL when out of memory. */
 static float *random_floats(int64_t n, uint64_t *s)
 {
-    float *x = aligned_alloc(64, ((size_t)n * sizeof *x + 63) / 64 * 64);
+    float *x = alloc_lines((size_t)n * sizeof *x);
     for (int64_t i = 0; x != NULL && i < n; i++) {
         *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
         x[i] = (float)((double)(*s >> 11) * 0x1p-52 - 1.0);

@@ -1,6 +1,7 @@
 #include "bench_util.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 double clock_s(clockid_t id)
@@ -25,6 +26,11 @@ float rng_normal(uint64_t *s)
     for (int i = 0; i < 4; i++)
         sum += (double)((r >> (16 * i)) & 0xffff) / 65536.0;
     return (float)((sum - 2.0) * 1.7320508);
+}
+
+void *alloc_lines(size_t bytes)
+{
+    return aligned_alloc(64, (bytes + 63) / 64 * 64);
 }
 
 int cmp_double(const void *a, const void *b)

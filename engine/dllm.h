@@ -824,7 +824,11 @@ struct dllm_pass {
     int64_t n_tokens;    /* 1 .. max_tokens */
     const int32_t *rows; /* [n_rows] positions whose logits are wanted, in [begin, end) */
     int64_t n_rows;      /* 0 .. max_rows */
-    /* [n_rows, n_vocab] row-major, in rows' order; NULL with stats: no row is copied out */
+    /*
+     * [n_rows, n_vocab] row-major, in rows' order; NULL with stats: no row is copied out. Give
+     * it 64-byte alignment (aligned_alloc): the CPU backend writes such memory in place, and
+     * other memory through a buffer of its own (a copy, so that no two threads write one line)
+     */
     float *logits;
     /* checked between layers: DLLM_ERR_CANCELLED, logits unset, the context usable */
     const atomic_bool *cancel;

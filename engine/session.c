@@ -209,19 +209,28 @@ static enum dllm_status encode_prompt(struct dllm_session *s, int64_t *n_prompt,
     return DLLM_OK;
 }
 
+/*
+ * Replaces *buf, whose contents are not kept, with room for rows logits rows of n_vocab, on whole
+ * cache lines: the output product's threads then write no line together (cpu_output). Keeps the
+ * old buffer and returns false when there is no room.
+ */
+static bool renew_rows(float **buf, int64_t rows, int64_t n_vocab)
+{
+    const size_t bytes = (size_t)rows * (size_t)n_vocab * sizeof(float);
+    float *a = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!a)
+        return false;
+    free(*buf);
+    *buf = a;
+    return true;
+}
+
 /* Makes room for rows logits rows (twice with CFG); only between requests. */
 static enum dllm_status reserve_rows(struct dllm_session *s, int64_t rows, struct dllm_error *err)
 {
     if (rows <= s->cap_rows)
         return DLLM_OK;
-    size_t bytes = (size_t)rows * (size_t)s->n_vocab * sizeof(float);
-    float *a = realloc(s->logits, bytes), *b;
-    if (a)
-        s->logits = a;
-    b = a ? realloc(s->logits_un, bytes) : NULL;
-    if (b)
-        s->logits_un = b;
-    if (!a || !b)
+    if (!renew_rows(&s->logits, rows, s->n_vocab) || !renew_rows(&s->logits_un, rows, s->n_vocab))
         return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory for %lld logits rows of %lld",
                               (long long)rows, (long long)s->n_vocab);
     s->cap_rows = rows;
@@ -233,11 +242,9 @@ static enum dllm_status reserve_check(struct dllm_session *s, int64_t rows, stru
 {
     if (rows <= s->cap_check)
         return DLLM_OK;
-    float *a = realloc(s->logits_check, (size_t)rows * (size_t)s->n_vocab * sizeof(float));
-    if (!a)
+    if (!renew_rows(&s->logits_check, rows, s->n_vocab))
         return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory for %lld logits rows of %lld",
                               (long long)rows, (long long)s->n_vocab);
-    s->logits_check = a;
     s->cap_check = rows;
     return DLLM_OK;
 }

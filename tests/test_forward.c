@@ -717,11 +717,20 @@ static bool same_bits(double a, double b)
     return memcmp(&a, &b, sizeof a) == 0;
 }
 
+/* Whether two rows' statistics have the same bits. */
+static bool same_stats(const struct dllm_row_stats *x, const struct dllm_row_stats *y)
+{
+    return x->argmax == y->argmax && same_bits(x->max, y->max) && same_bits(x->second, y->second) &&
+           same_bits(x->lse, y->lse) && same_bits(x->entropy, y->entropy);
+}
+
 /*
  * A pass that asks for statistics alone (logits NULL: no row leaves the backend) gives each
  * row the bits a pass that also returns the rows gives, on every kernel variant and on each
  * architecture, with more rows than the CPU backend computes at once (it works through such a
- * pass in chunks of rows). A pass with rows but neither logits nor stats is refused.
+ * pass in chunks of rows). Logits into memory off a cache line (which the CPU backend computes
+ * in such chunks and copies out) get the same bits as into memory on one. A pass with rows but
+ * neither logits nor stats is refused.
  */
 START_TEST(test_stats_only)
 {
@@ -735,8 +744,10 @@ START_TEST(test_stats_only)
         ids[i] = i % 4 ? (int32_t)((i * 131 + 5) % V) : dllm_model_mask_id(model);
     for (int r = 0; r < R; r++)
         rows[r] = (int32_t)((r * 37 + 3) % N);
-    float *logits = malloc((size_t)(R * V) * sizeof *logits);
-    static struct dllm_row_stats with_rows[R], alone[R];
+    const size_t bytes = (size_t)(R * V) * sizeof(float);
+    float *logits = aligned_alloc(64, (bytes + 63) / 64 * 64),
+          *unaligned = aligned_alloc(64, (bytes + 64 + 63) / 64 * 64);
+    static struct dllm_row_stats with_rows[R], alone[R], off_line[R];
     size_t n_variants;
     const struct dllm_kernels *variants = dllm_kernels_all(&n_variants);
     for (size_t v = 0; v < n_variants; v++) {
@@ -753,16 +764,21 @@ START_TEST(test_stats_only)
                                  .stats = with_rows};
         struct dllm_error err = {0};
         ck_assert_msg(dllm_forward_run(t.fwd, &pass, &err) == DLLM_OK, "%s", err.text);
+        pass.logits = unaligned + 1;
+        pass.stats = off_line;
+        ck_assert_msg(dllm_forward_run(t.fwd, &pass, &err) == DLLM_OK, "%s", err.text);
+        ck_assert_msg(!memcmp(unaligned + 1, logits, bytes),
+                      "%s, %s: logits off a cache line differ", files[_i], variants[v].name);
         pass.logits = NULL;
         pass.stats = alone;
         memset(alone, 0x5a, sizeof alone);
         ck_assert_msg(dllm_forward_run(t.fwd, &pass, &err) == DLLM_OK, "%s", err.text);
         for (int r = 0; r < R; r++) {
-            const struct dllm_row_stats *x = &alone[r], *y = &with_rows[r];
-            ck_assert_msg(x->argmax == y->argmax && same_bits(x->max, y->max) &&
-                              same_bits(x->second, y->second) && same_bits(x->lse, y->lse) &&
-                              same_bits(x->entropy, y->entropy),
+            ck_assert_msg(same_stats(&alone[r], &with_rows[r]),
                           "%s, %s: row %d's statistics differ without the logits", files[_i],
+                          variants[v].name, r);
+            ck_assert_msg(same_stats(&off_line[r], &with_rows[r]),
+                          "%s, %s: row %d's statistics differ with logits off a line", files[_i],
                           variants[v].name, r);
         }
         pass.stats = NULL;
@@ -772,6 +788,7 @@ START_TEST(test_stats_only)
         test_forward_free(&t);
     }
     free(logits);
+    free(unaligned);
     dllm_model_close(model);
 }
 END_TEST
