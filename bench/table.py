@@ -7,8 +7,9 @@
 
 Each section (gemm, forward, phases, generate, sampling, kvf16, moe; gpu, from the documents
 tests/gpu/run.sh's bench stage writes) comes from the newest of the result files that hold the
-most entries of it (cache, divergence and compare: each model's newest rows); the line under
-each table names that file's commit, date and machine.
+most entries of it (cache, divergence and compare: each model's newest rows; gemm and forward
+pass over a run whose int8 peak probe read below 90% of the best on its CPU); the
+line under each table names that file's commit, date and machine.
 """
 import argparse
 import json
@@ -44,12 +45,26 @@ def pct(gops, peak):
     return fmt(100 * gops / peak if peak else None) + "%"
 
 
+def probe_ok(docs, doc):
+    """Whether a run's int8 peak probe read at least 90% of the best of docs' runs on the same
+    CPU (the rule by which bench/run.py repeats a run: below it the machine was busy or
+    throttled); a run without a probe passes."""
+    peak = peak_of(doc)
+    best = max((peak_of(d) or 0 for d in docs
+                if run.cpu_key(d.get("machine")) == run.cpu_key(doc.get("machine"))), default=0)
+    return not peak or peak >= 0.9 * best
+
+
 def newest(docs, section):
-    """The newest of the runs with the most entries in section: a partial run (a before/after
-    check of one model or canvas) does not hide a whole one."""
+    """The newest of the runs with the most entries in section (for the tables that give shares
+    of the peak, gemm and forward, among those whose probe passes probe_ok where any does): a
+    partial run (a before/after check of one model or canvas) does not hide a whole one, nor a
+    run on a busy machine a run on a quiet one."""
     have = [d for d in docs if d.get(section)]
     most = max((len(d[section]) for d in have), default=0)
     full = [d for d in have if len(d[section]) == most]
+    if section in ("gemm", "forward"):
+        full = [d for d in full if probe_ok(docs, d)] or full
     return max(full, key=lambda d: d["date"]) if full else None
 
 
