@@ -203,12 +203,25 @@ void dllm_kernels_quantize_par(const struct dllm_kernels *k, struct dllm_threadp
     dllm_threadpool_run(pool, L, quantize_item, &j);
 }
 
-/* Runs fn over the pool for items of 4 * row_align weight rows of j's N. */
-static void run_row_items(struct dllm_threadpool *pool, struct par_job *j,
+/* Runs fn over the pool for items of panels * row_align weight rows of j's N. */
+static void run_row_items(struct dllm_threadpool *pool, struct par_job *j, int64_t panels,
                           void (*fn)(void *ctx, int64_t item, int thread))
 {
-    j->item_rows = 4 * j->k->row_align;
+    j->item_rows = panels * j->k->row_align;
     dllm_threadpool_run(pool, (j->N + j->item_rows - 1) / j->item_rows, fn, j);
+}
+
+/*
+ * Panels of row_align weight rows per product item: 16, and fewer (not under 4) where N would
+ * then give a thread fewer than 4 items to balance with. Threads on neighbouring items write
+ * neighbouring columns of the same output rows, which slows both: on a 2-core Zen 5, items of
+ * 4 panels made bench_gemm's 2-thread products 4-7% slower at L = 160 and 10-13% at L = 512
+ * than items of 16 (32 and 64 were no faster than 16).
+ */
+static int64_t product_panels(const struct dllm_kernels *k, int64_t N, int threads)
+{
+    const int64_t panels = N / (k->row_align * 4 * threads);
+    return panels < 4 ? 4 : panels > 16 ? 16 : panels;
 }
 
 /* The product of rows_par and rows_packed_par: rows_item over the pool. */
@@ -226,7 +239,7 @@ static void rows_run(const struct dllm_kernels *k, struct dllm_threadpool *pool,
                         .y = y,
                         .ldy = ldy,
                         .packed = packed};
-    run_row_items(pool, &j, rows_item);
+    run_row_items(pool, &j, product_panels(k, N, dllm_threadpool_size(pool)), rows_item);
 }
 
 void dllm_kernels_rows_packed_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
@@ -240,7 +253,7 @@ void dllm_kernels_repack_par(const struct dllm_kernels *k, struct dllm_threadpoo
                              uint32_t wtype, const void *w, int64_t K, int64_t N, void *dst)
 {
     struct par_job j = {.k = k, .wtype = wtype, .w = w, .K = K, .N = N, .scratch = dst};
-    run_row_items(pool, &j, repack_item);
+    run_row_items(pool, &j, 4, repack_item);
 }
 
 void dllm_kernels_rows_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
