@@ -24,8 +24,48 @@ enum dllm_status dllm_cuda_count(int *n, struct dllm_error *err)
     return DLLM_OK;
 }
 
-enum dllm_status dllm_cuda_probe(int index, struct dllm_gpu_info *out, struct dllm_error *err)
+/* The driver's calls behind primary_active (CUdevice and CUresult are ints). */
+typedef int (*device_get_fn)(int *device, int ordinal);
+typedef int (*primary_state_fn)(int device, unsigned *flags, int *active);
+
+/* The driver's function symbol (its CUDA 12 form) through the runtime, or NULL. */
+static void *driver_function(const char *symbol)
 {
+    void *fn = NULL;
+    enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+    struct dllm_error ignored;
+    if (DLLM_CUDA(&ignored, cudaGetDriverEntryPointByVersion(symbol, &fn, 12000, cudaEnableDefault,
+                                                             &found)) ||
+        found != cudaDriverEntryPointSuccess)
+        return NULL;
+    return fn;
+}
+
+/*
+ * Whether GPU index's primary context is active: retained in this process, by a backend or by
+ * the application around the library. *known is false where the driver cannot say.
+ */
+static bool primary_active(int index, bool *known)
+{
+    const device_get_fn device_get = (device_get_fn)driver_function("cuDeviceGet");
+    const primary_state_fn state = (primary_state_fn)driver_function("cuDevicePrimaryCtxGetState");
+    int device, active = 0;
+    unsigned flags;
+    *known = device_get && state && device_get(&device, index) == 0 &&
+             state(device, &flags, &active) == 0;
+    return *known && active;
+}
+
+/*
+ * GPU index into *out. Reading its free memory makes the device's primary context (the
+ * runtime's cudaSetDevice does, since CUDA 12), which holds some hundreds of megabytes of the
+ * GPU until the process ends; *made says whether this probe made it, so that a caller that
+ * will not use the GPU can let it go (release_context).
+ */
+static enum dllm_status probe(int index, struct dllm_gpu_info *out, bool *made,
+                              struct dllm_error *err)
+{
+    *made = false;
     int n;
     enum dllm_status st = dllm_cuda_count(&n, err);
     if (st)
@@ -33,12 +73,17 @@ enum dllm_status dllm_cuda_probe(int index, struct dllm_gpu_info *out, struct dl
     if (index < 0 || index >= n)
         return dllm_error_set(err, DLLM_ERR_ARG,
                               "there is no GPU %d: this machine has %d (0 to %d)", index, n, n - 1);
+    bool known;
+    const bool had = primary_active(index, &known);
     struct cudaDeviceProp prop;
     struct dllm_gpu_info g = {.index = index};
     size_t free_b, total_b;
-    if ((st = DLLM_CUDA(err, cudaGetDeviceProperties(&prop, index))) ||
-        (st = DLLM_CUDA(err, cudaSetDevice(index))) ||
-        (st = DLLM_CUDA(err, cudaMemGetInfo(&free_b, &total_b))) ||
+    if ((st = DLLM_CUDA(err, cudaGetDeviceProperties(&prop, index))))
+        return st;
+    if ((st = DLLM_CUDA(err, cudaSetDevice(index))))
+        return st;
+    *made = known && !had;
+    if ((st = DLLM_CUDA(err, cudaMemGetInfo(&free_b, &total_b))) ||
         (st = DLLM_CUDA(err, cudaDriverGetVersion(&g.driver_version))) ||
         (st = DLLM_CUDA(err, cudaRuntimeGetVersion(&g.runtime_version))))
         return st;
@@ -49,6 +94,22 @@ enum dllm_status dllm_cuda_probe(int index, struct dllm_gpu_info *out, struct dl
     g.total_bytes = total_b;
     *out = g;
     return DLLM_OK;
+}
+
+/* Destroys the primary context a probe made on the current device, when it made one. */
+static void release_context(bool made)
+{
+    struct dllm_error ignored;
+    if (made)
+        DLLM_CUDA(&ignored, cudaDeviceReset());
+}
+
+enum dllm_status dllm_cuda_probe(int index, struct dllm_gpu_info *out, struct dllm_error *err)
+{
+    bool made;
+    const enum dllm_status st = probe(index, out, &made, err);
+    release_context(made);
+    return st;
 }
 
 enum dllm_status dllm_cuda_check_capability(const struct dllm_gpu_info *gpu, struct dllm_error *err)
@@ -75,8 +136,10 @@ enum dllm_status dllm_cuda_check_memory(int index, uint64_t need, uint64_t cache
 enum dllm_status dllm_cuda_check_device(int index, uint64_t need, uint64_t cache_bytes,
                                         struct dllm_gpu_info *gpu, struct dllm_error *err)
 {
+    bool made;
     enum dllm_status st;
-    if ((st = dllm_cuda_probe(index, gpu, err)) || (st = dllm_cuda_check_capability(gpu, err)))
-        return st;
-    return dllm_cuda_check_memory(index, need, cache_bytes, gpu->free_bytes, err);
+    if ((st = probe(index, gpu, &made, err)) || (st = dllm_cuda_check_capability(gpu, err)) ||
+        (st = dllm_cuda_check_memory(index, need, cache_bytes, gpu->free_bytes, err)))
+        release_context(made);
+    return st;
 }

@@ -96,6 +96,22 @@ if [ "$got" -eq 0 ] || [ "$got" -eq 130 ]; then ok "--device auto without room f
 else not_ok "--device auto without room for the cache: exit $got"; fi
 expect_err "falls back to the CPU, saying why" 'not on GPU 0: the model needs [0-9.]+ GB of GPU memory with its K/V cache'
 expect_err "and where it runs" '^dllm run: running on the CPU$'
+# The primary context (the stand-in reports its state at exit with DLLM_EMU_CONTEXTS): one a
+# probe made on a GPU that is then refused or only described is destroyed again; the one on
+# the GPU a run uses stays.
+ctx() { env DLLM_EMU_CONTEXTS=1 LD_LIBRARY_PATH="$B/lib" "$@"; }
+run "--device auto with a GPU too small for the model" 0 ctx env DLLM_EMU_GPU_MB=1 "$B/bin/dllm" \
+    logits -m "$FIX/models/llada-tiny-q4km.gguf" --tokens 1,2,3 --rows all --out "$TMP/l.f32" \
+    --device auto
+expect_err "runs on the CPU" '^dllm logits: running on the CPU$'
+expect_err "leaving no context on the GPU it refused" '^cuda-emu: primary context inactive$'
+run "dllm doctor (no model in an empty cache: exit 1)" 1 ctx env HF_HOME="$TMP/empty-hf" \
+    "$B/bin/dllm" doctor
+expect_out "describes the emulated GPU" '^ok +cuda +GPU 0: host emulation'
+expect_err "leaving no context on it" '^cuda-emu: primary context inactive$'
+run "--device auto with room on the GPU" 0 ctx "$B/bin/dllm" logits \
+    -m "$FIX/models/llada-tiny-q4km.gguf" --tokens 1,2,3 --rows all --out "$TMP/l.f32" --device auto
+expect_err "keeps the context it ran in" '^cuda-emu: primary context active$'
 run "dllm bench on the emulated GPU" 0 emu bench -m "$TMP/dream-f16.gguf" --device gpu \
     --canvas 24 --rows 8 --reps 1 --json
 expect_out "its kernel is cuBLAS" '"kernel": "cublas"'

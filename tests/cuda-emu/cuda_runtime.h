@@ -81,7 +81,25 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s);
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
 cudaError_t cudaGetLastError(void);
 cudaError_t cudaGetDeviceCount(int *n);
+/* Makes device 0's primary context active, as the runtime does since CUDA 12. */
 cudaError_t cudaSetDevice(int device);
+/* Makes the primary context inactive; aborts the program (the library must never do this)
+ * while device memory is allocated, which a GPU's reset would destroy. */
+cudaError_t cudaDeviceReset(void);
+/*
+ * The driver's cuDeviceGet and cuDevicePrimaryCtxGetState (device 0's state as the calls here
+ * leave it); any other symbol is not found. With DLLM_EMU_CONTEXTS set in the environment, the
+ * state is also written to standard error as the program exits ("cuda-emu: primary context
+ * active" or "inactive").
+ */
+enum cudaDriverEntryPointQueryResult {
+    cudaDriverEntryPointSuccess = 0,
+    cudaDriverEntryPointSymbolNotFound = 1,
+};
+#define cudaEnableDefault 0x0ULL
+cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **fn, unsigned version,
+                                             unsigned long long flags,
+                                             enum cudaDriverEntryPointQueryResult *found);
 cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int device);
 cudaError_t cudaDriverGetVersion(int *version);
 cudaError_t cudaRuntimeGetVersion(int *version);

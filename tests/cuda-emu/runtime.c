@@ -8,6 +8,8 @@
 #include "clock.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -363,9 +365,64 @@ cudaError_t cudaGetDeviceCount(int *n)
     return cudaSuccess;
 }
 
+/* Whether device 0's primary context is active. */
+static atomic_bool primary;
+
+/* Writes the primary context's state at exit (cuda_runtime.h). */
+static void report_primary(void)
+{
+    fprintf(stderr, "cuda-emu: primary context %s\n", primary ? "active" : "inactive");
+}
+
+__attribute__((constructor)) static void report_primary_at_exit(void)
+{
+    if (getenv("DLLM_EMU_CONTEXTS"))
+        atexit(report_primary);
+}
+
 cudaError_t cudaSetDevice(int device)
 {
-    return result(device == 0 ? cudaSuccess : cudaErrorInvalidDevice);
+    if (device != 0)
+        return result(cudaErrorInvalidDevice);
+    primary = true;
+    return cudaSuccess;
+}
+
+cudaError_t cudaDeviceReset(void)
+{
+    pthread_mutex_lock(&mem.lock);
+    const size_t live = mem.n;
+    pthread_mutex_unlock(&mem.lock);
+    if (live) {
+        fprintf(stderr, "cuda-emu: cudaDeviceReset with %zu allocations live\n", live);
+        abort();
+    }
+    primary = false;
+    return cudaSuccess;
+}
+
+static int emu_device_get(int *device, int ordinal)
+{
+    *device = ordinal;
+    return ordinal == 0 ? 0 : 101; /* CUDA_ERROR_INVALID_DEVICE */
+}
+
+static int emu_primary_state(int device, unsigned *flags, int *active)
+{
+    *flags = 0;
+    *active = device == 0 && primary;
+    return device == 0 ? 0 : 101;
+}
+
+cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **fn, unsigned version,
+                                             unsigned long long flags,
+                                             enum cudaDriverEntryPointQueryResult *found)
+{
+    *fn = !strcmp(symbol, "cuDeviceGet")                  ? (void *)emu_device_get
+          : !strcmp(symbol, "cuDevicePrimaryCtxGetState") ? (void *)emu_primary_state
+                                                          : NULL;
+    *found = *fn ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
+    return cudaSuccess;
 }
 
 cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int device)
