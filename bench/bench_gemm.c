@@ -94,14 +94,11 @@ static double peak_zmm_loop(void)
 }
 
 /*
- * Like dot_chains_zmm, each step of the 256-bit loops is written as its instruction, in place
- * on its accumulator, so that the compiler adds no register copies.
- */
-
-/*
  * static double peak_<name>_loop(void), compiled for isa: int8 operations (2 per multiply-add)
  * of PEAK_ITERS x 12 independent 256-bit accumulators b0..b11, each updated by STEP(i), an
- * instruction of 32 multiply-adds on b##i and the operands u and s.
+ * instruction of 32 multiply-adds on b##i and the operands u and s, written (as in
+ * dot_chains_zmm) as the instruction in place on its accumulator, so that the compiler adds no
+ * register copies.
  */
 #define PEAK_LOOP_256(name, isa, STEP)                                                             \
     __attribute__((target(isa))) static double peak_##name##_loop(void)                            \

@@ -2,7 +2,7 @@
 
 #include <immintrin.h>
 
-const int dot_chain_counts[8] = {1, 2, 4, 6, 8, 10, 12, DOT_CHAINS_MAX};
+const int dot_chain_counts[8] = {1, 2, 4, 6, 8, 10, 12, 16};
 
 /* One dot product on accumulator a, with the same two operand registers every time. */
 #define DOT(a) __asm__("vpdpbusd %2, %1, %0" : "+v"(a) : "v"(u), "v"(s));

@@ -6,7 +6,6 @@
 #define DLLM_BENCH_DOT_CHAINS_H
 
 /* The chain counts dot_chains_zmm runs. */
-#define DOT_CHAINS_MAX 16
 extern const int dot_chain_counts[8];
 
 /*

@@ -869,9 +869,10 @@ static void cpu_output(struct dllm_backend *be, int64_t R, float *logits,
     for (int64_t r0 = 0; r0 < R; r0 += OUTPUT_CHUNK) {
         const int64_t n = R - r0 < OUTPUT_CHUNK ? R - r0 : OUTPUT_CHUNK;
         product(c, w, c->buf[DLLM_BUF_OUT] + r0 * E, n, false, c->chunk, V);
-        struct stats_job job = {c, c->chunk, stats ? stats + r0 : NULL};
-        if (stats)
+        if (stats) {
+            struct stats_job job = {c, c->chunk, stats + r0};
             dllm_threadpool_run(c->pool, n, stats_row, &job);
+        }
         if (logits)
             memcpy(logits + r0 * V, c->chunk, (size_t)(n * V) * sizeof *logits);
     }
