@@ -368,7 +368,7 @@ int main(int argc, char **argv)
                     struct dllm_threadpool *pool = NULL;
                     dllm_threadpool_new(atoi(threads[hi]), &pool, NULL);
                     if (packed != NULL && hi == 0) {
-                        dllm_kernels_repack_par(k, pool, wtype, w, K, N, packed);
+                        dllm_kernels_repack_par(k, pool, wtype, w, K, N, packed, NULL);
                     }
                     for (int li = 0; li < n_rows; li++) {
                         struct gemm_job job = {.k = k,

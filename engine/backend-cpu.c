@@ -34,7 +34,6 @@ struct matrix {
     uint32_t type;
     const void *data; /* NULL: the model has no such matrix (a MoE model's dense FFN) */
     int64_t K, N;
-    size_t bytes;
     const void *packed; /* NULL when not repacked */
 };
 
@@ -206,8 +205,7 @@ static struct matrix matrix_of(const struct dllm_gguf_tensor *t, int64_t e)
     return (struct matrix){.type = t->type,
                            .data = (const uint8_t *)t->data + (size_t)e * bytes,
                            .K = t->ne[0],
-                           .N = t->ne[1],
-                           .bytes = bytes};
+                           .N = t->ne[1]};
 }
 
 /* Where a MoE model's router of layer il is in c->mats. */
@@ -262,11 +260,24 @@ static size_t repacked_bytes(const struct cpu *c, const struct matrix *mat)
     return c->kernels->repacked_bytes(mat->type, mat->K, mat->N);
 }
 
+/* A matrix's bytes as dllm_kernels_repack_par reads them: from the model's file. */
+struct matrix_source {
+    const struct dllm_gguf *gguf;
+    const uint8_t *data;
+};
+
+static int read_matrix(void *user, size_t at, size_t n, void *dst)
+{
+    const struct matrix_source *src = user;
+    return dllm_gguf_read(src->gguf, src->data + at, n, dst);
+}
+
 /*
  * Lists the model's matrices and, where the kernel variant repacks their types, repacks them
- * into one anonymous mapping and releases the pages of the originals, so the weights stay
- * resident once. The repacked copies are as large as the originals, plus a few bytes per Q6_K
- * block. The cancel flag is checked before each matrix.
+ * into one anonymous mapping. Each thread reads the rows it repacks from the file into a buffer
+ * of its own (see dllm_gguf_read), so the file's pages of those matrices are never mapped and
+ * the weights are resident once. The repacked copies are as large as the originals, plus a few
+ * bytes per Q6_K block. The cancel flag is checked before each matrix.
  */
 static enum dllm_status repack_matrices(struct cpu *c, const struct dllm_backend_config *cfg,
                                         struct dllm_error *err)
@@ -275,39 +286,60 @@ static enum dllm_status repack_matrices(struct cpu *c, const struct dllm_backend
     enum dllm_status st = list_matrices(c, err);
     if (st)
         return st;
-    size_t total = 0;
-    for (int64_t i = 0; i < c->n_mats; i++)
-        total += repacked_bytes(c, &c->mats[i]);
+    size_t total = 0, buf_bytes = 0;
+    for (int64_t i = 0; i < c->n_mats; i++) {
+        const struct matrix *mat = &c->mats[i];
+        const size_t bytes = repacked_bytes(c, mat);
+        total += bytes;
+        if (bytes) {
+            const size_t b = dllm_kernels_repack_buf_bytes(c->kernels, mat->type, mat->K);
+            buf_bytes = b > buf_bytes ? b : buf_bytes;
+        }
+    }
     if (total == 0)
         return DLLM_OK;
+    const int threads = dllm_threadpool_size(c->pool);
+    buf_bytes = (buf_bytes + BUFFER_ALIGN - 1) / BUFFER_ALIGN * BUFFER_ALIGN;
+    void *buf = aligned_alloc(BUFFER_ALIGN, buf_bytes * (size_t)threads);
     void *map = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (map == MAP_FAILED)
+    if (!buf || map == MAP_FAILED) {
+        free(buf);
+        if (map != MAP_FAILED)
+            munmap(map, total);
         return dllm_error_set(err, DLLM_ERR_NOMEM,
                               "out of memory for the repacked weights (%.1f GB): close other "
                               "programs or use a smaller model",
                               (double)total / 1e9);
+    }
     /* Huge pages where the system gives them on request: a 2 MB page faults once for 512. */
     madvise(map, total, MADV_HUGEPAGE);
     c->packed = map;
     c->packed_bytes = total;
     uint8_t *dst = map;
     report_repack(cfg, 0, total);
-    for (int64_t i = 0; i < c->n_mats; i++) {
-        if (cfg->cancel && atomic_load(cfg->cancel))
-            return dllm_error_set(err, DLLM_ERR_CANCELLED, "cancelled while repacking the weights");
+    for (int64_t i = 0; i < c->n_mats && !st; i++) {
         struct matrix *mat = &c->mats[i];
         const size_t bytes = repacked_bytes(c, mat);
         if (bytes == 0)
             continue;
-        dllm_gguf_prefault(m->gguf, mat->data, mat->bytes);
-        dllm_kernels_repack_par(c->kernels, c->pool, mat->type, mat->data, mat->K, mat->N, dst);
+        if (cfg->cancel && atomic_load(cfg->cancel)) {
+            st = dllm_error_set(err, DLLM_ERR_CANCELLED, "cancelled while repacking the weights");
+            break;
+        }
+        struct matrix_source src = {.gguf = m->gguf, .data = mat->data};
+        const struct dllm_weight_reader reader = {.read = read_matrix, .user = &src, .buf = buf};
+        const int e = dllm_kernels_repack_par(c->kernels, c->pool, mat->type, NULL, mat->K, mat->N,
+                                              dst, &reader);
+        if (e) {
+            st = dllm_error_set(err, DLLM_ERR_IO, "cannot read the model file: %s", strerror(e));
+            break;
+        }
         mat->packed = dst;
-        if (mat->data != m->tok_embd->data)
-            dllm_gguf_release_pages(m->gguf, mat->data, mat->bytes);
         dst += bytes;
         report_repack(cfg, (size_t)(dst - (uint8_t *)map), total);
     }
-    return DLLM_OK;
+    free(buf);
+    return st;
 }
 
 static void cpu_destroy(struct dllm_backend *be)

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- deterministic random data ---------------------------------------------------------- */
@@ -1052,6 +1053,38 @@ START_TEST(test_cancel_repack)
 }
 END_TEST
 
+/*
+ * A model file cut short after it was opened (rewritten while a program loads it): the repack
+ * reads the matrices from the file, so the forward context fails with DLLM_ERR_IO and one line
+ * naming the problem, leaves no context and touches no page past the new end (which would kill
+ * the process with SIGBUS).
+ */
+START_TEST(test_repack_read_error)
+{
+    const struct dllm_kernels *k;
+    struct dllm_error err = {0};
+    if (dllm_kernels_select("avx2", &k, &err) != DLLM_OK) {
+        printf("SKIP: repack read error: %s\n", err.text);
+        return;
+    }
+    char *path;
+    struct dllm_model *model = open_six_layers(&path);
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_int_eq(truncate(path, st.st_size / 2), 0);
+    struct dllm_threadpool *pool;
+    ck_assert_int_eq(dllm_threadpool_new(2, &pool, &err), DLLM_OK);
+    struct progress_log log = {.max_layer = -1};
+    struct dllm_forward *fwd = (struct dllm_forward *)&log; /* must become NULL */
+    ck_assert_int_eq(new_forward(model, pool, "avx2", &log, NULL, &fwd, &err), DLLM_ERR_IO);
+    ck_assert_ptr_null(fwd);
+    ck_assert_str_eq(err.text, "cannot read the model file: Input/output error");
+    dllm_threadpool_free(pool);
+    dllm_model_close(model);
+    remove_six_layers(path);
+}
+END_TEST
+
 /* The other thread of test_cancel_thread: sets the flag when told to, then says so. */
 struct canceller {
     pthread_mutex_t lock;
@@ -1159,6 +1192,7 @@ static Suite *forward_suite(void)
     tc = tcase_create("cancel");
     tcase_add_test(tc, test_cancel_pass);
     tcase_add_test(tc, test_cancel_repack);
+    tcase_add_test(tc, test_repack_read_error);
     tcase_add_test(tc, test_cancel_thread);
     suite_add_tcase(s, tc);
     return s;

@@ -5,6 +5,7 @@
 #include "gguf_edit.h"
 
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -509,47 +510,55 @@ START_TEST(nested_arrays)
 END_TEST
 
 /*
- * Releasing the pages of a model's tensor data (as a forward pass does once it has repacked
- * them) loses nothing: the bytes read the same afterwards, from a mapped file, and from an image
- * in memory, where releasing does nothing.
+ * Reading a model's tensor data (as a forward pass reads the matrices it repacks) gives the
+ * file's bytes, from a mapped file (pread) and from an image in memory (memcpy), in pieces
+ * from any offset; a mapped file that has become shorter since it was opened fails with EIO.
  */
-START_TEST(release_pages)
+START_TEST(read_tensor_data)
 {
-    char *path = fixture_path("models/llada-tiny-q4km.gguf");
-    FILE *f = fopen(path, "rb");
-    ck_assert_ptr_nonnull(f);
-    fseek(f, 0, SEEK_END);
-    const size_t size = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *image = malloc(size);
-    ck_assert(image != NULL && fread(image, 1, size, f) == size);
-    fclose(f);
+    size_t size;
+    uint8_t *image = (uint8_t *)fixture_read("models/llada-tiny-q4km.gguf", &size);
     struct dllm_gguf *mapped = open_fixture("models/llada-tiny-q4km.gguf"), *mem = NULL;
     struct dllm_error err;
     ck_assert_int_eq(dllm_gguf_open_memory(image, size, &mem, &err), DLLM_OK);
-    /* the span of all tensor data, in each reader; the same file offset in both */
-    const uint8_t *lo[2], *hi[2];
     struct dllm_gguf *both[] = {mapped, mem};
+    uint8_t *got = malloc(size);
+    ck_assert_ptr_nonnull(got);
     for (int i = 0; i < 2; i++) {
-        lo[i] = hi[i] = dllm_gguf_tensor(both[i], 0)->data;
         for (int64_t t = 0; t < dllm_gguf_n_tensors(both[i]); t++) {
             const struct dllm_gguf_tensor *tt = dllm_gguf_tensor(both[i], t);
-            const uint8_t *end = (const uint8_t *)tt->data + tt->size;
-            lo[i] = (const uint8_t *)tt->data < lo[i] ? tt->data : lo[i];
-            hi[i] = end > hi[i] ? end : hi[i];
+            const size_t at = dllm_gguf_data_offset(both[i]) + tt->offset, half = tt->size / 3;
+            memset(got, 0xa5, tt->size);
+            ck_assert_int_eq(dllm_gguf_read(both[i], tt->data, half, got), 0);
+            ck_assert_int_eq(dllm_gguf_read(both[i], (const uint8_t *)tt->data + half,
+                                            tt->size - half, got + half),
+                             0);
+            ck_assert_int_eq(memcmp(got, image + at, tt->size), 0);
         }
-    }
-    const size_t off = (size_t)(lo[1] - image), len = (size_t)(hi[1] - lo[1]);
-    ck_assert_uint_gt(len, 3 * 4096); /* whole pages to release */
-    for (int i = 0; i < 2; i++) {
-        ck_assert_uint_eq((size_t)(hi[i] - lo[i]), len);
-        dllm_gguf_release_pages(both[i], lo[i], len);
-        ck_assert_int_eq(memcmp(lo[i], image + off, len), 0);
     }
     dllm_gguf_close(mem);
     dllm_gguf_close(mapped);
+
+    /* a copy of the file, opened, then cut short before its last tensor is read */
+    char *dir = test_tmpdir(), path[4200];
+    snprintf(path, sizeof path, "%s/cut.gguf", dir);
+    FILE *f = fopen(path, "wb");
+    ck_assert(f && fwrite(image, 1, size, f) == size && fclose(f) == 0);
+    struct dllm_gguf *g;
+    ck_assert_int_eq(dllm_gguf_open(path, &g, &err), DLLM_OK);
+    const struct dllm_gguf_tensor *last = dllm_gguf_tensor(g, 0);
+    for (int64_t t = 1; t < dllm_gguf_n_tensors(g); t++) {
+        const struct dllm_gguf_tensor *tt = dllm_gguf_tensor(g, t);
+        last = tt->offset > last->offset ? tt : last;
+    }
+    ck_assert_int_eq(truncate(path, (off_t)(dllm_gguf_data_offset(g) + last->offset)), 0);
+    ck_assert_int_eq(dllm_gguf_read(g, last->data, last->size, got), EIO);
+    dllm_gguf_close(g);
+    unlink(path);
+    rmdir(dir);
+    free(dir);
+    free(got);
     free(image);
-    free(path);
 }
 END_TEST
 
@@ -606,7 +615,7 @@ static Suite *gguf_suite(void)
     tcase_add_test(tc, typed_lookups);
     tcase_add_test(tc, rebuild_roundtrip);
     tcase_add_test(tc, nested_arrays);
-    tcase_add_test(tc, release_pages);
+    tcase_add_test(tc, read_tensor_data);
     suite_add_tcase(s, tc);
     tc = tcase_create("errors");
     tcase_add_test(tc, malformed_truncation);

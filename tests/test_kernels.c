@@ -15,6 +15,7 @@
 #include "threadpool.h"
 
 #include <check.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -504,12 +505,29 @@ START_TEST(test_par)
 }
 END_TEST
 
+/* A weight reader over bytes in memory (the weights' file, for the repack) that can fail. */
+struct memory_reader {
+    const uint8_t *w;
+    size_t fail_from; /* reads reaching past this byte fail with EIO */
+};
+
+static int read_memory(void *user, size_t at, size_t n, void *dst)
+{
+    const struct memory_reader *r = user;
+    if (at + n > r->fail_from) {
+        return EIO;
+    }
+    memcpy(dst, r->w + at, n);
+    return 0;
+}
+
 /*
  * Repacked K-quant matrices: every SIMD variant repacks Q4_K, Q5_K and Q6_K (and nothing else,
  * repacked_bytes 0) into exactly as many bytes as N rounded up to a panel takes, and its
  * products over the repacked copy are bit for bit those over the GGUF layout, on one call and
  * shared out over a pool (items of whole panels; N = 200 ends in a partial panel), and the
- * repack shared out over a pool writes what one call writes.
+ * repack shared out over a pool writes what one call writes, from memory and from a reader
+ * (each thread's rows read into its buffer first); a read that fails is reported.
  */
 START_TEST(test_repacked)
 {
@@ -546,8 +564,19 @@ START_TEST(test_repacked)
     struct dllm_threadpool *pool = NULL;
     ck_assert_int_eq(dllm_threadpool_new(3, &pool, NULL), DLLM_OK);
     k->repack(wtype, w, K, N, 0, N, packed);
-    dllm_kernels_repack_par(k, pool, wtype, w, K, N, packed2);
+    ck_assert_int_eq(dllm_kernels_repack_par(k, pool, wtype, w, K, N, packed2, NULL), 0);
     ck_assert_int_eq(memcmp(packed, packed2, bytes), 0);
+    const size_t wbytes = (size_t)(N * K / tr->block_elems) * tr->block_bytes;
+    struct memory_reader mr = {.w = w, .fail_from = wbytes};
+    uint8_t *rbuf = malloc(3 * dllm_kernels_repack_buf_bytes(k, wtype, K));
+    ck_assert_ptr_nonnull(rbuf);
+    const struct dllm_weight_reader reader = {.read = read_memory, .user = &mr, .buf = rbuf};
+    memset(packed2, 0, bytes);
+    ck_assert_int_eq(dllm_kernels_repack_par(k, pool, wtype, NULL, K, N, packed2, &reader), 0);
+    ck_assert_int_eq(memcmp(packed, packed2, bytes), 0);
+    mr.fail_from = wbytes - 1;
+    ck_assert_int_eq(dllm_kernels_repack_par(k, pool, wtype, NULL, K, N, packed2, &reader), EIO);
+    free(rbuf);
     k->quantize(wtype, x, K, L, scratch);
     k->rows(wtype, w, K, 0, N, scratch, L, y, N);
     k->rows_packed(wtype, packed, K, 0, N, scratch, L, yp, N);

@@ -42,6 +42,7 @@ struct dllm_gguf {
     const uint8_t *base;
     size_t size;
     bool mapped;
+    int fd; /* the mapped file, kept open for dllm_gguf_read; -1 for an image in memory */
     uint32_t version;
     size_t alignment;
     size_t data_offset;
@@ -554,20 +555,26 @@ static enum dllm_status parse(struct dllm_gguf *g, struct dllm_error *err)
     return place_tensors(g, &c);
 }
 
-/* Creates the reader over an image and parses it; frees everything on failure. */
-static enum dllm_status open_image(const void *data, size_t size, bool mapped,
-                                   struct dllm_gguf **out, struct dllm_error *err)
+/*
+ * Creates the reader over an image, the mapping of the open file fd or (fd -1) bytes in memory,
+ * and parses it; frees everything, the mapping and fd included, on failure.
+ */
+static enum dllm_status open_image(const void *data, size_t size, int fd, struct dllm_gguf **out,
+                                   struct dllm_error *err)
 {
     *out = NULL;
     struct dllm_gguf *g = calloc(1, sizeof *g);
     if (!g) {
-        if (mapped)
+        if (fd >= 0) {
             munmap((void *)data, size);
+            close(fd);
+        }
         return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
     }
     g->base = data;
     g->size = size;
-    g->mapped = mapped;
+    g->mapped = fd >= 0;
+    g->fd = fd;
     enum dllm_status st = parse(g, err);
     if (st) {
         dllm_gguf_close(g);
@@ -580,7 +587,7 @@ static enum dllm_status open_image(const void *data, size_t size, bool mapped,
 enum dllm_status dllm_gguf_open_memory(const void *data, size_t size, struct dllm_gguf **out,
                                        struct dllm_error *err)
 {
-    return open_image(data, size, false, out, err);
+    return open_image(data, size, -1, out, err);
 }
 
 enum dllm_status dllm_gguf_open(const char *path, struct dllm_gguf **out, struct dllm_error *err)
@@ -606,11 +613,12 @@ enum dllm_status dllm_gguf_open(const char *path, struct dllm_gguf **out, struct
                               (long long)st.st_size);
     }
     void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    int e = errno;
-    close(fd);
-    if (map == MAP_FAILED)
+    if (map == MAP_FAILED) {
+        int e = errno;
+        close(fd);
         return dllm_error_set(err, DLLM_ERR_IO, "cannot map: %s", strerror(e));
-    return open_image(map, (size_t)st.st_size, true, out, err);
+    }
+    return open_image(map, (size_t)st.st_size, fd, out, err);
 }
 
 void dllm_gguf_close(struct dllm_gguf *g)
@@ -628,30 +636,29 @@ void dllm_gguf_close(struct dllm_gguf *g)
     free(g->tensors);
     free(g->kvs_by_key);
     free(g->tensors_by_name);
-    if (g->mapped)
+    if (g->mapped) {
         munmap((void *)g->base, g->size);
+        close(g->fd);
+    }
     free(g);
 }
 
-void dllm_gguf_release_pages(const struct dllm_gguf *g, const void *p, size_t n)
+int dllm_gguf_read(const struct dllm_gguf *g, const void *p, size_t n, void *dst)
 {
-    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    const uintptr_t lo = ((uintptr_t)p + page - 1) / page * page,
-                    hi = ((uintptr_t)p + n) / page * page;
-    if (g->mapped && lo < hi)
-        madvise((void *)lo, hi - lo, MADV_DONTNEED);
-}
-
-void dllm_gguf_prefault(const struct dllm_gguf *g, const void *p, size_t n)
-{
-#ifdef MADV_POPULATE_READ
-    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    const uintptr_t lo = (uintptr_t)p / page * page, hi = (uintptr_t)p + n;
-    if (g->mapped && lo < hi)
-        madvise((void *)lo, hi - lo, MADV_POPULATE_READ);
-#else
-    (void)g, (void)p, (void)n;
-#endif
+    if (!g->mapped) {
+        memcpy(dst, p, n);
+        return 0;
+    }
+    off_t at = (off_t)((const uint8_t *)p - g->base);
+    for (uint8_t *d = dst; n > 0;) {
+        const ssize_t got = pread(g->fd, d, n, at);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return got < 0 ? errno : EIO;
+        d += got, at += got, n -= (size_t)got;
+    }
+    return 0;
 }
 
 uint32_t dllm_gguf_version(const struct dllm_gguf *g)

@@ -8,16 +8,11 @@
 #include <stdint.h>
 
 /*
- * Tells the kernel that the bytes [p, p + n) of a mapped file's image will not be read for a
- * while, so their pages leave the process's resident set (a later read maps them in again
- * from the file). Does nothing for an image in memory (dllm_gguf_open_memory).
+ * Copies the bytes [p, p + n) of the image into dst: from a mapped file with pread, so that its
+ * pages are never mapped into the process (the forward pass reads the matrices it repacks only
+ * this once), from an image in memory (dllm_gguf_open_memory) with memcpy. Returns 0, or an
+ * errno value when the file cannot be read (EIO when it has become shorter).
  */
-void dllm_gguf_release_pages(const struct dllm_gguf *g, const void *p, size_t n);
-/*
- * Maps in the pages of a mapped file's bytes [p, p + n) with one call (Linux 5.14's
- * MADV_POPULATE_READ), instead of a page fault every few pages as they are first read; a
- * kernel without it, or a file read into memory, leaves them to be faulted in.
- */
-void dllm_gguf_prefault(const struct dllm_gguf *g, const void *p, size_t n);
+int dllm_gguf_read(const struct dllm_gguf *g, const void *p, size_t n, void *dst);
 
 #endif

@@ -4,11 +4,13 @@
 #include "config.h"
 
 #include "dllm.h"
+#include "gguf/quant.h"
 #include "kernels/cpu.h"
 #include "kernels/matmul.h"
 #include "threadpool.h"
 
 #include <cpuid.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,8 +157,11 @@ struct par_job {
     size_t arow; /* bytes per converted activation row */
     float *y;
     int64_t ldy;
-    int64_t item_rows; /* weight rows per item */
-    bool packed;       /* w is repacked (k->rows_packed) */
+    int64_t item_rows;                       /* weight rows per item */
+    bool packed;                             /* w is repacked (k->rows_packed) */
+    const struct dllm_weight_reader *reader; /* a repack's source, when not w */
+    size_t buf_bytes;                        /* of reader->buf, per thread */
+    atomic_int read_error;                   /* the errno value of a failed read, or 0 */
 };
 
 static void quantize_item(void *ctx, int64_t item, int thread)
@@ -165,6 +170,9 @@ static void quantize_item(void *ctx, int64_t item, int thread)
     j->k->quantize(j->wtype, j->x + item * j->K, j->K, 1,
                    (uint8_t *)j->scratch + (size_t)item * j->arow);
 }
+
+/* Panels of row_align weight rows per repack item. */
+#define REPACK_PANELS 4
 
 /* The weight rows [*n0, *n1) of a product's or repack's item. */
 static void item_rows(const struct par_job *j, int64_t item, int64_t *n0, int64_t *n1)
@@ -182,12 +190,35 @@ static void rows_item(void *ctx, int64_t item, int thread)
                                                  j->y, j->ldy);
 }
 
+/* Bytes per row of W [N, K] of type wtype. */
+static size_t row_bytes(uint32_t wtype, int64_t K)
+{
+    const struct dllm_type_traits *tr = dllm_type_traits(wtype);
+    return (size_t)(K / tr->block_elems) * tr->block_bytes;
+}
+
+/*
+ * Repacks an item's rows, from w or, with a reader, from the thread's part of its buf once
+ * read there (as a matrix of n1 - n0 rows whose repacked panels start at panel n0 / row_align).
+ */
 static void repack_item(void *ctx, int64_t item, int thread)
 {
-    const struct par_job *j = ctx;
+    struct par_job *j = ctx;
     int64_t n0, n1;
     item_rows(j, item, &n0, &n1);
-    j->k->repack(j->wtype, j->w, j->K, j->N, n0, n1, j->scratch);
+    if (!j->reader) {
+        j->k->repack(j->wtype, j->w, j->K, j->N, n0, n1, j->scratch);
+        return;
+    }
+    const size_t rb = row_bytes(j->wtype, j->K);
+    uint8_t *rows = (uint8_t *)j->reader->buf + (size_t)thread * j->buf_bytes;
+    const int e = j->reader->read(j->reader->user, (size_t)n0 * rb, (size_t)(n1 - n0) * rb, rows);
+    if (e) {
+        atomic_store(&j->read_error, e);
+        return;
+    }
+    j->k->repack(j->wtype, rows, j->K, n1 - n0, 0, n1 - n0,
+                 (uint8_t *)j->scratch + j->k->repacked_bytes(j->wtype, j->K, n0));
 }
 
 void dllm_kernels_quantize_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
@@ -249,11 +280,26 @@ void dllm_kernels_rows_packed_par(const struct dllm_kernels *k, struct dllm_thre
     rows_run(k, pool, wtype, packed, true, K, N, scratch, L, y, ldy);
 }
 
-void dllm_kernels_repack_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
-                             uint32_t wtype, const void *w, int64_t K, int64_t N, void *dst)
+size_t dllm_kernels_repack_buf_bytes(const struct dllm_kernels *k, uint32_t wtype, int64_t K)
 {
-    struct par_job j = {.k = k, .wtype = wtype, .w = w, .K = K, .N = N, .scratch = dst};
-    run_row_items(pool, &j, 4, repack_item);
+    return (size_t)(REPACK_PANELS * k->row_align) * row_bytes(wtype, K);
+}
+
+int dllm_kernels_repack_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
+                            uint32_t wtype, const void *w, int64_t K, int64_t N, void *dst,
+                            const struct dllm_weight_reader *reader)
+{
+    struct par_job j = {.k = k,
+                        .wtype = wtype,
+                        .w = w,
+                        .K = K,
+                        .N = N,
+                        .scratch = dst,
+                        .reader = reader,
+                        .buf_bytes = dllm_kernels_repack_buf_bytes(k, wtype, K)};
+    atomic_init(&j.read_error, 0);
+    run_row_items(pool, &j, REPACK_PANELS, repack_item);
+    return atomic_load(&j.read_error);
 }
 
 void dllm_kernels_rows_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,

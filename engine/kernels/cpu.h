@@ -95,9 +95,29 @@ void dllm_kernels_rows_par(const struct dllm_kernels *k, struct dllm_threadpool 
                            uint32_t wtype, const void *w, int64_t K, int64_t N, const void *scratch,
                            int64_t L, float *y, int64_t ldy);
 
-/* k->repack of all of W into dst, the rows shared out over the pool. */
-void dllm_kernels_repack_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
-                             uint32_t wtype, const void *w, int64_t K, int64_t N, void *dst);
+/*
+ * Where dllm_kernels_repack_par reads W from when it is not in memory: read(user, at, n, dst)
+ * copies W's bytes [at, at + n) to dst and returns 0, or an errno value when it cannot. Each
+ * thread reads its item's rows into its own part of buf, dllm_kernels_repack_buf_bytes long,
+ * and repacks them from there, where they are still in its cache.
+ */
+struct dllm_weight_reader {
+    int (*read)(void *user, size_t at, size_t n, void *dst);
+    void *user;
+    void *buf; /* the pool's threads x dllm_kernels_repack_buf_bytes bytes */
+};
+
+/* The bytes of a reader's buf each thread needs to repack a matrix of type wtype, K columns. */
+size_t dllm_kernels_repack_buf_bytes(const struct dllm_kernels *k, uint32_t wtype, int64_t K);
+
+/*
+ * k->repack of all of W into dst, the rows shared out over the pool: from w in memory when
+ * reader is NULL, else read with reader (w unused). Returns 0, or the errno value of a read
+ * that failed (dst then incomplete).
+ */
+int dllm_kernels_repack_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
+                            uint32_t wtype, const void *w, int64_t K, int64_t N, void *dst,
+                            const struct dllm_weight_reader *reader);
 
 /* k->rows_packed for all rows [0, N) of a repacked W, shared out over the pool. */
 void dllm_kernels_rows_packed_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
