@@ -57,14 +57,15 @@ def probe_ok(docs, doc):
 
 def newest(docs, section):
     """The newest of the runs with the most entries in section (for the tables that give shares
-    of the peak, gemm and forward, among those whose probe passes probe_ok where any does): a
-    partial run (a before/after check of one model or canvas) does not hide a whole one, nor a
-    run on a busy machine a run on a quiet one."""
+    of the peak, gemm and forward, among those with a probe that passes probe_ok where any
+    has one): a partial run (a before/after check of one model or canvas) does not hide a whole
+    one, nor a run on a busy machine or one without a peak (--parts forward alone) a run on a
+    quiet one."""
     have = [d for d in docs if d.get(section)]
     most = max((len(d[section]) for d in have), default=0)
     full = [d for d in have if len(d[section]) == most]
     if section in ("gemm", "forward"):
-        full = [d for d in full if probe_ok(docs, d)] or full
+        full = [d for d in full if peak_of(d) and probe_ok(docs, d)] or full
     return max(full, key=lambda d: d["date"]) if full else None
 
 
