@@ -9,7 +9,9 @@ Parts (--parts, default gemm,forward,generate):
             when an llvm-mca is installed), with bench/bench_ports' measure of which
             instructions share the 512-bit dot products' pipes (AVX512-VNNI CPUs)
   forward   `dllm bench` on the synth models at canvas 160 and 512 (--forward-canvas), with
-            each load's time over the median of 3 `cat FILE` made just before (load_vs_cat)
+            each load's time over the median of 3 `cat FILE` made just before (load_vs_cat);
+            then a load from disk beside a cat from disk (load_cold: each time the file is
+            dropped from the page cache first with posix_fadvise POSIX_FADV_DONTNEED)
   phases    `dllm bench --threads 1 --threads-sweep 2` at canvas 160: each phase of a pass (gemm,
             attention, norms_rope, output) on 1 and 2 threads, and 2-thread over 1-thread
   generate  `dllm run --json --trace` end to end: 128 tokens, 32 steps, block 32, with and
@@ -284,6 +286,39 @@ def dllm_bench(dllm, path, canvas, rows, reps, threads):
     d["load_vs_cat"] = round(d["load_ms"] / m, 2) if m else None
     d["loadavg"] = loadavg()
     return d
+
+
+def drop_cache(path):
+    """Asks the kernel to drop the file's pages from the page cache (posix_fadvise
+    POSIX_FADV_DONTNEED: the clean pages no process maps), so that its next read is from disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def part_load_cold(dllm, paths, threads):
+    """Loads from disk, reported beside a read of the file from disk (the issue sets no target):
+    for each model the file is dropped from the page cache (drop_cache) and read once by cat,
+    then dropped again and loaded by `dllm bench --canvas 16 --rows 1 --reps 1` (its load_ms)."""
+    out = []
+    for name, path in paths.items():
+        rec = {"model": name}
+        try:
+            drop_cache(path)
+            cat = cat_file(path, times=1)
+            rec["cold_cat_ms"] = cat["cat_ms"][0]
+            drop_cache(path)
+            doc, _, _ = run([dllm, "bench", "-m", path, "--canvas", "16", "--rows", "1",
+                             "--reps", "1", "--threads", str(threads), "--json"])
+            d = json.loads(doc)
+            rec.update({"cold_load_ms": d["load_ms"], "kernel": d["kernel"],
+                        "load_vs_cat": round(d["load_ms"] / rec["cold_cat_ms"], 2)})
+        except RunError as e:
+            rec["error"] = str(e)
+        out.append(rec)
+    return out
 
 
 def part_forward(dllm, paths, threads, reps, peak, canvases):
@@ -1003,6 +1038,7 @@ def main():
     if "forward" in parts:
         res["forward"] = part_forward(dllm, paths, a.threads, a.reps, peak,
                                       [int(c) for c in a.forward_canvas.split(",")])
+        res["load_cold"] = part_load_cold(dllm, paths, a.threads)
         save()
     if "generate" in parts:
         res["generate"] = part_generate(dllm, paths, a.threads, a.threshold_tokens)

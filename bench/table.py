@@ -118,6 +118,13 @@ def forward_section(doc):
              "`cat FILE >/dev/null` just before)" % fmt(peak), ""]
     lines += table(["model", "canvas", "pass s", "GOPS", "% int8 peak", "load ms", "load / cat",
                     "peak RSS GB", "kernel"], rows)
+    cold = [[LABEL[c["model"]], failed(c["error"]), "", ""] if "error" in c else
+            [LABEL[c["model"]], fmt(c["cold_cat_ms"]), fmt(c["cold_load_ms"]),
+             fmt(c["load_vs_cat"], 2)] for c in doc.get("load_cold") or []]
+    if cold:
+        lines += ["", "Loads from disk (the file dropped from the page cache before each: "
+                  "`posix_fadvise` `POSIX_FADV_DONTNEED`; no target):", ""]
+        lines += table(["model", "cat from disk ms", "load from disk ms", "load / cat"], cold)
     return lines + ["", source(doc)]
 
 
