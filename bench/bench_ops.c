@@ -14,6 +14,7 @@
 
 #include "bench_util.h"
 #include "kernels/ops.h"
+#include "lines.h"
 
 #include <getopt.h>
 #include <math.h>
@@ -48,7 +49,7 @@ struct buffers {
 /* n floats uniform in [-1, 1) from a xorshift stream, 64-byte aligned; NULL when out of memory. */
 static float *random_floats(int64_t n, uint64_t *s)
 {
-    float *x = alloc_lines((size_t)n * sizeof *x);
+    float *x = dllm_alloc_lines((size_t)n * sizeof *x);
     for (int64_t i = 0; x != NULL && i < n; i++) {
         *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
         x[i] = (float)((double)(*s >> 11) * 0x1p-52 - 1.0);

@@ -28,11 +28,6 @@ float rng_normal(uint64_t *s)
     return (float)((sum - 2.0) * 1.7320508);
 }
 
-void *alloc_lines(size_t bytes)
-{
-    return aligned_alloc(64, (bytes + 63) / 64 * 64);
-}
-
 int cmp_double(const void *a, const void *b)
 {
     const double x = *(const double *)a, y = *(const double *)b;

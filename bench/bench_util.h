@@ -15,14 +15,6 @@ uint64_t rng_next(uint64_t *s);
 /* A normal-ish value: the sum of four 16-bit uniforms of one rng_next, centred, unit variance. */
 float rng_normal(uint64_t *s);
 
-/*
- * malloc for buffers that threads write side by side: bytes rounded up to whole 64-byte cache
- * lines, from the start of one. (A product's output rows written by two threads from a
- * malloc'd buffer, 16 bytes off a line, share a line at every boundary between their columns;
- * on a 2-core Zen 5 that made bench_gemm's 2-thread products 12% slower.) Freed with free().
- */
-void *alloc_lines(size_t bytes);
-
 /* Orders doubles for qsort. */
 int cmp_double(const void *a, const void *b);
 

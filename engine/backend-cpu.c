@@ -15,6 +15,7 @@
 #include "kernels/ops.h"
 #include "kernels/route.h"
 #include "kernels/rowmath.h"
+#include "lines.h"
 #include "threadpool.h"
 
 #include <math.h>
@@ -22,7 +23,6 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define BUFFER_ALIGN   64
 #define ATTENTION_ROWS 16 /* query rows per attention work item (a multiple of the ops' tile) */
 #define OUTPUT_CHUNK   32 /* logits rows an output into the chunk buffer computes at once */
 
@@ -155,9 +155,9 @@ static bool part_sizes(const struct dllm_backend_config *cfg, size_t size[N_PART
         size_t n;
         if (__builtin_mul_overflow((size_t)shape[i].rows, (size_t)shape[i].cols, &n) ||
             __builtin_mul_overflow(n, shape[i].elem, &n) ||
-            __builtin_add_overflow(n, (size_t)BUFFER_ALIGN - 1, &n))
+            __builtin_add_overflow(n, (size_t)DLLM_LINE - 1, &n))
             return false;
-        size[i] = n / BUFFER_ALIGN * BUFFER_ALIGN;
+        size[i] = n / DLLM_LINE * DLLM_LINE;
     }
     return true;
 }
@@ -299,8 +299,8 @@ static enum dllm_status repack_matrices(struct cpu *c, const struct dllm_backend
     if (total == 0)
         return DLLM_OK;
     const int threads = dllm_threadpool_size(c->pool);
-    buf_bytes = (buf_bytes + BUFFER_ALIGN - 1) / BUFFER_ALIGN * BUFFER_ALIGN;
-    void *buf = aligned_alloc(BUFFER_ALIGN, buf_bytes * (size_t)threads);
+    buf_bytes = (buf_bytes + DLLM_LINE - 1) / DLLM_LINE * DLLM_LINE;
+    void *buf = dllm_alloc_lines(buf_bytes * (size_t)threads);
     void *map = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (!buf || map == MAP_FAILED) {
         free(buf);
@@ -365,7 +365,7 @@ static enum dllm_status cpu_create(const struct dllm_backend_config *cfg, struct
     const size_t total = arena_bytes(cfg);
     struct cpu *c = calloc(1, sizeof *c);
     if (c && total != SIZE_MAX && part_sizes(cfg, size))
-        c->arena = aligned_alloc(BUFFER_ALIGN, total);
+        c->arena = dllm_alloc_lines(total);
     if (!c || !c->arena) {
         free(c);
         return dllm_error_set(err, DLLM_ERR_NOMEM,
@@ -455,8 +455,7 @@ static enum dllm_status cpu_kv_new(struct dllm_backend *be, int64_t n_tokens,
     const size_t bytes = dllm_kv_storage_bytes(((const struct cpu *)be)->model, n_tokens, type);
     struct dllm_kv_cache *kv = calloc(1, sizeof *kv);
     if (kv)
-        kv->data =
-            aligned_alloc(BUFFER_ALIGN, (bytes + BUFFER_ALIGN - 1) / BUFFER_ALIGN * BUFFER_ALIGN);
+        kv->data = dllm_alloc_lines(bytes);
     if (!kv || !kv->data) {
         free(kv);
         return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory for a K/V cache of %.2f GB",
@@ -891,7 +890,7 @@ static void cpu_output(struct dllm_backend *be, int64_t R, float *logits,
     struct cpu *c = (struct cpu *)be;
     const int64_t V = c->model->hp.n_vocab, E = c->model->hp.n_embd;
     const int64_t w = c->model->hp.n_layer * M_PER_LAYER;
-    if (logits && (uintptr_t)logits % BUFFER_ALIGN == 0) {
+    if (logits && (uintptr_t)logits % DLLM_LINE == 0) {
         product(c, w, c->buf[DLLM_BUF_OUT], R, false, logits, V);
         struct stats_job job = {c, logits, stats};
         if (stats)

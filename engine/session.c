@@ -11,6 +11,7 @@
 
 #include "clock.h"
 #include "dllm.h"
+#include "lines.h"
 #include "sampler.h"
 #include "threadpool.h"
 
@@ -217,7 +218,7 @@ static enum dllm_status encode_prompt(struct dllm_session *s, int64_t *n_prompt,
 static bool renew_rows(float **buf, int64_t rows, int64_t n_vocab)
 {
     const size_t bytes = (size_t)rows * (size_t)n_vocab * sizeof(float);
-    float *a = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    float *a = dllm_alloc_lines(bytes);
     if (!a)
         return false;
     free(*buf);

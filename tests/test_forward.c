@@ -8,6 +8,7 @@
 #include "forward_util.h"
 #include "kernels/cpu.h"
 #include "kernels/ops.h"
+#include "lines.h"
 #include "random_data.h"
 #include "synth.h"
 
@@ -746,8 +747,7 @@ START_TEST(test_stats_only)
     for (int r = 0; r < R; r++)
         rows[r] = (int32_t)((r * 37 + 3) % N);
     const size_t bytes = (size_t)(R * V) * sizeof(float);
-    float *logits = aligned_alloc(64, (bytes + 63) / 64 * 64),
-          *unaligned = aligned_alloc(64, (bytes + 64 + 63) / 64 * 64);
+    float *logits = dllm_alloc_lines(bytes), *unaligned = dllm_alloc_lines(bytes + 64);
     static struct dllm_row_stats with_rows[R], alone[R], off_line[R];
     size_t n_variants;
     const struct dllm_kernels *variants = dllm_kernels_all(&n_variants);

@@ -11,6 +11,7 @@
 #include "kernels/fp16.h"
 #include "kernels/matmul.h"
 #include "gguf/quant.h"
+#include "lines.h"
 #include "random_data.h"
 #include "threadpool.h"
 
@@ -557,8 +558,7 @@ START_TEST(test_repacked)
     void *w = random_weights(wtype, N, K, RANDOM_SCALES_SIGNED, &seed);
     float *x = random_acts(L, K, &seed);
     void *scratch = malloc(dllm_matmul_scratch_bytes(wtype, K, L));
-    const size_t alloc = (bytes + 63) / 64 * 64; /* aligned_alloc takes multiples of 64 */
-    uint8_t *packed = aligned_alloc(64, alloc), *packed2 = aligned_alloc(64, alloc);
+    uint8_t *packed = dllm_alloc_lines(bytes), *packed2 = dllm_alloc_lines(bytes);
     float *y = malloc((size_t)(L * N) * sizeof *y), *yp = malloc((size_t)(L * N) * sizeof *yp);
     ck_assert(scratch && packed && packed2 && y && yp);
     struct dllm_threadpool *pool = NULL;

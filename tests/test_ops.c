@@ -10,6 +10,7 @@
 #include "kernels/cpu.h"
 #include "kernels/ops.h"
 #include "kernels/route.h"
+#include "lines.h"
 #include "random_data.h"
 
 #include <check.h>
@@ -61,7 +62,7 @@
 /* n normal values of standard deviation sd, in a 64-byte aligned buffer. */
 static float *random_floats(int64_t n, double sd, uint64_t *s)
 {
-    float *x = aligned_alloc(64, ((size_t)n * sizeof(float) + 63) / 64 * 64);
+    float *x = dllm_alloc_lines((size_t)n * sizeof(float));
     ck_assert_ptr_nonnull(x);
     for (int64_t i = 0; i < n; i++) {
         x[i] = (float)(sd * rng_gauss(s));
@@ -71,7 +72,7 @@ static float *random_floats(int64_t n, double sd, uint64_t *s)
 
 static float *copy_floats(const float *x, int64_t n)
 {
-    float *y = aligned_alloc(64, ((size_t)n * sizeof(float) + 63) / 64 * 64);
+    float *y = dllm_alloc_lines((size_t)n * sizeof(float));
     ck_assert_ptr_nonnull(y);
     memcpy(y, x, (size_t)n * sizeof *y);
     return y;
