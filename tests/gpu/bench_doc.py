@@ -3,11 +3,13 @@
 
 usage: bench_doc.py --entries FILE --device gpu|cpu --bundle DIR --out OUT.json
                     --arch A --preset P --mode default|resident --model FILE --canvas N
-                    [--run RUN.json] [--bench BENCH.json] [--mem MEM.txt] [--idle MIB]
-                    [--error TEXT]
+                    [--run RUN.json] [--trace TRACE.jsonl] [--bench BENCH.json]
+                    [--mem MEM.txt] [--idle MIB] [--error TEXT]
 
 The entry (a model, a mode, a canvas) is made from what the stage's programs left: the median
-step_ms after the first of `dllm run --json` (RUN.json), the `dllm bench --json` document
+step_ms after the first of `dllm run --json` (RUN.json) with the medians of the same steps'
+forward_ms and sample_ms from its --trace (TRACE.jsonl: where a step's time goes beside the
+pass `dllm bench` times), the `dllm bench --json` document
 (BENCH.json), the GPU memory nvidia-smi sampled during the bench (MEM.txt, one MiB figure a
 line: its peak) and before it (--idle). What is missing or unreadable is null, and a bench
 document that is not there names the failure, so that one failure neither stops the stage
@@ -37,6 +39,16 @@ def median_step(run):
     """The median step_ms of a dllm run document after its first step (the warm-up)."""
     steps = (run or {}).get("step_ms") or []
     return statistics.median(steps[1:]) if len(steps) > 1 else None
+
+
+def median_traced(path, key):
+    """The median of key over the steps after the first in a dllm run --trace file, or None."""
+    try:
+        with open(path) as f:
+            values = [json.loads(line)[key] for line in f if line.strip()]
+    except (OSError, ValueError, KeyError):
+        return None
+    return statistics.median(values[1:]) if len(values) > 1 else None
 
 
 def peak_mib(path):
@@ -80,6 +92,7 @@ def main():
         ap.add_argument("--" + name, required=True)
     ap.add_argument("--canvas", type=int, required=True)
     ap.add_argument("--run")
+    ap.add_argument("--trace")
     ap.add_argument("--bench")
     ap.add_argument("--mem")
     ap.add_argument("--idle")
@@ -90,6 +103,8 @@ def main():
     entry = {"arch": a.arch, "preset": a.preset, "mode": a.mode, "device": a.device,
              "file_bytes": os.path.getsize(a.model) if os.path.isfile(a.model) else None,
              "step_ms": median_step(load_json(a.run)) if a.run else None,
+             "forward_ms": median_traced(a.trace, "forward_ms") if a.trace else None,
+             "sample_ms": median_traced(a.trace, "sample_ms") if a.trace else None,
              "canvas": a.canvas, "bench": bench,
              "gpu_peak_mib": peak_mib(a.mem) if a.mem else None,
              "gpu_idle_mib": int(a.idle) if (a.idle or "").isdigit() else None, "error": error}

@@ -134,7 +134,8 @@ stop_smi() {
 }
 
 # Per model and mode (the default, dequantizing each matrix into a scratch before its product,
-# and --gpu-resident, FP16 copies kept): dllm run's median step, then dllm bench at canvas 160
+# and --gpu-resident, FP16 copies kept): dllm run's median step and its median forward and
+# sampling times (--trace), then dllm bench at canvas 160
 # and 512, with GPU 0's peak memory at 512 (nvidia-smi every 100 ms) and its use before; each
 # entry added to the document in $OUT as it is measured (bench_doc.py).
 bench() {
@@ -161,10 +162,12 @@ bench() {
             [ "$mode" = resident ] && flag=--gpu-resident
             error=
             run=$WORK/run-$arch-$mode.json
+            trace=$WORK/trace-$arch-$mode.jsonl
             if [ ! -f "$file" ]; then
                 error="dllm synth failed"
             elif ! dl dllm run -m "$file" --device "$DEVICE" $flag --no-chat -p "$prompt" \
-                --max-tokens 128 --steps 128 --block-length 32 --no-early-stop --json >"$run"; then
+                --max-tokens 128 --steps 128 --block-length 32 --no-early-stop --json \
+                --trace "$trace" >"$run"; then
                 error="dllm run failed"
             fi
             for canvas in 160 512; do
@@ -189,7 +192,8 @@ bench() {
                 dl dllm bench -m "$file" --device "$DEVICE" $flag --canvas "$canvas" --rows 32 \
                     --json >"$doc" || rc=1
                 stop_smi
-                python3 "$HERE/bench_doc.py" "$@" --run "$run" --bench "$doc" || rc=1
+                python3 "$HERE/bench_doc.py" "$@" --run "$run" --trace "$trace" --bench "$doc" \
+                    || rc=1
             done
         done
     done
