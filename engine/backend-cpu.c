@@ -299,7 +299,6 @@ static enum dllm_status repack_matrices(struct cpu *c, const struct dllm_backend
     if (total == 0)
         return DLLM_OK;
     const int threads = dllm_threadpool_size(c->pool);
-    buf_bytes = (buf_bytes + DLLM_LINE - 1) / DLLM_LINE * DLLM_LINE;
     void *buf = dllm_alloc_lines(buf_bytes * (size_t)threads);
     void *map = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (!buf || map == MAP_FAILED) {

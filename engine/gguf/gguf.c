@@ -41,7 +41,6 @@ struct gguf_kv {
 struct dllm_gguf {
     const uint8_t *base;
     size_t size;
-    bool mapped;
     int fd; /* the mapped file, kept open for dllm_gguf_read; -1 for an image in memory */
     uint32_t version;
     size_t alignment;
@@ -573,7 +572,6 @@ static enum dllm_status open_image(const void *data, size_t size, int fd, struct
     }
     g->base = data;
     g->size = size;
-    g->mapped = fd >= 0;
     g->fd = fd;
     enum dllm_status st = parse(g, err);
     if (st) {
@@ -636,7 +634,7 @@ void dllm_gguf_close(struct dllm_gguf *g)
     free(g->tensors);
     free(g->kvs_by_key);
     free(g->tensors_by_name);
-    if (g->mapped) {
+    if (g->fd >= 0) {
         munmap((void *)g->base, g->size);
         close(g->fd);
     }
@@ -645,7 +643,7 @@ void dllm_gguf_close(struct dllm_gguf *g)
 
 int dllm_gguf_read(const struct dllm_gguf *g, const void *p, size_t n, void *dst)
 {
-    if (!g->mapped) {
+    if (g->fd < 0) {
         memcpy(dst, p, n);
         return 0;
     }

@@ -4,7 +4,6 @@
 #include "config.h"
 
 #include "dllm.h"
-#include "gguf/quant.h"
 #include "kernels/cpu.h"
 #include "kernels/matmul.h"
 #include "threadpool.h"
@@ -160,7 +159,6 @@ struct par_job {
     int64_t item_rows;                       /* weight rows per item */
     bool packed;                             /* w is repacked (k->rows_packed) */
     const struct dllm_weight_reader *reader; /* a repack's source, when not w */
-    size_t buf_bytes;                        /* of reader->buf, per thread */
     atomic_int read_error;                   /* the errno value of a failed read, or 0 */
 };
 
@@ -190,13 +188,6 @@ static void rows_item(void *ctx, int64_t item, int thread)
                                                  j->y, j->ldy);
 }
 
-/* Bytes per row of W [N, K] of type wtype. */
-static size_t row_bytes(uint32_t wtype, int64_t K)
-{
-    const struct dllm_type_traits *tr = dllm_type_traits(wtype);
-    return (size_t)(K / tr->block_elems) * tr->block_bytes;
-}
-
 /*
  * Repacks an item's rows, from w or, with a reader, from the thread's part of its buf once
  * read there (as a matrix of n1 - n0 rows whose repacked panels start at panel n0 / row_align).
@@ -210,8 +201,8 @@ static void repack_item(void *ctx, int64_t item, int thread)
         j->k->repack(j->wtype, j->w, j->K, j->N, n0, n1, j->scratch);
         return;
     }
-    const size_t rb = row_bytes(j->wtype, j->K);
-    uint8_t *rows = (uint8_t *)j->reader->buf + (size_t)thread * j->buf_bytes;
+    const size_t rb = dllm_matmul_row_bytes(j->wtype, j->K);
+    uint8_t *rows = (uint8_t *)j->reader->buf + (size_t)(thread * j->item_rows) * rb;
     const int e = j->reader->read(j->reader->user, (size_t)n0 * rb, (size_t)(n1 - n0) * rb, rows);
     if (e) {
         atomic_store(&j->read_error, e);
@@ -282,21 +273,15 @@ void dllm_kernels_rows_packed_par(const struct dllm_kernels *k, struct dllm_thre
 
 size_t dllm_kernels_repack_buf_bytes(const struct dllm_kernels *k, uint32_t wtype, int64_t K)
 {
-    return (size_t)(REPACK_PANELS * k->row_align) * row_bytes(wtype, K);
+    return (size_t)(REPACK_PANELS * k->row_align) * dllm_matmul_row_bytes(wtype, K);
 }
 
 int dllm_kernels_repack_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
                             uint32_t wtype, const void *w, int64_t K, int64_t N, void *dst,
                             const struct dllm_weight_reader *reader)
 {
-    struct par_job j = {.k = k,
-                        .wtype = wtype,
-                        .w = w,
-                        .K = K,
-                        .N = N,
-                        .scratch = dst,
-                        .reader = reader,
-                        .buf_bytes = dllm_kernels_repack_buf_bytes(k, wtype, K)};
+    struct par_job j = {
+        .k = k, .wtype = wtype, .w = w, .K = K, .N = N, .scratch = dst, .reader = reader};
     atomic_init(&j.read_error, 0);
     run_row_items(pool, &j, REPACK_PANELS, repack_item);
     return atomic_load(&j.read_error);

@@ -234,8 +234,7 @@ enum dllm_act_format dllm_matmul_act_format(uint32_t wtype)
     return t->act;
 }
 
-/* Bytes of one row of K elements of a GGML type. */
-static size_t row_bytes(uint32_t type, int64_t K)
+size_t dllm_matmul_row_bytes(uint32_t type, int64_t K)
 {
     const struct dllm_type_traits *tr = dllm_type_traits(type);
     assert(tr != NULL && K % tr->block_elems == 0);
@@ -446,7 +445,7 @@ void dllm_matmul_rows_ref(uint32_t wtype, const void *w, int64_t K, int64_t n0, 
     const struct matmul_type *t = matmul_type(wtype);
     assert(t != NULL);
     const size_t wblock = dllm_type_traits(wtype)->block_bytes;
-    const size_t wstride = row_bytes(wtype, K);
+    const size_t wstride = dllm_matmul_row_bytes(wtype, K);
     const size_t astride = dllm_matmul_act_row_bytes(wtype, K);
     for (int64_t n = n0; n < n1; n++) {
         const uint8_t *wn = (const uint8_t *)w + (size_t)n * wstride;

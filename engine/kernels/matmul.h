@@ -59,6 +59,9 @@ enum dllm_act_format dllm_matmul_act_format(uint32_t wtype);
  */
 size_t dllm_matmul_act_row_bytes(uint32_t wtype, int64_t K);
 
+/* Bytes of one weight row of K elements of a GGML type, its blocks back to back. */
+size_t dllm_matmul_row_bytes(uint32_t type, int64_t K);
+
 /* Bytes of scratch for L activation rows of K elements converted for wtype. */
 size_t dllm_matmul_scratch_bytes(uint32_t wtype, int64_t K, int64_t L);
 

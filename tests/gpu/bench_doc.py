@@ -35,20 +35,23 @@ def load_json(path):
         return None
 
 
+def median_after_first(values):
+    """The median of a step's figures after the first step (the warm-up), or None."""
+    return statistics.median(values[1:]) if len(values) > 1 else None
+
+
 def median_step(run):
-    """The median step_ms of a dllm run document after its first step (the warm-up)."""
-    steps = (run or {}).get("step_ms") or []
-    return statistics.median(steps[1:]) if len(steps) > 1 else None
+    """The median step_ms of a dllm run document after its first step."""
+    return median_after_first((run or {}).get("step_ms") or [])
 
 
 def median_traced(path, key):
     """The median of key over the steps after the first in a dllm run --trace file, or None."""
     try:
         with open(path) as f:
-            values = [json.loads(line)[key] for line in f if line.strip()]
+            return median_after_first([json.loads(line)[key] for line in f if line.strip()])
     except (OSError, ValueError, KeyError):
         return None
-    return statistics.median(values[1:]) if len(values) > 1 else None
 
 
 def peak_mib(path):
