@@ -109,12 +109,14 @@ def children_cpu_s():
     return ru.ru_utime + ru.ru_stime
 
 
-def run(cmd, timeout=3600, cpu=None):
-    """Runs cmd; returns (stdout, stderr, seconds). A failure ends the script with its output.
-    With cpu (a dict), cpu["s"] is set to the CPU seconds the command used, all threads."""
+def run(cmd, timeout=3600, cpu=None, env=None):
+    """Runs cmd (in env, or this process's environment); returns (stdout, stderr, seconds). A
+    failure ends the script with its output. With cpu (a dict), cpu["s"] is set to the CPU
+    seconds the command used, all threads."""
     log(" ".join(cmd))
     t, c = time.monotonic(), children_cpu_s()
-    p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout)
+    p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout,
+                       env=env)
     dt = time.monotonic() - t
     if cpu is not None:
         cpu["s"] = children_cpu_s() - c
@@ -477,13 +479,13 @@ SAMPLING_SETTINGS = {
 }
 
 
-def raw_prompt(dllm, path, n):
+def raw_prompt(dllm, path, n, env=None):
     """Text that `dllm run --no-chat` feeds as exactly n tokens (a word repeated, BOS
-    included where the model adds one)."""
+    included where the model adds one); dllm runs in env (by default this process's)."""
     k = n
     for _ in range(4):
         text = " a" * k
-        out, _, _ = run([dllm, "tokenize", "-m", path, "--no-chat", "-p", text])
+        out, _, _ = run([dllm, "tokenize", "-m", path, "--no-chat", "-p", text], env=env)
         got = len(out.split())
         if got == n:
             return text

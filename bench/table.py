@@ -432,9 +432,9 @@ def gpu_source(doc):
 
 
 def gpu_section(doc):
-    """tests/gpu/run.sh's bench stage: per model and mode, dllm run's step with its pass and
-    sampling times (older documents have none), dllm bench's pass at canvas 160
-    and 512, and the GPU memory at 512 beside the file's size."""
+    """tests/gpu/run.sh's bench stage: per model and mode, dllm run's step with its canvas, pass
+    and sampling times (older documents lack some), dllm bench's pass at canvas 160 and 512,
+    and the GPU memory at 512 beside the file's size."""
     cells = {}
     for e in doc["gpu"]:
         cells.setdefault((gpu_label(e), e["mode"]), {})[e["canvas"]] = e
@@ -442,7 +442,7 @@ def gpu_section(doc):
     for (label, mode), by_canvas in cells.items():
         first = next(iter(by_canvas.values()))
         if first["error"]:
-            rows.append([label, mode, failed(first["error"])] + [""] * 8)
+            rows.append([label, mode, failed(first["error"])] + [""] * 9)
             continue
 
         def pass_ms(canvas):
@@ -462,18 +462,23 @@ def gpu_section(doc):
         file_gb = first["file_bytes"] / 1e9 if first["file_bytes"] else None
         step_parts = ("n/a" if first.get("forward_ms") is None else
                       fmt(first["forward_ms"], 1) + " / " + fmt(first["sample_ms"], 1))
-        rows.append([label, mode, fmt(first["step_ms"], 1), step_parts, pass_ms(160), phases(160),
+        step_canvas = first.get("step_canvas")
+        rows.append([label, mode, fmt(first["step_ms"], 1),
+                     "not recorded" if step_canvas is None else str(step_canvas), step_parts,
+                     pass_ms(160), phases(160),
                      pass_ms(512), phases(512), fmt(used, 2), fmt(file_gb, 2),
                      fmt(None if used is None or file_gb is None else used - file_gb, 2)])
     lines = ["**GPU** (`tests/gpu/run.sh bench`, `dllm synth` Q4_K_M files; step: median "
              "`step_ms` of `dllm run` with a 32-token prompt, 128 tokens, 128 steps, blocks of "
              "32 (canvas 160, 32 logits rows) after the first, and the same steps' median "
-             "forward and sampling ms from its `--trace`; pass: `dllm bench --rows 32`, "
-             "median, and its phases' medians, gemm / attention / norms and RoPE / output; "
+             "forward and sampling ms from its `--trace`; step canvas: the run's prompt tokens "
+             "plus 128, not recorded by the documents of 2026-12-04 before 16:00, whose prompt "
+             "of 31 words made 154-155 tokens of the synth files' byte-level vocabulary (canvas "
+             "282-283); pass: `dllm bench --rows 32`, median, and its phases' medians, gemm / attention / norms and RoPE / output; "
              "memory: nvidia-smi's peak during the bench at 512 less its reading before; "
              "targets: LLaDA-8B shape step under 15 ms on an H200, memory at most the file "
              "plus 1.5 GB in the default mode)", ""]
-    lines += table(["model", "mode", "step ms", "step's forward / sampling ms",
+    lines += table(["model", "mode", "step ms", "step canvas", "step's forward / sampling ms",
                     "pass ms, canvas 160", "phases ms",
                     "pass ms, canvas 512", "phases ms", "GPU memory GB at 512", "file GB",
                     "memory - file GB"], rows)

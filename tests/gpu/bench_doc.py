@@ -7,8 +7,8 @@ usage: bench_doc.py --entries FILE --device gpu|cpu --bundle DIR --out OUT.json
                     [--mem MEM.txt] [--idle MIB] [--error TEXT]
 
 The entry (a model, a mode, a canvas) is made from what the stage's programs left: the median
-step_ms after the first of `dllm run --json` (RUN.json) with the medians of the same steps'
-forward_ms and sample_ms from its --trace (TRACE.jsonl: where a step's time goes beside the
+step_ms after the first of `dllm run --json` (RUN.json) and its canvas (prompt tokens plus
+max_tokens), with the medians of the same steps' forward_ms and sample_ms from its --trace (TRACE.jsonl: where a step's time goes beside the
 pass `dllm bench` times), the `dllm bench --json` document
 (BENCH.json), the GPU memory nvidia-smi sampled during the bench (MEM.txt, one MiB figure a
 line: its peak) and before it (--idle). What is missing or unreadable is null, and a bench
@@ -43,6 +43,14 @@ def median_after_first(values):
 def median_step(run):
     """The median step_ms of a dllm run document after its first step."""
     return median_after_first((run or {}).get("step_ms") or [])
+
+
+def run_canvas(run):
+    """The canvas of a dllm run document: its prompt's tokens and the tokens it generates."""
+    try:
+        return run["prompt_tokens"] + run["settings"]["max_tokens"]
+    except (TypeError, KeyError):
+        return None
 
 
 def median_traced(path, key):
@@ -102,10 +110,11 @@ def main():
     ap.add_argument("--error")
     a = ap.parse_args()
     bench = load_json(a.bench) if a.bench else None
+    run_doc = load_json(a.run) if a.run else None
     error = a.error or (None if bench or not a.bench else "dllm bench failed")
     entry = {"arch": a.arch, "preset": a.preset, "mode": a.mode, "device": a.device,
              "file_bytes": os.path.getsize(a.model) if os.path.isfile(a.model) else None,
-             "step_ms": median_step(load_json(a.run)) if a.run else None,
+             "step_ms": median_step(run_doc), "step_canvas": run_canvas(run_doc),
              "forward_ms": median_traced(a.trace, "forward_ms") if a.trace else None,
              "sample_ms": median_traced(a.trace, "sample_ms") if a.trace else None,
              "canvas": a.canvas, "bench": bench,

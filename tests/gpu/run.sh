@@ -126,6 +126,21 @@ check() {
     return $rc
 }
 
+# prompt_of FILE N: text that dllm run --no-chat feeds to FILE's model as exactly N tokens
+# (bench/run.py's raw_prompt, with the bundle's programs); nothing when none was found.
+prompt_of() {
+    python3 - "$ROOT/bench" "$BIN/dllm" "$1" "$2" "$LIB_PATH" <<'EOF'
+import os, sys
+sys.path.insert(0, sys.argv[1])
+import run
+env = dict(os.environ, LD_LIBRARY_PATH=sys.argv[5])
+try:
+    sys.stdout.write(run.raw_prompt(sys.argv[2], sys.argv[3], int(sys.argv[4]), env=env))
+except run.RunError as e:
+    sys.exit(str(e))
+EOF
+}
+
 # The nvidia-smi sampler of a bench, stopped on every way out of the stage.
 smi=
 stop_smi() {
@@ -145,7 +160,6 @@ bench() {
     else
         models=${BENCH_MODELS:-llada:tiny}
     fi
-    prompt=$(python3 -c 'print(" ".join(["word"] * 31))') # 32 tokens with BOS
     entries=$WORK/bench-entries.jsonl
     rm -f "$entries" "$OUT/bench-$DEVICE.json" "$OUT/bench-$DEVICE.json.tmp"
     rc=0
@@ -157,6 +171,10 @@ bench() {
             dl dllm synth --arch "$arch" --preset "$preset" --out "$file.part" --quiet; then
             mv "$file.part" "$file"
         fi
+        # a prompt of exactly 32 tokens for this model's vocabulary (synth's is byte-level: a
+        # word is several tokens), so that the step's canvas is the bench's 160
+        prompt=
+        [ -f "$file" ] && prompt=$(prompt_of "$file" 32)
         for mode in default resident; do
             flag=
             [ "$mode" = resident ] && flag=--gpu-resident
@@ -165,6 +183,8 @@ bench() {
             trace=$WORK/trace-$arch-$mode.jsonl
             if [ ! -f "$file" ]; then
                 error="dllm synth failed"
+            elif [ -z "$prompt" ]; then
+                error="no 32-token prompt (dllm tokenize failed)"
             elif ! dl dllm run -m "$file" --device "$DEVICE" $flag --no-chat -p "$prompt" \
                 --max-tokens 128 --steps 128 --block-length 32 --no-early-stop --json \
                 --trace "$trace" >"$run"; then
