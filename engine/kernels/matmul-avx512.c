@@ -1,7 +1,10 @@
 /*
  * The AVX-512 variant (F, BW, VL, DQ, VNNI): 16 weight rows per 512-bit vector, u8 x s8 dot
- * products with VPDPBUSD, its activation operand broadcast from memory. The kernels themselves
- * are in matmul-simd.h; this file defines its vector interface.
+ * products with VPDPBUSD, its activation operand broadcast from memory, or for the K-quants
+ * broadcast into a register once for a tile of two panels (KQ_PANELS): on a Zen 5 every load
+ * beside the dot products slows them, and 12 chains of them keep the pipes busy where 8 left
+ * them a tenth idle. The kernels themselves are in matmul-simd.h; this file defines its vector
+ * interface.
  */
 #include "config.h"
 
@@ -12,7 +15,8 @@
 #define SIMD_ISA        avx512
 #define SIMD_INLINE     static inline __attribute__((always_inline))
 #define NR              16 /* weight rows (int32 or float lanes) per vector */
-#define TT_K            8  /* activation rows per tile: K-quants */
+#define TT_K            6  /* activation rows per tile: K-quants, ... */
+#define KQ_PANELS       2  /* ... of two panels: 12 dot-product chains, each word loaded once */
 #define TT_Q            8  /* 32-element blocks */
 #define TT_F            12 /* float types */
 #define SIMD_DOT_ANY_U8 1  /* vi_dot2 is exact for any u8 and s8 */
@@ -151,6 +155,31 @@ SIMD_INLINE vi vi_dot2(vi acc, vi u0, vi s0, vi u1, vi s1)
 SIMD_INLINE vi vi_dot_bcast(vi acc, vi w, const void *a)
 {
     __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*(const int32_t *)a));
+    return acc;
+}
+
+/*
+ * The 4 bytes at a in every lane, as one VPBROADCASTD into a register (which the compiler
+ * would otherwise fold into each dot product that reads it, loading the word once a use).
+ */
+SIMD_INLINE vi vi_bcast_reg(const void *a)
+{
+    vi b;
+    __asm__("vpbroadcastd %1, %0" : "=v"(b) : "m"(*(const int32_t *)a));
+    return b;
+}
+
+/* acc + in each lane the sum of the four u8 x s8 products of w and b. */
+SIMD_INLINE vi vi_dot(vi acc, vi w, vi b)
+{
+    return _mm512_dpbusd_epi32(acc, w, b);
+}
+
+/* vi_dot(zero, w, b), into a register zeroed by an idiom (see vi_dot_bcast_first). */
+SIMD_INLINE vi vi_dot_first(vi w, vi b)
+{
+    vi acc;
+    __asm__("vpxord %0, %0, %0\n\tvpdpbusd %2, %1, %0" : "=&v"(acc) : "v"(w), "v"(b));
     return acc;
 }
 

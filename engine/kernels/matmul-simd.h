@@ -16,9 +16,10 @@
  * small Q4_0, Q4_1, Q5_0 and Q5_1 blocks and a few scale words gathered. One 4-byte group of an
  * activation row, broadcast to every lane, then multiplies a whole vector with one u8 x s8
  * dot-product instruction, and each unpacked vector serves a tile of TT activation rows while it is
- * in a register; a few panels share each tile's prepared activations. Block results accumulate in
- * float, so the results differ from the reference by float rounding and summation order only: the
- * integer dot products inside a block are exact.
+ * in a register (where a variant sets KQ_PANELS 2, a K-quant tile spans two panels and each
+ * broadcast word serves both); a few panels share each tile's prepared activations. Block results
+ * accumulate in float, so the results differ from the reference by float rounding and summation
+ * order only: the integer dot products inside a block are exact.
  *
  * Three kinds of weight types:
  *   K-quants (Q4_K, Q5_K, Q6_K) x Q8_K128: weights unsigned (0..63) against signed
@@ -152,6 +153,11 @@ SIMD_INLINE void store_row(float *y, vf v, int nr, bool accumulate)
 
 #define KQ_CHUNK 2 /* super-blocks unpacked per panel at a time */
 #define KQ_GROUP 4 /* panels sharing one prepared activation tile */
+#ifndef KQ_PANELS
+#define KQ_PANELS 1 /* panels a K-quant tile multiplies at once (2 possible with VNNI) */
+#endif
+static_assert(KQ_PANELS == 1 || (KQ_PANELS == 2 && SIMD_DOT_ANY_U8 && KQ_GROUP % 2 == 0),
+              "two panels a tile need VNNI and whole pairs in a group");
 
 /*
  * Where sub-block scales apply. Without VNNI a sub-block's products end as int16 pair sums that
@@ -339,27 +345,68 @@ SIMD_INLINE void subblock_dots(vi acc[TT_K], const vi *w, int n, int wmax, vi sc
     }
 }
 #else
+#if KQ_PANELS > 1
+/* An activation word broadcast into a register once, for the tile's panels to share. */
+typedef vi aword;
+SIMD_INLINE aword aword_at(const void *a)
+{
+    return vi_bcast_reg(a);
+}
+SIMD_INLINE vi dot_word(vi acc, vi w, aword b)
+{
+    return vi_dot(acc, w, b);
+}
+SIMD_INLINE vi dot_word_first(vi w, aword b)
+{
+    return vi_dot_first(w, b);
+}
+#else
+/* An activation word's address: each dot product broadcasts it from memory. */
+typedef const void *aword;
+SIMD_INLINE aword aword_at(const void *a)
+{
+    return a;
+}
+SIMD_INLINE vi dot_word(vi acc, vi w, aword b)
+{
+    return vi_dot_bcast(acc, w, b);
+}
+SIMD_INLINE vi dot_word_first(vi w, aword b)
+{
+    return vi_dot_bcast_first(w, b);
+}
+#endif
+
 /*
- * With VNNI, acc[t] = init[t] (0 when init is NULL) + the dot products of the n weight vectors w
- * with the activations of row t at a[t] + at, exact in int32. One vector a step for every row,
- * so that the TT_K sums are independent chains in program order too (two dot products of one
- * row in a row left the scheduler short of ready work: 4-10% slower on a Zen 5), each
- * started from a broadcast of init[t] or by a dot product into a zeroed register rather than a
- * copy of one.
+ * With VNNI, acc[j][t] = init[t] (0 when init is NULL) + the dot products of the n weight
+ * vectors from q0 of panel p[j] (j < np) with the activations of row t at a[t] + at, exact in
+ * int32. One vector a step for every row and panel, so that the np * TT_K sums are independent
+ * chains in program order too (two dot products of one row in a row left the scheduler short of
+ * ready work: 4-10% slower on a Zen 5), each started from a broadcast of init[t] or by a dot
+ * product into a zeroed register rather than a copy of one.
  */
-SIMD_INLINE void subblock_dots(vi acc[TT_K], const vi *w, int n, const uint8_t *const *a, size_t at,
+SIMD_INLINE void subblock_dots(vi acc[KQ_PANELS][TT_K], const struct kpanel *const *p, int np,
+                               int q0, int n, const uint8_t *const *a, size_t at,
                                const int32_t *init)
 {
 #pragma GCC unroll 16
     for (int t = 0; t < TT_K; t++) {
-        acc[t] = init ? vi_dot_bcast(vi_set1(init[t]), w[0], a[t] + at)
-                      : vi_dot_bcast_first(w[0], a[t] + at);
+        const aword b = aword_at(a[t] + at);
+        const vi start = init ? vi_set1(init[t]) : vi_zero();
+#pragma GCC unroll 2
+        for (int j = 0; j < np; j++) {
+            acc[j][t] = init ? dot_word(start, p[j]->q[q0], b) : dot_word_first(p[j]->q[q0], b);
+        }
     }
 #pragma GCC unroll 8
     for (int i = 1; i < n; i++) {
 #pragma GCC unroll 16
         for (int t = 0; t < TT_K; t++) {
-            acc[t] = vi_dot_bcast(acc[t], w[i], a[t] + at + 4 * i);
+            const aword b = aword_at(a[t] + at + 4 * i);
+#pragma GCC unroll 2
+            for (int j = 0; j < np; j++) {
+                acc[j][t] = dot_word(acc[j][t], p[j]->q[q0 + i], b);
+            }
         }
     }
 }
@@ -367,33 +414,46 @@ SIMD_INLINE void subblock_dots(vi acc[TT_K], const vi *w, int n, const uint8_t *
 
 /*
  * A tile of TT activation rows a[t] (Q8_K128, from the panel's first super-block) times nb
- * packed super-blocks with nsub sub-blocks each, of weights 0..wmax. Per activation scale da_h
- * of 128 elements and row, with dot_s the integer dot product of sub-block s, sc[s] its scale,
- * d the super-block's and sums over s in h:
+ * packed super-blocks with nsub sub-blocks each, of weights 0..wmax, of np panels (panel j's
+ * super-blocks from p + j * KQ_CHUNK; np is 1 without VNNI). Per activation scale da_h of 128
+ * elements and row, with dot_s the integer dot product of sub-block s, sc[s] its scale, d the
+ * super-block's and sums over s in h:
  *   Q4_K, Q5_K (nsub 8): y += da_h * (d * sum sc[s] * dot_s - dmin * sum mn[s] * sums[s])
  *   Q6_K (nsub 16):      y += da_h * d * sum sc[s] * (dot_s + q6off[s])
  * (q6off[s] = -32 times the sum of the activations of s). The sums over s are exact in int32
  * with KSCALE_INT, else d * sc[s] * dot_s is summed in float. Results go to y rows t < nt,
- * lanes < nr.
+ * panel j's to columns j * NR on, nr columns in all.
  */
-SIMD_INLINE void ktile(const struct kpanel *p, int nb, const uint8_t *const *a, int nsub, int wmax,
-                       float *y, int64_t ldy, int nt, int nr, bool accumulate)
+SIMD_INLINE void ktile(const struct kpanel *p, int np, int nb, const uint8_t *const *a, int nsub,
+                       int wmax, float *y, int64_t ldy, int nt, int nr, bool accumulate)
 {
     const int len = QK_K / nsub; /* elements per sub-block */
-    vf facc[TT_K];
+    vf facc[KQ_PANELS][TT_K];
+#pragma GCC unroll 2
+    for (int j = 0; j < np; j++) {
 #pragma GCC unroll 16
-    for (int t = 0; t < TT_K; t++) {
-        facc[t] = vf_zero();
+        for (int t = 0; t < TT_K; t++) {
+            facc[j][t] = vf_zero();
+        }
     }
-    for (int b = 0; b < nb; b++, p++) {
+    for (int b = 0; b < nb; b++) {
+        const struct kpanel *pb[KQ_PANELS];
+#pragma GCC unroll 2
+        for (int j = 0; j < np; j++) {
+            pb[j] = p + j * KQ_CHUNK + b;
+        }
         const size_t ab = (size_t)b * sizeof(struct block_q8_K128);
         for (int h = 0; h < QK_K / QK8_K128; h++) {
-            vf f[TT_K];
+            vf f[KQ_PANELS][TT_K];
+#pragma GCC unroll 2
+            for (int j = 0; j < np; j++) {
 #pragma GCC unroll 16
-            for (int t = 0; t < TT_K; t++) {
-                f[t] = vf_zero();
+                for (int t = 0; t < TT_K; t++) {
+                    f[j][t] = vf_zero();
+                }
             }
 #if KSCALE_INT
+            (void)np;
             vi acc[TT_K]; /* the integer sums over h */
 #pragma GCC unroll 16
             for (int t = 0; t < TT_K; t++) {
@@ -407,11 +467,16 @@ SIMD_INLINE void ktile(const struct kpanel *p, int nb, const uint8_t *const *a, 
             for (int sh = 0; sh < QK8_K128 / len; sh++) {
                 const int s = h * QK8_K128 / len + sh;
                 const size_t at = ab + offsetof(struct block_q8_K128, qs) + (size_t)(s * len);
-                subblock_dots(acc, p->q + s * len / 4, len / 4, wmax, p->sc[s], a, at);
+                subblock_dots(acc, pb[0]->q + s * len / 4, len / 4, wmax, pb[0]->sc[s], a, at);
             }
 #else
             (void)wmax;
-#pragma GCC unroll 8
+            /*
+             * Unrolled twice: fully unrolled, the two-panel tile's code outgrew what the Zen 5
+             * ran fastest (Q4_K 2-5% slower, Q6_K as fast); not at all, Q6_K's short sub-blocks
+             * ran 5% slower.
+             */
+#pragma GCC unroll 2
             for (int s = h * QK8_K128 / len; s < (h + 1) * QK8_K128 / len; s++) {
                 const size_t at = ab + offsetof(struct block_q8_K128, qs) + (size_t)(s * len);
                 /*
@@ -424,42 +489,52 @@ SIMD_INLINE void ktile(const struct kpanel *p, int nb, const uint8_t *const *a, 
                 for (int t = 0; t < TT_K && nsub == 16; t++) {
                     q6off[t] = ((const struct block_q8_K128 *)(const void *)(a[t] + ab))->q6off[s];
                 }
-                vi dots[TT_K];
-                subblock_dots(dots, p->q + s * len / 4, len / 4, a, at, nsub == 16 ? q6off : NULL);
+                vi dots[KQ_PANELS][TT_K];
+                subblock_dots(dots, pb, np, s * len / 4, len / 4, a, at, nsub == 16 ? q6off : NULL);
+#pragma GCC unroll 2
+                for (int j = 0; j < np; j++) {
 #pragma GCC unroll 16
-                for (int t = 0; t < TT_K; t++) {
-                    f[t] = vf_fmadd(vf_cvt(dots[t]), p->dsc[s], f[t]);
+                    for (int t = 0; t < TT_K; t++) {
+                        f[j][t] = vf_fmadd(vf_cvt(dots[j][t]), pb[j]->dsc[s], f[j][t]);
+                    }
                 }
             }
 #endif
 #pragma GCC unroll 16
             for (int t = 0; t < TT_K; t++) {
                 const struct block_q8_K128 *blk = (const void *)(a[t] + ab);
-                if (nsub == 8) {
-                    /* the mins of the four sub-blocks of h against their activation sums */
-                    vi m = vi_dot16_bcast(vi_zero(), p->mn[2 * h], blk->sums + 4 * h);
-                    m = vi_dot16_bcast(m, p->mn[2 * h + 1], blk->sums + 4 * h + 2);
-                    f[t] = vf_fmadd(vf_cvt(m), p->ndmin, f[t]);
-                }
-#if KSCALE_INT
-                if (nsub == 16) {
-                    /* the offset: -32 times the scales of h's 8 sub-blocks by their sums */
-                    const int16_t *sums = blk->sums16 + 8 * h;
-#pragma GCC unroll 4
-                    for (int i = 0; i < 4; i++) {
-                        acc[t] = vi_dot16_bcast(acc[t], p->mn[4 * h + i], sums + 2 * i);
+#pragma GCC unroll 2
+                for (int j = 0; j < np; j++) {
+                    if (nsub == 8) {
+                        /* the mins of the four sub-blocks of h against their activation sums */
+                        vi m = vi_dot16_bcast(vi_zero(), pb[j]->mn[2 * h], blk->sums + 4 * h);
+                        m = vi_dot16_bcast(m, pb[j]->mn[2 * h + 1], blk->sums + 4 * h + 2);
+                        f[j][t] = vf_fmadd(vf_cvt(m), pb[j]->ndmin, f[j][t]);
                     }
-                }
-                f[t] = vf_fmadd(vf_cvt(acc[t]), p->d, f[t]);
+#if KSCALE_INT
+                    if (nsub == 16) {
+                        /* the offset: -32 times the scales of h's 8 sub-blocks by their sums */
+                        const int16_t *sums = blk->sums16 + 8 * h;
+#pragma GCC unroll 4
+                        for (int i = 0; i < 4; i++) {
+                            acc[t] = vi_dot16_bcast(acc[t], pb[j]->mn[4 * h + i], sums + 2 * i);
+                        }
+                    }
+                    f[j][t] = vf_fmadd(vf_cvt(acc[t]), pb[j]->d, f[j][t]);
 #endif
-                facc[t] = vf_fmadd(f[t], vf_set1(blk->d[h]), facc[t]);
+                    facc[j][t] = vf_fmadd(f[j][t], vf_set1(blk->d[h]), facc[j][t]);
+                }
             }
         }
     }
+#pragma GCC unroll 2
+    for (int j = 0; j < np; j++) {
 #pragma GCC unroll 16
-    for (int t = 0; t < TT_K; t++) {
-        if (t < nt) {
-            store_row(y + t * ldy, facc[t], nr, accumulate);
+        for (int t = 0; t < TT_K; t++) {
+            if (t < nt) {
+                store_row(y + t * ldy + j * NR, facc[j][t], nr - j * NR < NR ? nr - j * NR : NR,
+                          accumulate);
+            }
         }
     }
 }
@@ -468,21 +543,33 @@ static void ktile_q4(const void *panel, int nb, const void *acts, const uint8_t 
                      int64_t ldy, int nt, int nr, bool accumulate)
 {
     (void)acts;
-    ktile(panel, nb, a, 8, 15, y, ldy, nt, nr, accumulate);
+    if (KQ_PANELS > 1 && nr > NR) {
+        ktile(panel, 2, nb, a, 8, 15, y, ldy, nt, nr, accumulate);
+    } else {
+        ktile(panel, 1, nb, a, 8, 15, y, ldy, nt, nr, accumulate);
+    }
 }
 
 static void ktile_q5(const void *panel, int nb, const void *acts, const uint8_t *const *a, float *y,
                      int64_t ldy, int nt, int nr, bool accumulate)
 {
     (void)acts;
-    ktile(panel, nb, a, 8, 31, y, ldy, nt, nr, accumulate);
+    if (KQ_PANELS > 1 && nr > NR) {
+        ktile(panel, 2, nb, a, 8, 31, y, ldy, nt, nr, accumulate);
+    } else {
+        ktile(panel, 1, nb, a, 8, 31, y, ldy, nt, nr, accumulate);
+    }
 }
 
 static void ktile_q6(const void *panel, int nb, const void *acts, const uint8_t *const *a, float *y,
                      int64_t ldy, int nt, int nr, bool accumulate)
 {
     (void)acts;
-    ktile(panel, nb, a, 16, 63, y, ldy, nt, nr, accumulate);
+    if (KQ_PANELS > 1 && nr > NR) {
+        ktile(panel, 2, nb, a, 16, 63, y, ldy, nt, nr, accumulate);
+    } else {
+        ktile(panel, 1, nb, a, 16, 63, y, ldy, nt, nr, accumulate);
+    }
 }
 
 /* ---- 32-element blocks ------------------------------------------------------------------- */
@@ -827,6 +914,7 @@ struct kind {
     int chunk;           /* blocks packed per panel at a time */
     int group;           /* panels sharing one prepared activation tile */
     int tt;              /* activation rows per tile */
+    int panels;          /* panels a tile call multiplies at once (nr up to panels * NR) */
     int pwords;          /* vectors per repacked block (kwords), 0 when the type is not repacked */
     void (*pack)(void *panel, const uint8_t *blk, const struct panel_rows *pr);
     void (*prep)(void *acts, const uint8_t *const *a, int nb);
@@ -837,16 +925,17 @@ struct kind {
 #define KQ(type, pack, prep, tile)                                                                 \
     {                                                                                              \
         QK_K, sizeof(struct block_##type), sizeof(struct block_q8_K128), sizeof(struct kpanel),    \
-            KQ_CHUNK, KQ_GROUP, TT_K, (sizeof(struct block_##type) + 3) / 4, pack, prep, tile      \
+            KQ_CHUNK, KQ_GROUP, TT_K, KQ_PANELS, (sizeof(struct block_##type) + 3) / 4, pack,      \
+            prep, tile                                                                             \
     }
 #define Q32(type, pack, prep, tile)                                                                \
     {                                                                                              \
         QK8_0, sizeof(struct block_##type), sizeof(struct block_q8_0), sizeof(struct qpanel),      \
-            Q32_CHUNK, Q32_GROUP, TT_Q, 0, pack, prep, tile                                        \
+            Q32_CHUNK, Q32_GROUP, TT_Q, 1, 0, pack, prep, tile                                     \
     }
 #define FLT(esize, pack, prep)                                                                     \
     {                                                                                              \
-        FB, FB *(esize), FB *(esize), sizeof(struct fpanel), F_CHUNK, F_GROUP, TT_F, 0, pack,      \
+        FB, FB *(esize), FB *(esize), sizeof(struct fpanel), F_CHUNK, F_GROUP, TT_F, 1, 0, pack,   \
             prep, ftile                                                                            \
     }
 
@@ -906,8 +995,8 @@ static_assert(TT_K <= TT_MAX && TT_Q <= TT_MAX && TT_F <= TT_MAX, "tiles fit TT_
 /*
  * Rows [n0, n1) of W times the L activation rows in scratch. Groups of up to k->group panels
  * of NR rows are packed k->chunk blocks at a time; each tile of k->tt activation rows is then
- * prepared once and multiplied with every panel of the group. Missing rows of the last tile
- * repeat its last row and are not stored.
+ * prepared once and multiplied with every panel of the group, k->panels at a call. Missing
+ * rows of the last tile repeat its last row and are not stored.
  */
 static void rows_kind(const struct kind *k, const uint8_t *w, bool packed, int64_t K, int64_t n0,
                       int64_t n1, const uint8_t *scratch, int64_t L, float *y, int64_t ldy)
@@ -964,10 +1053,10 @@ static void rows_kind(const struct kind *k, const uint8_t *w, bool packed, int64
                 if (k->prep != NULL) {
                     k->prep(&acts, a, nb);
                 }
-                for (int i = 0; i < np; i++) {
-                    const int64_t p0 = g0 + i * NR;
+                for (int i = 0; i < np; i += k->panels) {
+                    const int64_t p0 = g0 + i * NR, span = (int64_t)k->panels * NR;
                     k->tile((uint8_t *)&panels + (size_t)(i * k->chunk) * k->panel_bytes, nb, &acts,
-                            a, y + l0 * ldy + p0, ldy, nt, (int)(n1 - p0 < NR ? n1 - p0 : NR),
+                            a, y + l0 * ldy + p0, ldy, nt, (int)(n1 - p0 < span ? n1 - p0 : span),
                             b0 > 0);
                 }
             }
