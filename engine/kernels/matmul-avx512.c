@@ -2,9 +2,9 @@
  * The AVX-512 variant (F, BW, VL, DQ, VNNI): 16 weight rows per 512-bit vector, u8 x s8 dot
  * products with VPDPBUSD, its activation operand broadcast from memory, or for the K-quants
  * broadcast into a register once for a tile of two panels (KQ_PANELS): on a Zen 5 every load
- * beside the dot products slows them, and 12 chains of them keep the pipes busy where 8 left
- * them a tenth idle. The kernels themselves are in matmul-simd.h; this file defines its vector
- * interface.
+ * beside the dot products slows them, and 10 chains of them keep the pipes busier than 8 (which
+ * leave them a tenth idle); 6 rows of two panels ran 3% slower than 5, their float sums spilling.
+ * The kernels themselves are in matmul-simd.h; this file defines its vector interface.
  */
 #include "config.h"
 
@@ -15,8 +15,8 @@
 #define SIMD_ISA        avx512
 #define SIMD_INLINE     static inline __attribute__((always_inline))
 #define NR              16 /* weight rows (int32 or float lanes) per vector */
-#define TT_K            6  /* activation rows per tile: K-quants, ... */
-#define KQ_PANELS       2  /* ... of two panels: 12 dot-product chains, each word loaded once */
+#define TT_K            5  /* activation rows per tile: K-quants, ... */
+#define KQ_PANELS       2  /* ... of two panels: 10 dot-product chains, each word loaded once */
 #define TT_Q            8  /* 32-element blocks */
 #define TT_F            12 /* float types */
 #define SIMD_DOT_ANY_U8 1  /* vi_dot2 is exact for any u8 and s8 */
