@@ -539,37 +539,36 @@ SIMD_INLINE void ktile(const struct kpanel *p, int np, int nb, const uint8_t *co
     }
 }
 
+/* ktile over the panels of one call: two where the variant pairs them and nr spans a second. */
+SIMD_INLINE void ktile_call(const void *panel, int nb, const uint8_t *const *a, int nsub, int wmax,
+                            float *y, int64_t ldy, int nt, int nr, bool accumulate)
+{
+    if (KQ_PANELS > 1 && nr > NR) {
+        ktile(panel, 2, nb, a, nsub, wmax, y, ldy, nt, nr, accumulate);
+    } else {
+        ktile(panel, 1, nb, a, nsub, wmax, y, ldy, nt, nr, accumulate);
+    }
+}
+
 static void ktile_q4(const void *panel, int nb, const void *acts, const uint8_t *const *a, float *y,
                      int64_t ldy, int nt, int nr, bool accumulate)
 {
     (void)acts;
-    if (KQ_PANELS > 1 && nr > NR) {
-        ktile(panel, 2, nb, a, 8, 15, y, ldy, nt, nr, accumulate);
-    } else {
-        ktile(panel, 1, nb, a, 8, 15, y, ldy, nt, nr, accumulate);
-    }
+    ktile_call(panel, nb, a, 8, 15, y, ldy, nt, nr, accumulate);
 }
 
 static void ktile_q5(const void *panel, int nb, const void *acts, const uint8_t *const *a, float *y,
                      int64_t ldy, int nt, int nr, bool accumulate)
 {
     (void)acts;
-    if (KQ_PANELS > 1 && nr > NR) {
-        ktile(panel, 2, nb, a, 8, 31, y, ldy, nt, nr, accumulate);
-    } else {
-        ktile(panel, 1, nb, a, 8, 31, y, ldy, nt, nr, accumulate);
-    }
+    ktile_call(panel, nb, a, 8, 31, y, ldy, nt, nr, accumulate);
 }
 
 static void ktile_q6(const void *panel, int nb, const void *acts, const uint8_t *const *a, float *y,
                      int64_t ldy, int nt, int nr, bool accumulate)
 {
     (void)acts;
-    if (KQ_PANELS > 1 && nr > NR) {
-        ktile(panel, 2, nb, a, 16, 63, y, ldy, nt, nr, accumulate);
-    } else {
-        ktile(panel, 1, nb, a, 16, 63, y, ldy, nt, nr, accumulate);
-    }
+    ktile_call(panel, nb, a, 16, 63, y, ldy, nt, nr, accumulate);
 }
 
 /* ---- 32-element blocks ------------------------------------------------------------------- */
