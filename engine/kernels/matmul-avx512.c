@@ -151,13 +151,6 @@ SIMD_INLINE vi vi_dot2(vi acc, vi u0, vi s0, vi u1, vi s1)
     return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(acc, u0, s0), u1, s1);
 }
 
-/* acc + in each lane the sum of the four u8 x s8 products of w and the 4 bytes at a. */
-SIMD_INLINE vi vi_dot_bcast(vi acc, vi w, const void *a)
-{
-    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*(const int32_t *)a));
-    return acc;
-}
-
 /*
  * The 4 bytes at a in every lane, as one VPBROADCASTD into a register (which the compiler
  * would otherwise fold into each dot product that reads it, loading the word once a use).
@@ -175,24 +168,14 @@ SIMD_INLINE vi vi_dot(vi acc, vi w, vi b)
     return _mm512_dpbusd_epi32(acc, w, b);
 }
 
-/* vi_dot(zero, w, b), into a register zeroed by an idiom (see vi_dot_bcast_first). */
+/*
+ * vi_dot(zero, w, b), into a register zeroed by an idiom the CPU resolves without executing it
+ * (left to itself, GCC copies a zero register: one more instruction a chain).
+ */
 SIMD_INLINE vi vi_dot_first(vi w, vi b)
 {
     vi acc;
     __asm__("vpxord %0, %0, %0\n\tvpdpbusd %2, %1, %0" : "=&v"(acc) : "v"(w), "v"(b));
-    return acc;
-}
-
-/*
- * vi_dot_bcast(zero, w, a), into a register zeroed by an idiom the CPU resolves without
- * executing it (left to itself, GCC copies a zero register: one more instruction a chain).
- */
-SIMD_INLINE vi vi_dot_bcast_first(vi w, const void *a)
-{
-    vi acc;
-    __asm__("vpxord %0, %0, %0\n\tvpdpbusd %2%{1to16%}, %1, %0"
-            : "=&v"(acc)
-            : "v"(w), "m"(*(const int32_t *)a));
     return acc;
 }
 
