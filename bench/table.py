@@ -474,7 +474,8 @@ def gpu_section(doc):
              "forward and sampling ms from its `--trace`; step canvas: the run's prompt tokens "
              "plus 128, not recorded by the documents of 2026-12-04 before 16:00, whose prompt "
              "of 31 words made 154-155 tokens of the synth files' byte-level vocabulary (canvas "
-             "282-283); pass: `dllm bench --rows 32`, median, and its phases' medians, gemm / attention / norms and RoPE / output; "
+             "282-283); pass: `dllm bench --rows 32`, median, and its phases' medians, gemm / "
+             "attention / norms and RoPE / output; "
              "memory: nvidia-smi's peak during the bench at 512 less its reading before; "
              "targets: LLaDA-8B shape step under 15 ms on an H200, memory at most the file "
              "plus 1.5 GB in the default mode)", ""]

@@ -8,9 +8,9 @@ usage: bench_doc.py --entries FILE --device gpu|cpu --bundle DIR --out OUT.json
 
 The entry (a model, a mode, a canvas) is made from what the stage's programs left: the median
 step_ms after the first of `dllm run --json` (RUN.json) and its canvas (prompt tokens plus
-max_tokens), with the medians of the same steps' forward_ms and sample_ms from its --trace (TRACE.jsonl: where a step's time goes beside the
-pass `dllm bench` times), the `dllm bench --json` document
-(BENCH.json), the GPU memory nvidia-smi sampled during the bench (MEM.txt, one MiB figure a
+max_tokens), with the medians of the same steps' forward_ms and sample_ms from its --trace
+(TRACE.jsonl: where a step's time goes beside the pass `dllm bench` times), the `dllm bench
+--json` document (BENCH.json), the GPU memory nvidia-smi sampled during the bench (MEM.txt, one MiB figure a
 line: its peak) and before it (--idle). What is missing or unreadable is null, and a bench
 document that is not there names the failure, so that one failure neither stops the stage
 nor spoils the document. The entry is appended to FILE (one JSON object a line) and the
