@@ -10,15 +10,15 @@ The entry (a model, a mode, a canvas) is made from what the stage's programs lef
 step_ms after the first of `dllm run --json` (RUN.json) and its canvas (prompt tokens plus
 max_tokens), with the medians of the same steps' forward_ms and sample_ms from its --trace
 (TRACE.jsonl: where a step's time goes beside the pass `dllm bench` times), the `dllm bench
---json` document (BENCH.json), the GPU memory nvidia-smi sampled during the bench (MEM.txt, one MiB figure a
-line: its peak) and before it (--idle). What is missing or unreadable is null, and a bench
-document that is not there names the failure, so that one failure neither stops the stage
-nor spoils the document. The entry is appended to FILE (one JSON object a line) and the
-document rewritten whole (through a temporary file beside it, so that a stage cut short
-leaves the last whole document): the date, the commit the bundle was built from
-(BUNDLE/commit, written by prepare.sh), the GPU's name, driver and memory (nvidia-smi; device
-gpu) with the host as bench/run.py describes it, and the entries so far. Copied into bench/results/ as DATE-COMMIT-gpu.json, its
-"gpu" section becomes the README's GPU table (bench/table.py).
+--json` document (BENCH.json), the GPU memory nvidia-smi sampled during the bench (MEM.txt, one
+MiB figure a line: its peak) and before it (--idle). What is missing or unreadable is null, and
+a bench document that is not there names the failure, so that one failure neither stops the
+stage nor spoils the document. The entry is appended to FILE (one JSON object a line) and the
+document rewritten whole (through a temporary file beside it, so that a stage cut short leaves
+the last whole document): the date, the commit the bundle was built from (BUNDLE/commit, written
+by prepare.sh), the GPU's name, driver and memory (nvidia-smi; device gpu) with the host as
+bench/run.py describes it, and the entries so far. Copied into bench/results/ as
+DATE-COMMIT-gpu.json, its "gpu" section becomes the README's GPU table (bench/table.py).
 """
 import argparse, datetime, json, os, statistics, subprocess, sys
 
