@@ -95,7 +95,7 @@ static void run_attention(const struct dllm_ops *ops, const struct layer *ly, in
                           struct buffers *b)
 {
     ops->attention(b->q, b->k, b->v, L, ly->n_head, ly->n_kv, ly->head_dim,
-                   1.0f / sqrtf((float)ly->head_dim), 0, L, b->scores, b->out);
+                   1.0f / sqrtf((float)ly->head_dim), 0, L, 0, ly->n_kv, b->scores, b->out);
 }
 
 static void run_elementwise(const struct dllm_ops *ops, const struct layer *ly, int64_t L,

@@ -23,7 +23,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define ATTENTION_ROWS 16 /* query rows per attention work item (a multiple of the ops' tile) */
+#define ATTENTION_ROWS 16 /* attention work items' rows are a multiple of it (of the ops' tile) */
 #define OUTPUT_CHUNK   32 /* logits rows an output into the chunk buffer computes at once */
 
 /*
@@ -706,28 +706,39 @@ static void cpu_qk_norm(struct dllm_backend *be, int64_t layer, int64_t r0, int6
 struct attention_job {
     struct cpu *c;
     int64_t r0, r1, n_keys;
+    int64_t rows, chunks; /* query rows per work item; items per kv head */
 };
 
-/* One work item of the attention: ATTENTION_ROWS query rows, with the thread's scratch. */
-static void attention_rows(void *ctx, int64_t item, int thread)
+/* One work item of the attention: one kv head over one chunk of rows, with the thread's scratch. */
+static void attention_item(void *ctx, int64_t item, int thread)
 {
     const struct attention_job *job = ctx;
     const struct cpu *c = job->c;
     const struct dllm_hparams *hp = &c->model->hp;
-    int64_t i0 = job->r0 + item * ATTENTION_ROWS,
-            i1 = i0 + ATTENTION_ROWS < job->r1 ? i0 + ATTENTION_ROWS : job->r1;
+    const int64_t g = item / job->chunks, i0 = job->r0 + item % job->chunks * job->rows;
+    const int64_t i1 = i0 + job->rows < job->r1 ? i0 + job->rows : job->r1;
     const size_t scratch = (size_t)dllm_ops_attention_scratch(c->max_tokens, hp->head_dim);
     c->ops->attention(c->buf[DLLM_BUF_Q], c->buf[DLLM_BUF_K], c->buf[DLLM_BUF_V], job->n_keys,
                       hp->n_head, hp->n_head_kv, hp->head_dim, 1.0f / sqrtf((float)hp->head_dim),
-                      i0, i1, c->scores + (size_t)thread * scratch, c->buf[DLLM_BUF_ATT]);
+                      i0, i1, g, g + 1, c->scores + (size_t)thread * scratch, c->buf[DLLM_BUF_ATT]);
 }
 
+/*
+ * The attention of rows [r0, r1) in work items of one kv head and one chunk of rows: each item
+ * copies its head's keys and values once, so the rows are cut into as few chunks (of a multiple
+ * of ATTENTION_ROWS) as still give two items a thread.
+ */
 static void cpu_attention(struct dllm_backend *be, int64_t r0, int64_t r1, int64_t n_keys)
 {
     struct cpu *c = (struct cpu *)be;
-    struct attention_job job = {c, r0, r1, n_keys};
-    dllm_threadpool_run(c->pool, (r1 - r0 + ATTENTION_ROWS - 1) / ATTENTION_ROWS, attention_rows,
-                        &job);
+    const int64_t n = r1 - r0, heads = c->model->hp.n_head_kv;
+    const int64_t items = 2 * (int64_t)dllm_threadpool_size(c->pool);
+    if (n <= 0)
+        return;
+    const int64_t cut = (items + heads - 1) / heads, least = (n + cut - 1) / cut;
+    const int64_t rows = (least + ATTENTION_ROWS - 1) / ATTENTION_ROWS * ATTENTION_ROWS;
+    struct attention_job job = {c, r0, r1, n_keys, rows, (n + rows - 1) / rows};
+    dllm_threadpool_run(c->pool, heads * job.chunks, attention_item, &job);
 }
 
 static void swiglu_rows(const struct rows_job *job, int64_t i0, int64_t i1)

@@ -126,7 +126,7 @@ void ref_pass(const struct dllm_model *m, const int32_t *ids, int64_t n, int64_t
             }
         }
         dllm_attention_ref(q, k, v, n, hp->n_head, hp->n_head_kv, hd, 1.0f / sqrtf((float)hd),
-                           begin, end, scores, att);
+                           begin, end, 0, hp->n_head_kv, scores, att);
         ref_matmul(l->wo, 0, att + begin * dq, W, xn + begin * d);
         dllm_add_ref(x + begin * d, xn + begin * d, W * d);
         for (int64_t i = begin; i < end; i++)

@@ -173,9 +173,10 @@ START_TEST(test_attention)
     float *q = random_vector(L * dq, 2.0f, &s), *k = random_vector(L * dkv, 2.0f, &s);
     float *v = random_vector(L * dkv, 1.0f, &s);
     float *out = calloc((size_t)(L * dq), sizeof *out), scores[9];
-    /* Two calls over row ranges compose to the whole. */
-    dllm_attention_ref(q, k, v, L, n_head, n_kv, hd, scale, 0, 4, scores, out);
-    dllm_attention_ref(q, k, v, L, n_head, n_kv, hd, scale, 4, L, scores, out);
+    /* Calls over row ranges and kv head ranges compose to the whole. */
+    dllm_attention_ref(q, k, v, L, n_head, n_kv, hd, scale, 0, 4, 0, 1, scores, out);
+    dllm_attention_ref(q, k, v, L, n_head, n_kv, hd, scale, 0, 4, 1, 2, scores, out);
+    dllm_attention_ref(q, k, v, L, n_head, n_kv, hd, scale, 4, L, 0, n_kv, scores, out);
     for (int64_t i = 0; i < L; i++) {
         for (int64_t h = 0; h < n_head; h++) {
             const int64_t g = h / (n_head / n_kv);

@@ -188,32 +188,36 @@ END_TEST
 /* ---- attention -------------------------------------------------------------------------- */
 
 /*
- * Shapes: heads, kv heads, head_dim, L, the query rows [i0, i1) computed (the real canvases
- * trimmed to a few rows so that the scalar reference stays fast), and the standard deviation
- * of q and k entries: 1 gives scores of deviation 1, 3 gives 9 (a peaked softmax).
+ * Shapes: heads, kv heads, head_dim, L, the query rows [i0, i1) and kv heads [g0, g1) computed
+ * (the real canvases trimmed to a few rows so that the scalar reference stays fast; g1 = 0 for
+ * all kv heads), and the standard deviation of q and k entries: 1 gives scores of deviation 1,
+ * 3 gives 9 (a peaked softmax).
  */
 static const struct attention_case {
     const char *name;
-    int64_t n_head, n_kv, head_dim, L, i0, i1;
+    int64_t n_head, n_kv, head_dim, L, i0, i1, g0, g1;
     double sd;
 } attention_cases[] = {
-    {"llada L=1", 32, 32, 128, 1, 0, 1, 1.0},
-    {"llada L=7", 32, 32, 128, 7, 0, 7, 1.0},
-    {"llada L=160 rows 40..77", 32, 32, 128, 160, 40, 77, 1.0},
-    {"llada L=160 rows 0..16 peaked", 32, 32, 128, 160, 0, 16, 3.0},
-    {"llada L=600 rows 300..309", 32, 32, 128, 600, 300, 309, 1.0},
-    {"dream L=1", 28, 4, 128, 1, 0, 1, 1.0},
-    {"dream L=7", 28, 4, 128, 7, 0, 7, 1.0},
-    {"dream L=160 rows 0..33", 28, 4, 128, 160, 0, 33, 1.0},
-    {"dream L=160 rows 100..110 peaked", 28, 4, 128, 160, 100, 110, 3.0},
-    {"dream L=600 rows 591..600", 28, 4, 128, 600, 591, 600, 1.0},
-    {"dream-tiny L=23", 4, 2, 64, 23, 0, 23, 1.0},
-    {"odd head_dim 40 L=13", 6, 3, 40, 13, 2, 11, 1.0},
-    {"odd head_dim 8 L=5", 2, 1, 8, 5, 0, 5, 1.0},
+    {"llada L=1", 32, 32, 128, 1, 0, 1, 0, 0, 1.0},
+    {"llada L=7", 32, 32, 128, 7, 0, 7, 0, 0, 1.0},
+    {"llada L=160 rows 40..77", 32, 32, 128, 160, 40, 77, 0, 0, 1.0},
+    {"llada L=160 rows 0..16 peaked", 32, 32, 128, 160, 0, 16, 0, 0, 3.0},
+    {"llada L=160 rows 0..160 heads 5..7", 32, 32, 128, 160, 0, 160, 5, 7, 1.0},
+    {"llada L=600 rows 300..309", 32, 32, 128, 600, 300, 309, 0, 0, 1.0},
+    {"dream L=1", 28, 4, 128, 1, 0, 1, 0, 0, 1.0},
+    {"dream L=7", 28, 4, 128, 7, 0, 7, 0, 0, 1.0},
+    {"dream L=160 rows 0..33", 28, 4, 128, 160, 0, 33, 0, 0, 1.0},
+    {"dream L=160 rows 100..110 peaked", 28, 4, 128, 160, 100, 110, 0, 0, 3.0},
+    {"dream L=160 rows 16..48 kv head 3", 28, 4, 128, 160, 16, 48, 3, 4, 1.0},
+    {"dream L=600 rows 591..600", 28, 4, 128, 600, 591, 600, 0, 0, 1.0},
+    {"dream-tiny L=23", 4, 2, 64, 23, 0, 23, 0, 0, 1.0},
+    {"odd head_dim 40 L=13", 6, 3, 40, 13, 2, 11, 0, 0, 1.0},
+    {"odd head_dim 40 L=13 kv heads 1..2", 6, 3, 40, 13, 2, 11, 1, 2, 1.0},
+    {"odd head_dim 8 L=5", 2, 1, 8, 5, 0, 5, 0, 0, 1.0},
 };
 #define N_ATTENTION_CASES (sizeof attention_cases / sizeof attention_cases[0])
 
-/* Each variant on the rows [i0, i1); rows outside them stay as they were. */
+/* Each variant on the rows [i0, i1) and kv heads [g0, g1); the other outputs stay as they were. */
 START_TEST(test_attention)
 {
     const struct attention_case *c = &attention_cases[_i % N_ATTENTION_CASES];
@@ -231,24 +235,27 @@ START_TEST(test_attention)
     const int64_t n_scratch = dllm_ops_attention_scratch(c->L, c->head_dim);
     float *scratch = random_floats(n_scratch, 1.0, &seed);
     const float scale = 1.0f / sqrtf((float)c->head_dim);
+    const int64_t g1 = c->g1 ? c->g1 : c->n_kv, group = c->n_head / c->n_kv;
 
-    dllm_attention_ref(q, k, v, c->L, c->n_head, c->n_kv, c->head_dim, scale, c->i0, c->i1, scratch,
-                       want);
-    ops->attention(q, k, v, c->L, c->n_head, c->n_kv, c->head_dim, scale, c->i0, c->i1, scratch,
-                   got);
+    dllm_attention_ref(q, k, v, c->L, c->n_head, c->n_kv, c->head_dim, scale, c->i0, c->i1, c->g0,
+                       g1, scratch, want);
+    ops->attention(q, k, v, c->L, c->n_head, c->n_kv, c->head_dim, scale, c->i0, c->i1, c->g0, g1,
+                   scratch, got);
 
     float vmax = 0.0f;
     for (int64_t i = 0; i < c->L * dkv; i++) {
         vmax = fmaxf(vmax, fabsf(v[i]));
     }
-    const size_t row_bytes = (size_t)dq * sizeof *got;
-    ck_assert_msg(
-        memcmp(got, want, (size_t)c->i0 * row_bytes) == 0 &&
-            memcmp(got + c->i1 * dq, want + c->i1 * dq, (size_t)(c->L - c->i1) * row_bytes) == 0,
-        "%s %s: rows outside the range changed", ops->name, c->name);
     double worst = 0.0; /* NaN stays NaN through fmax's other argument */
-    int64_t at = c->i0 * dq;
-    for (int64_t i = c->i0 * dq; i < c->i1 * dq; i++) {
+    int64_t at = c->i0 * dq + c->g0 * group * c->head_dim;
+    for (int64_t i = 0; i < c->L * dq; i++) {
+        const int64_t row = i / dq, head = i % dq / c->head_dim;
+        if (row < c->i0 || row >= c->i1 || head < c->g0 * group || head >= g1 * group) {
+            ck_assert_msg(memcmp(&got[i], &want[i], sizeof got[i]) == 0,
+                          "%s %s: out[%ld] outside the rows and heads changed", ops->name, c->name,
+                          (long)i);
+            continue;
+        }
         const double e = fabs((double)got[i] - want[i]);
         if (!(e <= worst)) {
             worst = e, at = i;
@@ -268,8 +275,9 @@ START_TEST(test_attention)
 END_TEST
 
 /*
- * The rows split between threads: any partition of [0, L) into ranges, each with its own
- * scratch, gives exactly what one call over all rows gives.
+ * The work split between threads: any partition of [0, L) into row ranges and of the kv heads
+ * into head ranges, each call with its own scratch, gives exactly what one call over all rows
+ * and heads gives.
  */
 START_TEST(test_attention_split)
 {
@@ -285,11 +293,13 @@ START_TEST(test_attention_split)
     float *s1 = random_floats(dllm_ops_attention_scratch(L, hd), 1.0, &seed);
     float *s2 = random_floats(dllm_ops_attention_scratch(L, hd), 1.0, &seed);
     const float scale = 1.0f / sqrtf((float)hd);
-    ops->attention(q, k, v, L, n_head, n_kv, hd, scale, 0, L, s1, whole);
-    static const int64_t cuts[] = {0, 1, 3, 16, 17, 40, 45};
+    ops->attention(q, k, v, L, n_head, n_kv, hd, scale, 0, L, 0, n_kv, s1, whole);
+    static const int64_t cuts[] = {0, 1, 3, 16, 17, 40, 45}, head_cuts[] = {0, 1, 3, 4};
     for (size_t r = 0; r + 1 < sizeof cuts / sizeof cuts[0]; r++) {
-        ops->attention(q, k, v, L, n_head, n_kv, hd, scale, cuts[r], cuts[r + 1], r % 2 ? s1 : s2,
-                       parts);
+        for (size_t g = 0; g + 1 < sizeof head_cuts / sizeof head_cuts[0]; g++) {
+            ops->attention(q, k, v, L, n_head, n_kv, hd, scale, cuts[r], cuts[r + 1], head_cuts[g],
+                           head_cuts[g + 1], (r + g) % 2 ? s1 : s2, parts);
+        }
     }
     ck_assert(memcmp(whole, parts, (size_t)(L * dq) * sizeof *whole) == 0);
     free(s2);

@@ -47,12 +47,12 @@ void dllm_rope_ref(float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
 
 void dllm_attention_ref(const float *q, const float *k, const float *v, int64_t L, int64_t n_head,
                         int64_t n_kv, int64_t head_dim, float scale, int64_t i0, int64_t i1,
-                        float *scores, float *out)
+                        int64_t g0, int64_t g1, float *scores, float *out)
 {
     const int64_t group = n_head / n_kv;
     const int64_t q_stride = n_head * head_dim, kv_stride = n_kv * head_dim;
     for (int64_t i = i0; i < i1; i++) {
-        for (int64_t h = 0; h < n_head; h++) {
+        for (int64_t h = g0 * group; h < g1 * group; h++) {
             const float *qi = q + i * q_stride + h * head_dim;
             const int64_t kv_off = (h / group) * head_dim;
             float max = -INFINITY;

@@ -277,20 +277,20 @@ static void attention_tile(const float *const *q, float *const *out, int64_t nt,
 }
 
 /*
- * Per kv head g, its queries are the pairs (token i in [i0, i1), head h of g's group), taken
- * DLLM_ATTN_TILE at a time. g's keys and values are first copied side by side, kp and vp
- * [L, head_dim]: rows n_kv * head_dim floats apart (a power of two) would fall into the same
- * few cache sets. scores holds qt, s (see attention_tile), kp and vp.
+ * Per kv head g in [g0, g1), its queries are the pairs (token i in [i0, i1), head h of g's
+ * group), taken DLLM_ATTN_TILE at a time. g's keys and values are first copied side by side,
+ * kp and vp [L, head_dim]: rows n_kv * head_dim floats apart (a power of two) would fall into
+ * the same few cache sets. scores holds qt, s (see attention_tile), kp and vp.
  */
 void OPS_NAME(attention)(const float *q, const float *k, const float *v, int64_t L, int64_t n_head,
                          int64_t n_kv, int64_t head_dim, float scale, int64_t i0, int64_t i1,
-                         float *scores, float *out)
+                         int64_t g0, int64_t g1, float *scores, float *out)
 {
     const int64_t group = n_head / n_kv, q_stride = n_head * head_dim;
     const int64_t kv_stride = n_kv * head_dim, nq = (i1 - i0) * group;
     float *qt = scores, *s = qt + DLLM_ATTN_TILE * head_dim, *kp = s + DLLM_ATTN_TILE * L;
     float *vp = kp + L * head_dim;
-    for (int64_t g = 0; nq > 0 && g < n_kv; g++) {
+    for (int64_t g = g0; nq > 0 && g < g1; g++) {
         for (int64_t j = 0; j < L; j++) {
             memcpy(kp + j * head_dim, k + j * kv_stride + g * head_dim, head_dim * sizeof *kp);
             memcpy(vp + j * head_dim, v + j * kv_stride + g * head_dim, head_dim * sizeof *vp);

@@ -39,7 +39,8 @@ void dllm_rope_ref(float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
                    enum dllm_rope_mode mode, const float *cos, const float *sin);
 
 /*
- * Bidirectional grouped-query attention for the query rows [i0, i1) of L tokens:
+ * Bidirectional grouped-query attention for the query rows [i0, i1) of L tokens and the query
+ * heads of the kv heads [g0, g1):
  *   out[i, h] = sum_j softmax_j(scale * q[i, h] . k[j, g]) v[j, g],  g = h / (n_head/n_kv)
  * with q, out [L, n_head * head_dim] and k, v [L, n_kv * head_dim], heads contiguous inside a
  * row. Products and weighted sums in float, the softmax denominator in double. scores is
@@ -47,7 +48,7 @@ void dllm_rope_ref(float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
  */
 void dllm_attention_ref(const float *q, const float *k, const float *v, int64_t L, int64_t n_head,
                         int64_t n_kv, int64_t head_dim, float scale, int64_t i0, int64_t i1,
-                        float *scores, float *out);
+                        int64_t g0, int64_t g1, float *scores, float *out);
 
 /* SwiGLU in place: gate[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + e^-x). */
 void dllm_swiglu_ref(float *gate, const float *up, int64_t n);
@@ -65,9 +66,11 @@ void dllm_add_ref(float *y, const float *x, int64_t n);
  *   terms in the reference's order); e^x by a polynomial within 2 ulp of expf over the whole
  *   float range (0 below about -103.9, inf above 88.72); the denominator still in double.
  * - swiglu: the same e^x.
- * Attention processes its queries (token, head) in tiles of DLLM_ATTN_TILE per kv head, so a
- * range [i0, i1) is fastest when (i1 - i0) * n_head / n_kv is a multiple of it; splitting the
- * rows over threads needs one scratch per thread.
+ * Attention copies each kv head's keys and values side by side once per call, then processes
+ * that head's queries (token, head) in tiles of DLLM_ATTN_TILE, so a call is fastest when
+ * (i1 - i0) * n_head / n_kv is a multiple of the tile and large beside L (splitting work over
+ * threads by kv head before splitting it by rows copies less); each thread needs its own
+ * scratch.
  */
 #define DLLM_ATTN_TILE 16
 
@@ -82,7 +85,7 @@ struct dllm_ops {
                  enum dllm_rope_mode mode, const float *cos, const float *sin);
     void (*attention)(const float *q, const float *k, const float *v, int64_t L, int64_t n_head,
                       int64_t n_kv, int64_t head_dim, float scale, int64_t i0, int64_t i1,
-                      float *scores, float *out);
+                      int64_t g0, int64_t g1, float *scores, float *out);
     void (*swiglu)(float *gate, const float *up, int64_t n);
     void (*add)(float *y, const float *x, int64_t n);
 };
@@ -116,7 +119,7 @@ void dllm_rope_avx2(float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
                     enum dllm_rope_mode mode, const float *cos, const float *sin);
 void dllm_attention_avx2(const float *q, const float *k, const float *v, int64_t L, int64_t n_head,
                          int64_t n_kv, int64_t head_dim, float scale, int64_t i0, int64_t i1,
-                         float *scores, float *out);
+                         int64_t g0, int64_t g1, float *scores, float *out);
 void dllm_swiglu_avx2(float *gate, const float *up, int64_t n);
 void dllm_add_avx2(float *y, const float *x, int64_t n);
 void dllm_rms_norm_avx512(const float *x, const float *g, float eps, int64_t n, float *y);
@@ -124,7 +127,7 @@ void dllm_rope_avx512(float *x, int64_t n_heads, int64_t head_dim, int64_t n_rot
                       enum dllm_rope_mode mode, const float *cos, const float *sin);
 void dllm_attention_avx512(const float *q, const float *k, const float *v, int64_t L,
                            int64_t n_head, int64_t n_kv, int64_t head_dim, float scale, int64_t i0,
-                           int64_t i1, float *scores, float *out);
+                           int64_t i1, int64_t g0, int64_t g1, float *scores, float *out);
 void dllm_swiglu_avx512(float *gate, const float *up, int64_t n);
 void dllm_add_avx512(float *y, const float *x, int64_t n);
 

@@ -433,8 +433,8 @@ static void check_attention(struct run *run, const struct shape *sh, int64_t L, 
     float *got = host_alloc((size_t)(L * wq) * sizeof *got);
     float *scores = host_alloc((size_t)L * sizeof *scores);
     const float scale = 1.0f / sqrtf((float)sh->head_dim);
-    dllm_attention_ref(q, k, v, L, sh->n_head, sh->n_head_kv, sh->head_dim, scale, 0, L, scores,
-                       want);
+    dllm_attention_ref(q, k, v, L, sh->n_head, sh->n_head_kv, sh->head_dim, scale, 0, L, 0,
+                       sh->n_head_kv, scores, want);
     float *dq = dev_copy(q, (size_t)(L * wq) * 4), *dk = dev_copy(k, (size_t)(L * wkv) * 4);
     float *dv = dev_copy(v, (size_t)(L * wkv) * 4), *dout = dev_alloc((size_t)(L * wq) * 4);
     double vmax = 0;
