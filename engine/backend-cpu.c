@@ -523,10 +523,19 @@ static void rows_item(void *ctx, int64_t item, int thread)
     job->body(job, i0, i0 + job->chunk < job->r1 ? i0 + job->chunk : job->r1);
 }
 
-/* Runs job over its rows: two chunks a thread, so that a thread woken late is made up for. */
+/*
+ * The work items a run over the pool is cut into: two a thread, so that a thread woken late is
+ * made up for.
+ */
+static int64_t pool_items(const struct cpu *c)
+{
+    return 2 * (int64_t)dllm_threadpool_size(c->pool);
+}
+
+/* Runs job over its rows, in pool_items chunks. */
 static void run_rows(struct rows_job *job)
 {
-    const int64_t n = job->r1 - job->r0, items = 2 * (int64_t)dllm_threadpool_size(job->c->pool);
+    const int64_t n = job->r1 - job->r0, items = pool_items(job->c);
     if (n <= 0)
         return;
     job->chunk = (n + items - 1) / items;
@@ -726,13 +735,12 @@ static void attention_item(void *ctx, int64_t item, int thread)
 /*
  * The attention of rows [r0, r1) in work items of one kv head and one chunk of rows: each item
  * copies its head's keys and values once, so the rows are cut into as few chunks (of a multiple
- * of ATTENTION_ROWS) as still give two items a thread.
+ * of ATTENTION_ROWS) as still give pool_items items.
  */
 static void cpu_attention(struct dllm_backend *be, int64_t r0, int64_t r1, int64_t n_keys)
 {
     struct cpu *c = (struct cpu *)be;
-    const int64_t n = r1 - r0, heads = c->model->hp.n_head_kv;
-    const int64_t items = 2 * (int64_t)dllm_threadpool_size(c->pool);
+    const int64_t n = r1 - r0, heads = c->model->hp.n_head_kv, items = pool_items(c);
     if (n <= 0)
         return;
     const int64_t cut = (items + heads - 1) / heads, least = (n + cut - 1) / cut;
