@@ -520,7 +520,8 @@ static void rows_item(void *ctx, int64_t item, int thread)
     (void)thread;
     const struct rows_job *job = ctx;
     const int64_t i0 = job->r0 + item * job->chunk;
-    job->body(job, i0, i0 + job->chunk < job->r1 ? i0 + job->chunk : job->r1);
+    if (i0 < job->r1)
+        job->body(job, i0, i0 + job->chunk < job->r1 ? i0 + job->chunk : job->r1);
 }
 
 /*
@@ -532,14 +533,18 @@ static int64_t pool_items(const struct cpu *c)
     return 2 * (int64_t)dllm_threadpool_size(c->pool);
 }
 
-/* Runs job over its rows, in pool_items chunks. */
+/*
+ * Runs job over its rows, a chunk a thread, chunk t on thread t: the ops that work row by row
+ * follow one another (and the products' activation conversion, dllm_kernels_quantize_par, cuts
+ * the rows the same way), so each finds the rows the one before wrote in its own core's cache.
+ */
 static void run_rows(struct rows_job *job)
 {
-    const int64_t n = job->r1 - job->r0, items = pool_items(job->c);
+    const int64_t n = job->r1 - job->r0, threads = dllm_threadpool_size(job->c->pool);
     if (n <= 0)
         return;
-    job->chunk = (n + items - 1) / items;
-    dllm_threadpool_run(job->c->pool, (n + job->chunk - 1) / job->chunk, rows_item, job);
+    job->chunk = (n + threads - 1) / threads;
+    dllm_threadpool_run_each(job->c->pool, rows_item, job);
 }
 
 /* Rounds rows [r0, r1) of a float buffer through binary16, the rounded rows into h as well. */

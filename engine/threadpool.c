@@ -1,10 +1,11 @@
 /*
  * The worker pool. A run publishes the job under the mutex with a new generation number and
  * wakes the workers; every thread then claims items with an atomic fetch-add until none are
- * left. Each worker reports once per generation, so run returns only when no worker can still
- * touch the job. Since the forward pass starts runs back to back, hundreds a pass, workers spin
- * briefly on the generation before sleeping, and the caller on the workers' reports before
- * it sleeps: a run then costs no lock handoff and no wake-up of a sleeping thread.
+ * left (or, in a run_each, runs the one item of its own index). Each worker reports once per
+ * generation, so run returns only when no worker can still touch the job. Since the forward pass
+ * starts runs back to back, hundreds a pass, workers spin briefly on the generation before
+ * sleeping, and the caller on the workers' reports before it sleeps: a run then costs no lock
+ * handoff and no wake-up of a sleeping thread.
  */
 #include "config.h"
 
@@ -42,12 +43,17 @@ struct dllm_threadpool {
     dllm_work_fn fn;
     void *ctx;
     int64_t n_items;
+    bool each;            /* item t is thread t's (dllm_threadpool_run_each) */
     _Atomic int64_t next; /* the next unclaimed item */
 };
 
-/* Claims and runs items of the current job until none are left. */
+/* Runs thread's items of the current job: its own, or claimed ones until none are left. */
 static void run_items(struct dllm_threadpool *pool, int thread)
 {
+    if (pool->each) {
+        pool->fn(pool->ctx, thread, thread);
+        return;
+    }
     for (;;) {
         int64_t item = atomic_fetch_add_explicit(&pool->next, 1, memory_order_relaxed);
         if (item >= pool->n_items) {
@@ -164,21 +170,15 @@ int dllm_threadpool_size(const struct dllm_threadpool *pool)
     return pool->n_threads;
 }
 
-void dllm_threadpool_run(struct dllm_threadpool *pool, int64_t n_items, dllm_work_fn fn, void *ctx)
+/* Runs a job of n_items (each: one item a thread) on every thread and waits for all of them. */
+static void run_job(struct dllm_threadpool *pool, int64_t n_items, bool each, dllm_work_fn fn,
+                    void *ctx)
 {
-    if (n_items <= 0) {
-        return;
-    }
-    if (pool->n_threads == 1 || n_items == 1) {
-        for (int64_t i = 0; i < n_items; i++) {
-            fn(ctx, i, 0);
-        }
-        return;
-    }
     pthread_mutex_lock(&pool->lock);
     pool->fn = fn;
     pool->ctx = ctx;
     pool->n_items = n_items;
+    pool->each = each;
     atomic_store_explicit(&pool->next, 0, memory_order_relaxed);
     atomic_store_explicit(&pool->busy, pool->n_threads - 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&pool->gen, 1, memory_order_release);
@@ -198,4 +198,27 @@ void dllm_threadpool_run(struct dllm_threadpool *pool, int64_t n_items, dllm_wor
         pthread_cond_wait(&pool->done, &pool->lock);
     }
     pthread_mutex_unlock(&pool->lock);
+}
+
+void dllm_threadpool_run(struct dllm_threadpool *pool, int64_t n_items, dllm_work_fn fn, void *ctx)
+{
+    if (n_items <= 0) {
+        return;
+    }
+    if (pool->n_threads == 1 || n_items == 1) {
+        for (int64_t i = 0; i < n_items; i++) {
+            fn(ctx, i, 0);
+        }
+        return;
+    }
+    run_job(pool, n_items, false, fn, ctx);
+}
+
+void dllm_threadpool_run_each(struct dllm_threadpool *pool, dllm_work_fn fn, void *ctx)
+{
+    if (pool->n_threads == 1) {
+        fn(ctx, 0, 0);
+        return;
+    }
+    run_job(pool, pool->n_threads, true, fn, ctx);
 }

@@ -23,4 +23,12 @@ typedef void (*dllm_work_fn)(void *ctx, int64_t item, int thread);
 /* Runs fn(ctx, item, thread) once for every item in [0, n_items) and waits for all of them. */
 void dllm_threadpool_run(struct dllm_threadpool *pool, int64_t n_items, dllm_work_fn fn, void *ctx);
 
+/*
+ * Runs fn(ctx, t, t) on every thread t of the pool and waits for all of them: a job split into
+ * one part a thread, part t always on thread t, so that runs over the same rows one after
+ * another find each row in the cache of the core that last wrote it. Nothing is rebalanced: for
+ * parts of equal work only.
+ */
+void dllm_threadpool_run_each(struct dllm_threadpool *pool, dllm_work_fn fn, void *ctx);
+
 #endif

@@ -1,7 +1,7 @@
 /*
  * The thread pool: every item of a run runs exactly once, on a thread index in range, for
- * various item and thread counts; runs back to back (10,000 of them) stay correct and quick;
- * bad thread counts are refused.
+ * various item and thread counts; a run_each runs item t on thread t, once for every thread;
+ * runs back to back (10,000 of them) stay correct and quick; bad thread counts are refused.
  */
 #include "fixtures.h"
 #include "threadpool.h"
@@ -66,6 +66,49 @@ START_TEST(test_run_once)
 }
 END_TEST
 
+/* Counts an item as count_item does, and marks the run bad when it is not on its own thread. */
+static void own_item(void *ctx, int64_t item, int thread)
+{
+    struct tally *t = ctx;
+    if (item != thread) {
+        atomic_store(&t->bad_thread, 1);
+    }
+    count_item(ctx, item, thread);
+}
+
+/* run_each runs item t on thread t, once for every thread of the pool, in each of several runs. */
+START_TEST(test_run_each)
+{
+    static const int thread_counts[] = {1, 2, 3, 8};
+    const int threads = thread_counts[_i];
+    struct dllm_threadpool *pool = NULL;
+    ck_assert_int_eq(dllm_threadpool_new(threads, &pool, NULL), DLLM_OK);
+    struct tally t = {.n_threads = threads};
+    struct tally plain = {.n_threads = threads};
+    t.count = calloc((size_t)threads, sizeof *t.count);
+    plain.count = calloc(5, sizeof *plain.count);
+    ck_assert_ptr_nonnull(t.count);
+    ck_assert_ptr_nonnull(plain.count);
+    for (int run = 0; run < 100; run++) {
+        dllm_threadpool_run_each(pool, own_item, &t);
+        for (int i = 0; i < threads; i++) {
+            ck_assert_int_eq(atomic_load(&t.count[i]), run + 1);
+        }
+        /* plain runs in between still share their items out */
+        dllm_threadpool_run(pool, 5, count_item, &plain);
+        for (int i = 0; i < 5; i++) {
+            ck_assert_int_eq(atomic_load(&plain.count[i]), run + 1);
+        }
+    }
+    ck_assert_int_eq(atomic_load(&t.bad_thread), 0);
+    ck_assert_int_eq(atomic_load(&plain.bad_thread), 0);
+    ck_assert_uint_eq(atomic_load(&t.threads_seen), (1u << threads) - 1);
+    free(plain.count);
+    free(t.count);
+    dllm_threadpool_free(pool);
+}
+END_TEST
+
 /* Adds item + 1 to a sum: with n items a run adds n (n + 1) / 2. */
 static void sum_item(void *ctx, int64_t item, int thread)
 {
@@ -118,6 +161,7 @@ static Suite *threadpool_suite(void)
     Suite *s = suite_create("threadpool");
     TCase *tc = tcase_create("run");
     tcase_add_loop_test(tc, test_run_once, 0, (int)(sizeof run_cases / sizeof run_cases[0]));
+    tcase_add_loop_test(tc, test_run_each, 0, 4);
     tcase_add_loop_test(tc, test_stress, 0, 2);
     tcase_add_test(tc, test_bad_counts);
     suite_add_tcase(s, tc);

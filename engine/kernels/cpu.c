@@ -156,17 +156,22 @@ struct par_job {
     size_t arow; /* bytes per converted activation row */
     float *y;
     int64_t ldy;
-    int64_t item_rows;                       /* weight rows per item */
+    int64_t item_rows;                       /* weight rows per item (a conversion's: rows of x) */
     bool packed;                             /* w is repacked (k->rows_packed) */
     const struct dllm_weight_reader *reader; /* a repack's source, when not w */
     atomic_int read_error;                   /* the errno value of a failed read, or 0 */
 };
 
+/* Converts an item's activation rows. */
 static void quantize_item(void *ctx, int64_t item, int thread)
 {
+    (void)thread;
     const struct par_job *j = ctx;
-    j->k->quantize(j->wtype, j->x + item * j->K, j->K, 1,
-                   (uint8_t *)j->scratch + (size_t)item * j->arow);
+    const int64_t l0 = item * j->item_rows,
+                  l1 = l0 + j->item_rows < j->L ? l0 + j->item_rows : j->L;
+    if (l0 < l1)
+        j->k->quantize(j->wtype, j->x + l0 * j->K, j->K, l1 - l0,
+                       (uint8_t *)j->scratch + (size_t)l0 * j->arow);
 }
 
 /* Panels of row_align weight rows per repack item. */
@@ -221,8 +226,10 @@ void dllm_kernels_quantize_par(const struct dllm_kernels *k, struct dllm_threadp
                         .K = K,
                         .L = L,
                         .scratch = scratch,
-                        .arow = dllm_matmul_act_row_bytes(wtype, K)};
-    dllm_threadpool_run(pool, L, quantize_item, &j);
+                        .arow = dllm_matmul_act_row_bytes(wtype, K),
+                        .item_rows =
+                            (L + dllm_threadpool_size(pool) - 1) / dllm_threadpool_size(pool)};
+    dllm_threadpool_run_each(pool, quantize_item, &j);
 }
 
 /* Runs fn over the pool for items of panels * row_align weight rows of j's N. */

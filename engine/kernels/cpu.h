@@ -86,7 +86,10 @@ enum dllm_status dllm_kernels_select(const char *force, const struct dllm_kernel
  */
 struct dllm_threadpool;
 
-/* k->quantize of x[L, K] into scratch, the rows shared out over the pool. */
+/*
+ * k->quantize of x[L, K] into scratch, the rows cut into one run a thread, run t on thread t
+ * (as the backend's row-by-row ops cut them: each thread converts the rows it last wrote).
+ */
 void dllm_kernels_quantize_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
                                uint32_t wtype, const float *x, int64_t K, int64_t L, void *scratch);
 
