@@ -212,13 +212,14 @@ static enum dllm_status encode_prompt(struct dllm_session *s, int64_t *n_prompt,
 
 /*
  * Replaces *buf, whose contents are not kept, with room for rows logits rows of n_vocab, on whole
- * cache lines: the output product's threads then write no line together (cpu_output). Keeps the
- * old buffer and returns false when there is no room.
+ * cache lines (the output product's threads then write no line together, cpu_output) and
+ * touched, so that the first step does not take its page faults. Keeps the old buffer and
+ * returns false when there is no room.
  */
 static bool renew_rows(float **buf, int64_t rows, int64_t n_vocab)
 {
     const size_t bytes = (size_t)rows * (size_t)n_vocab * sizeof(float);
-    float *a = dllm_alloc_lines(bytes);
+    float *a = dllm_alloc_lines_touched(bytes);
     if (!a)
         return false;
     free(*buf);
