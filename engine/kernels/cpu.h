@@ -79,10 +79,11 @@ enum dllm_status dllm_kernels_select(const char *force, const struct dllm_kernel
                                      struct dllm_error *err);
 
 /*
- * Running a variant on a thread pool: the conversion shares out the L activation rows, the
- * product and the repack items of whole panels of row_align weight rows (4 to 16 panels a
- * product item, 4 a repack item; the last one shorter), claimed by the pool's threads as they
- * come free. Each returns when all its work is done. pool may hold one thread.
+ * Running a variant on a thread pool: the conversion cuts the L activation rows into one run
+ * a thread; the product and the repack share out items of whole panels of row_align weight
+ * rows (4 to 16 panels a product item, 4 a repack item; the last one shorter), claimed by the
+ * pool's threads as they come free. Each returns when all its work is done. pool may hold one
+ * thread.
  */
 struct dllm_threadpool;
 
