@@ -25,7 +25,7 @@ static inline void *dllm_alloc_lines(size_t bytes)
 /*
  * dllm_alloc_lines, its pages touched (zeroed) now rather than by the first pass that writes
  * them: a fresh page faults on its first write, and a pass writing 16 MB of logits into fresh
- * memory took 4,000 page faults (more time than the rest of the output product, in a VM).
+ * memory took 4,000 page faults.
  */
 static inline void *dllm_alloc_lines_touched(size_t bytes)
 {
