@@ -519,14 +519,14 @@ static void cpu_bind_kv(struct dllm_backend *be, struct dllm_kv_cache *kv, int64
 }
 
 /*
- * An op that works row by row, over rows [r0, r1) split into chunks across the pool:
+ * An op that works row by row, over rows [r0, r1) cut into one run a thread of the pool:
  * body(job, i0, i1) does the rows [i0, i1). Each row's result is the same on any number of
  * threads.
  */
 struct rows_job {
     const struct cpu *c;
     void (*body)(const struct rows_job *job, int64_t i0, int64_t i1);
-    int64_t r0, r1, chunk;
+    int64_t r0, r1;
     enum dllm_buf src, dst;
     const float *vec;               /* a norm's weights, a bias */
     const struct dllm_layer *layer; /* qk_norm's */
@@ -536,9 +536,10 @@ static void rows_item(void *ctx, int64_t item, int thread)
 {
     (void)thread;
     const struct rows_job *job = ctx;
-    const int64_t i0 = job->r0 + item * job->chunk;
-    if (i0 < job->r1)
-        job->body(job, i0, i0 + job->chunk < job->r1 ? i0 + job->chunk : job->r1);
+    int64_t i0, i1;
+    dllm_threadpool_part(job->c->pool, job->r1 - job->r0, (int)item, &i0, &i1);
+    if (i0 < i1)
+        job->body(job, job->r0 + i0, job->r0 + i1);
 }
 
 /*
@@ -551,17 +552,15 @@ static int64_t pool_items(const struct cpu *c)
 }
 
 /*
- * Runs job over its rows, a chunk a thread, chunk t on thread t: the ops that work row by row
- * follow one another (and the products' activation conversion, dllm_kernels_quantize_par, cuts
- * the rows the same way), so each finds the rows the one before wrote in its own core's cache.
+ * Runs job over its rows, part t (dllm_threadpool_part) on thread t: the ops that work row by
+ * row follow one another (and the products' activation conversion, dllm_kernels_quantize_par,
+ * cuts the rows the same way), so each finds the rows the one before wrote in its own core's
+ * cache.
  */
 static void run_rows(struct rows_job *job)
 {
-    const int64_t n = job->r1 - job->r0, threads = dllm_threadpool_size(job->c->pool);
-    if (n <= 0)
-        return;
-    job->chunk = (n + threads - 1) / threads;
-    dllm_threadpool_run_each(job->c->pool, rows_item, job);
+    if (job->r1 > job->r0)
+        dllm_threadpool_run_each(job->c->pool, rows_item, job);
 }
 
 /* Rounds rows [r0, r1) of a float buffer through binary16, the rounded rows into h as well. */

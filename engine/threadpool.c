@@ -214,6 +214,14 @@ void dllm_threadpool_run(struct dllm_threadpool *pool, int64_t n_items, dllm_wor
     run_job(pool, n_items, false, fn, ctx);
 }
 
+void dllm_threadpool_part(const struct dllm_threadpool *pool, int64_t n, int t, int64_t *i0,
+                          int64_t *i1)
+{
+    const int64_t per = (n + pool->n_threads - 1) / pool->n_threads;
+    *i0 = t * per < n ? t * per : n;
+    *i1 = *i0 + per < n ? *i0 + per : n;
+}
+
 void dllm_threadpool_run_each(struct dllm_threadpool *pool, dllm_work_fn fn, void *ctx)
 {
     if (pool->n_threads == 1) {

@@ -31,4 +31,12 @@ void dllm_threadpool_run(struct dllm_threadpool *pool, int64_t n_items, dllm_wor
  */
 void dllm_threadpool_run_each(struct dllm_threadpool *pool, dllm_work_fn fn, void *ctx);
 
+/*
+ * Part t of n things cut into one run a thread of the pool, as [*i0, *i1) (empty for a thread
+ * past the end): every run_each over the same n cuts them alike, so its thread t gets the same
+ * part each time.
+ */
+void dllm_threadpool_part(const struct dllm_threadpool *pool, int64_t n, int t, int64_t *i0,
+                          int64_t *i1);
+
 #endif

@@ -397,8 +397,7 @@ int cmd_bench(const struct cli_command *cmd, int argc, char **argv)
 
     int32_t *ids = make_canvas(model, canvas, r.n_prompt);
     int32_t *row_pos = malloc((size_t)rows * sizeof *row_pos);
-    /* on whole cache lines and touched, as a session's are, so that the pass writes them in place
-     */
+    /* on whole cache lines and touched, as a session's are: the pass writes them in place */
     const size_t logits_bytes = (size_t)(rows * dllm_model_n_vocab(model)) * sizeof(float);
     float *logits = dllm_alloc_lines_touched(logits_bytes);
     r.sweep = calloc((size_t)n_sweep + 1, sizeof *r.sweep);

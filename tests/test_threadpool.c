@@ -1,6 +1,7 @@
 /*
  * The thread pool: every item of a run runs exactly once, on a thread index in range, for
- * various item and thread counts; a run_each runs item t on thread t, once for every thread;
+ * various item and thread counts; a run_each runs item t on thread t, once for every thread,
+ * and the parts of n things for its threads cover them in order;
  * runs back to back (10,000 of them) stay correct and quick; bad thread counts are refused.
  */
 #include "fixtures.h"
@@ -109,6 +110,29 @@ START_TEST(test_run_each)
 }
 END_TEST
 
+/* The threads' parts of n things, for n below, at and above the thread count, cover [0, n) in
+ * order. */
+START_TEST(test_parts)
+{
+    static const int thread_counts[] = {1, 2, 3, 8};
+    const int threads = thread_counts[_i];
+    struct dllm_threadpool *pool = NULL;
+    ck_assert_int_eq(dllm_threadpool_new(threads, &pool, NULL), DLLM_OK);
+    for (int64_t n = 0; n <= 40; n++) {
+        int64_t end = 0;
+        for (int t = 0; t < threads; t++) {
+            int64_t i0, i1;
+            dllm_threadpool_part(pool, n, t, &i0, &i1);
+            ck_assert_int_eq(i0, end);
+            ck_assert_int_le(i0, i1);
+            end = i1;
+        }
+        ck_assert_int_eq(end, n);
+    }
+    dllm_threadpool_free(pool);
+}
+END_TEST
+
 /* Adds item + 1 to a sum: with n items a run adds n (n + 1) / 2. */
 static void sum_item(void *ctx, int64_t item, int thread)
 {
@@ -162,6 +186,7 @@ static Suite *threadpool_suite(void)
     TCase *tc = tcase_create("run");
     tcase_add_loop_test(tc, test_run_once, 0, (int)(sizeof run_cases / sizeof run_cases[0]));
     tcase_add_loop_test(tc, test_run_each, 0, 4);
+    tcase_add_loop_test(tc, test_parts, 0, 4);
     tcase_add_loop_test(tc, test_stress, 0, 2);
     tcase_add_test(tc, test_bad_counts);
     suite_add_tcase(s, tc);

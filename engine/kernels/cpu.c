@@ -156,19 +156,20 @@ struct par_job {
     size_t arow; /* bytes per converted activation row */
     float *y;
     int64_t ldy;
-    int64_t item_rows;                       /* weight rows per item (a conversion's: rows of x) */
+    int64_t item_rows;                       /* weight rows per item */
     bool packed;                             /* w is repacked (k->rows_packed) */
     const struct dllm_weight_reader *reader; /* a repack's source, when not w */
     atomic_int read_error;                   /* the errno value of a failed read, or 0 */
+    const struct dllm_threadpool *pool;      /* a conversion's, which cuts the L rows */
 };
 
-/* Converts an item's activation rows. */
+/* Converts thread item's part of the activation rows (dllm_threadpool_part). */
 static void quantize_item(void *ctx, int64_t item, int thread)
 {
     (void)thread;
     const struct par_job *j = ctx;
-    const int64_t l0 = item * j->item_rows,
-                  l1 = l0 + j->item_rows < j->L ? l0 + j->item_rows : j->L;
+    int64_t l0, l1;
+    dllm_threadpool_part(j->pool, j->L, (int)item, &l0, &l1);
     if (l0 < l1)
         j->k->quantize(j->wtype, j->x + l0 * j->K, j->K, l1 - l0,
                        (uint8_t *)j->scratch + (size_t)l0 * j->arow);
@@ -227,8 +228,7 @@ void dllm_kernels_quantize_par(const struct dllm_kernels *k, struct dllm_threadp
                         .L = L,
                         .scratch = scratch,
                         .arow = dllm_matmul_act_row_bytes(wtype, K),
-                        .item_rows =
-                            (L + dllm_threadpool_size(pool) - 1) / dllm_threadpool_size(pool)};
+                        .pool = pool};
     dllm_threadpool_run_each(pool, quantize_item, &j);
 }
 
