@@ -2,7 +2,7 @@
 # libdllm as an embedder links it: a program linked against it alone runs a forward pass whose
 # argmax rows match those of the float64 reference logits; the shared library needs none of
 # the hub's libraries (libcurl, libssl, libcrypto, jansson) and exports only dllm_* symbols,
-# none of them the tests' allocation-failure hook.
+# none of them the tests' allocation-failure hook; its matrix kernels hold their prefetches.
 . "${DLLM_TESTS_SRC:-$(dirname "$0")}/lib.sh"
 need_fixtures
 BUILD=$(cd "$(dirname "$DLLM")/.." && pwd)
@@ -63,4 +63,13 @@ if command -v nm >/dev/null; then
         not_ok "a CUDA build should link libcudart, not libcuda: $(grep NEEDED "$TMP/dyn" | grep -Eo 'libcu[^]]*' | tr '\n' ' ')"
     else ok "a CUDA build links libcudart and libcublas, not the driver"; fi
 else not_ok "nm is missing (binutils)"; fi
+# The matrix kernels prefetch the weights they pack next: each SIMD variant's rows_kind holds a
+# prefetcht0 and a prefetcht1 (GCC 12 once deleted them all, _mm_prefetch being all their loops
+# did, and nothing else noticed).
+if command -v objdump >/dev/null; then
+    objdump -d --no-show-raw-insn "$LIB" | grep -Eo 'prefetcht[01]' | sort | uniq -c >"$TMP/prefetch"
+    if [ "$(awk '$2 == "prefetcht0" && $1 >= 3 || $2 == "prefetcht1" && $1 >= 3' "$TMP/prefetch" | wc -l)" -eq 2 ]; then
+        ok "the kernels prefetch ($(tr -s ' \n' ' ' <"$TMP/prefetch"))"
+    else not_ok "libdllm.so lacks the kernels' prefetches: $(tr -s ' \n' ' ' <"$TMP/prefetch")"; fi
+else not_ok "objdump is missing (binutils)"; fi
 finish
