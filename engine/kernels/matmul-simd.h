@@ -683,8 +683,7 @@ SIMD_INLINE void qprep(struct qacts *qa, const uint8_t *const *a, int nb, enum q
         const struct block_q8_0 *blk = (const void *)a[t];
         for (int b = 0; b < nb; b++) {
             const __m256i u = _mm256_xor_si256(_mm256_loadu_si256((const void *)blk[b].qs), bias);
-            /* F16C, exact as dllm_fp16_to_f32, without a call per block and row */
-            qa->d[t][b] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(blk[b].d)));
+            qa->d[t][b] = _cvtsh_ss(blk[b].d); /* F16C: dllm_fp16_to_f32's bits, no call */
             if (mode == Q_SPLIT) {
                 _mm256_storeu_si256((void *)qa->u[t][b], _mm256_and_si256(u, low));
                 _mm256_storeu_si256((void *)qa->hi[t][b],
