@@ -12,6 +12,7 @@
  */
 #include "config.h"
 
+#include "attention.h"
 #include "backend.h"
 #include "call.h"
 #include "dllm.h"
@@ -86,7 +87,8 @@ struct cuda {
     void *arena;                 /* the activations, the scratch and the small arrays */
     uint16_t *scratch;           /* FP16 slice of a matrix, scratch_elems long */
     int64_t scratch_elems;
-    uint16_t *act;                /* FP16 activations [max_tokens, the widest K] */
+    uint16_t *act;                     /* FP16 activations [max_tokens, the widest K] */
+    struct dllm_cuda_attention_ws att; /* the attention's scores and operand pointers */
     float *logits;                /* [logits_rows(max_rows), n_vocab]: a group of a pass's rows */
     struct dllm_row_stats *stats; /* [max_rows]: every row's, made as its group is */
     int32_t *ids, *rows, *pos;
@@ -172,7 +174,9 @@ static size_t arena_bytes(const struct dllm_model *m, int64_t L, int64_t R, int6
     const size_t dq = (size_t)(hp->n_head * hp->head_dim),
                  dkv = (size_t)(hp->n_head_kv * hp->head_dim);
     const size_t row = 2 * (size_t)hp->n_embd + 2 * dq + 2 * dkv + 2 * (size_t)hp->n_ff;
-    return round_up((size_t)L * row * sizeof(float)) +
+    const size_t scores = (size_t)dllm_cuda_attention_score_floats(hp->n_head, L, L);
+    return round_up((size_t)L * row * sizeof(float)) + round_up(scores * sizeof(float)) +
+           round_up((size_t)(DLLM_ATT_PTRS * hp->n_head) * sizeof(void *)) +
            round_up((size_t)R * (size_t)hp->n_embd * sizeof(float)) +
            round_up((size_t)scratch_elems * 2) + round_up((size_t)L * (size_t)max_k * 2) +
            round_up((size_t)logits_rows(R) * (size_t)hp->n_vocab * sizeof(float)) +
@@ -430,6 +434,9 @@ static enum dllm_status make_arena(struct cuda *c, const struct plan *p, struct 
     TAKE(c->buf[DLLM_BUF_OUT], (size_t)(R * hp->n_embd) * sizeof(float));
     TAKE(c->scratch, (size_t)p->scratch_elems * 2);
     TAKE(c->act, (size_t)(L * p->max_k) * 2);
+    c->att.score_floats = dllm_cuda_attention_score_floats(hp->n_head, L, L);
+    TAKE(c->att.scores, (size_t)c->att.score_floats * sizeof(float));
+    TAKE(c->att.ptrs, (size_t)(DLLM_ATT_PTRS * hp->n_head) * sizeof(void *));
     TAKE(c->logits, (size_t)(logits_rows(R) * hp->n_vocab) * sizeof(float));
     TAKE(c->stats, (size_t)R * sizeof(struct dllm_row_stats));
     TAKE(c->ids, (size_t)L * sizeof(int32_t));
@@ -774,13 +781,13 @@ static void cuda_attention(struct dllm_backend *be, int64_t r0, int64_t r1, int6
 {
     struct cuda *c = (struct cuda *)be;
     const struct dllm_hparams *hp = &c->model->hp;
+    const struct dllm_cuda_heads heads = {hp->n_head, hp->n_head_kv, hp->head_dim};
     const int64_t dq = hp->n_head * hp->head_dim;
     if (live(c))
-        ok(c, DLLM_CUDA(&c->op_error, dllm_cuda_attention(
-                                          c->buf[DLLM_BUF_Q] + r0 * dq, c->buf[DLLM_BUF_K],
-                                          c->buf[DLLM_BUF_V], c->buf[DLLM_BUF_ATT] + r0 * dq,
-                                          r1 - r0, n_keys, hp->n_head, hp->n_head_kv, hp->head_dim,
-                                          1.0f / sqrtf((float)hp->head_dim), c->stream)));
+        ok(c, dllm_cuda_attention(c->blas, c->stream, &c->att, &heads, c->buf[DLLM_BUF_Q] + r0 * dq,
+                                  c->buf[DLLM_BUF_K], c->buf[DLLM_BUF_V],
+                                  c->buf[DLLM_BUF_ATT] + r0 * dq, r1 - r0, n_keys,
+                                  1.0f / sqrtf((float)hp->head_dim), &c->op_error));
 }
 
 static void cuda_swiglu(struct dllm_backend *be, int64_t r0, int64_t r1)

@@ -60,14 +60,31 @@ cudaError_t dllm_cuda_rope(float *x, int64_t rows, int64_t n_head, int64_t head_
                            const int32_t *pos, float freq_base, bool neox, cudaStream_t s);
 
 /*
- * out[n_q, n_head*head_dim] = softmax(q k^T * scale) v per head, bidirectional (no mask),
- * over n_keys keys; q head h reads kv head h / (n_head / n_head_kv). k and v rows are
- * n_head_kv*head_dim floats. No score matrix is stored (online softmax). The caller passes
- * the scale (the CPU backend's is 1/sqrt(head_dim)).
+ * The operands of attention's batched products (cuda/attention.c) for query rows q [n_q,
+ * n_head*head_dim], keys k and values v [n_keys, n_head_kv*head_dim], scores [n_head, n_q,
+ * n_keys] and out [n_q, n_head*head_dim]: ptrs[p * n_head + h] for q head h (kv head
+ * h / (n_head / n_head_kv)) and the enum dllm_att_ptr p, device pointers to the head's first
+ * element in each.
  */
-cudaError_t dllm_cuda_attention(const float *q, const float *k, const float *v, float *out,
-                                int64_t n_q, int64_t n_keys, int64_t n_head, int64_t n_head_kv,
-                                int64_t head_dim, float scale, cudaStream_t s);
+enum dllm_att_ptr {
+    DLLM_ATT_PTR_K,
+    DLLM_ATT_PTR_Q,
+    DLLM_ATT_PTR_S,
+    DLLM_ATT_PTR_V,
+    DLLM_ATT_PTR_OUT,
+    DLLM_ATT_PTRS
+};
+cudaError_t dllm_cuda_attention_pointers(const float *q, const float *k, const float *v, float *out,
+                                         float *scores, int64_t n_q, int64_t n_keys, int64_t n_head,
+                                         int64_t n_head_kv, int64_t head_dim, void **ptrs,
+                                         cudaStream_t s);
+
+/*
+ * Each of the rows of s (n floats each, in place) to its softmax weights as
+ * engine/kernels/ops-ref.c's dllm_attention_ref forms them: p_j = e^(s_j - max) (expf), the
+ * denominator summed in double (in another order), p_j times its inverse rounded to float.
+ */
+cudaError_t dllm_cuda_softmax_rows(float *s, int64_t rows, int64_t n, cudaStream_t st);
 
 /* gate[i] = silu(gate[i]) * up[i], i < n, silu(x) = x / (1 + e^-x). */
 cudaError_t dllm_cuda_swiglu(float *gate, const float *up, int64_t n, cudaStream_t s);

@@ -353,6 +353,40 @@ START_TEST(test_pass_async_failure)
 END_TEST
 
 /*
+ * The attention's calls fail as the backend's others do: its batched cuBLAS product and its
+ * softmax launch are named in the pass's error.
+ */
+START_TEST(test_pass_attention_failure)
+{
+    static const struct {
+        enum dllm_cuda_lib lib;
+        const char *call;
+        int code;
+        const char *text;
+    } faults[] = {
+        {DLLM_CUDA_CUBLAS, "cublasGemmBatchedEx", CUBLAS_STATUS_EXECUTION_FAILED,
+         "(CUBLAS_STATUS_EXECUTION_FAILED)"},
+        {DLLM_CUDA_RUNTIME, "dllm_cuda_softmax_rows", cudaErrorLaunchFailure,
+         "(cudaErrorLaunchFailure)"},
+        {DLLM_CUDA_RUNTIME, "dllm_cuda_attention_pointers", cudaErrorLaunchFailure,
+         "(cudaErrorLaunchFailure)"},
+    };
+    for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) {
+        struct dry d;
+        dry_open(&d, 1);
+        struct dllm_error err = {0};
+        dllm_cuda_fault_inject(faults[i].lib, faults[i].call, faults[i].code);
+        ck_assert_int_eq(dllm_forward_run(d.fwd, &d.pass, &err), DLLM_ERR_DEVICE);
+        ck_assert_msg(strncmp(err.text, faults[i].call, strlen(faults[i].call)) == 0 &&
+                          err.text[strlen(faults[i].call)] == '(',
+                      "%s", err.text);
+        ck_assert_msg(strstr(err.text, faults[i].text), "%s", err.text);
+        dry_close(&d);
+    }
+}
+END_TEST
+
+/*
  * A GPU fault sticks: once a launch has failed so, every later call fails too. The pass still
  * reports the first failure (later ops do nothing; the float16 cache's conversions of the next
  * layers neither run nor replace the error's text), and so does the next pass.
@@ -512,6 +546,8 @@ static uint64_t plan_8b(const struct shape8b *s, int64_t canvas, int64_t rows)
  * to 256). Per logits row R: the final-normed row (16,384 bytes), the logits (126464
  * floats, 505,856 bytes; for 256 rows at most) and the row's statistics (32 bytes). The FP16
  * scratch for slices of a matrix: 64 Mi halves (no layer matrix is larger), 134,217,728 bytes.
+ * The attention's scores: 32 heads x L x L floats up to its budget of 16 Mi floats (at L =
+ * 4096, 128 query rows of 32 x 4096), and its 5 pointers a head, 1,280 bytes.
  */
 START_TEST(test_plan_8b)
 {
@@ -519,13 +555,13 @@ START_TEST(test_plan_8b)
     shape8b_init(&s);
     const uint64_t fixed = 4642160640u + 1064960u + 268435456u + 134217728u;
     /* Canvas 160 (a 32-token prompt and 128 to generate), 32 rows (a block of 32). */
-    const uint64_t at160 =
-        fixed + 160 * (196608u + 24576u) + 3 * 768 + 32 * (16384u + 505856u) + 1024;
+    const uint64_t at160 = fixed + 160 * (196608u + 24576u) + 3 * 768 + 32 * (16384u + 505856u) +
+                           1024 + 32 * 160 * 160 * 4u + 1280;
     ck_assert_uint_eq(plan_8b(&s, 160, 32), at160);
-    ck_assert_uint_eq(at160, 5097983232u);
+    ck_assert_uint_eq(at160, 5101261312u);
     /* Canvas 512, 32 rows. */
-    const uint64_t at512 =
-        fixed + 512 * (196608u + 24576u) + 3 * 2048 + 32 * (16384u + 505856u) + 1024;
+    const uint64_t at512 = fixed + 512 * (196608u + 24576u) + 3 * 2048 + 32 * (16384u + 505856u) +
+                           1024 + 32 * 512 * 512 * 4u + 1280;
     ck_assert_uint_eq(plan_8b(&s, 512, 32), at512);
     /* The target: at canvas 512, at most the file's tensors plus 1.5 GB. */
     ck_assert_uint_le(at512 - 4642160640u - 1064960u, 1500000000u);
@@ -533,8 +569,8 @@ START_TEST(test_plan_8b)
      * A default canvas of 4096 with a row for each position: the logits for 256 rows at a time
      * (the rest are computed in groups), the final-normed rows and statistics for all.
      */
-    const uint64_t at4096 =
-        fixed + 4096 * (196608u + 24576u) + 3 * 16384 + 4096 * 16384u + 256 * 505856u + 4096 * 32u;
+    const uint64_t at4096 = fixed + 4096 * (196608u + 24576u) + 3 * 16384 + 4096 * 16384u +
+                            256 * 505856u + 4096 * 32u + 128 * 32 * 4096 * 4u + 1280;
     ck_assert_uint_eq(plan_8b(&s, 4096, 4096), at4096);
     ck_assert_uint_eq(plan_8b(&s, 4096, 4096) - plan_8b(&s, 4096, 256), 3840 * (16384u + 32u));
 }
@@ -606,6 +642,7 @@ static Suite *gpu_suite(void)
     tcase_add_test(tc, test_backend_create);
     tcase_add_test(tc, test_pass_failure);
     tcase_add_test(tc, test_pass_async_failure);
+    tcase_add_test(tc, test_pass_attention_failure);
     tcase_add_test(tc, test_host_memory);
     tcase_add_test(tc, test_check_model);
     tcase_add_test(tc, test_check_order);

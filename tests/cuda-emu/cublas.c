@@ -42,16 +42,89 @@ static bool matrix_on_device(const void *p, int rows, int cols, int ld, size_t e
 }
 
 /*
- * op(M) as a row-major float matrix out[r][c] (r < rows, c < cols) from the binary16 column-major
- * M with leading dimension ld: out[r][c] = M[r + c ld], or M[c + r ld] when transposed.
+ * op(M) as a row-major float matrix out[r][c] (r < rows, c < cols) from the column-major M of
+ * binary16 or float elements with leading dimension ld: out[r][c] = M[r + c ld], or
+ * M[c + r ld] when transposed.
  */
-static void unpack(const uint16_t *M, bool transposed, int rows, int cols, int ld, float *out)
+static void unpack(const void *M, cudaDataType type, bool transposed, int rows, int cols, int ld,
+                   float *out)
 {
     for (int r = 0; r < rows; r++)
-        for (int c = 0; c < cols; c++)
+        for (int c = 0; c < cols; c++) {
+            const size_t at = transposed ? (size_t)c + (size_t)r * (size_t)ld
+                                         : (size_t)r + (size_t)c * (size_t)ld;
             out[(size_t)r * (size_t)cols + (size_t)c] =
-                dllm_fp16_to_f32(transposed ? M[(size_t)c + (size_t)r * (size_t)ld]
-                                            : M[(size_t)r + (size_t)c * (size_t)ld]);
+                type == CUDA_R_16F ? dllm_fp16_to_f32(((const uint16_t *)M)[at])
+                                   : ((const float *)M)[at];
+        }
+}
+
+/* The shape of a product C = alpha op(A) op(B) + beta C (cublas_v2.h). */
+struct gemm {
+    bool ta, tb;
+    int m, n, k, lda, ldb, ldc;
+    cudaDataType atype; /* of A and B; C is float */
+    float alpha, beta;
+};
+
+/* Whether A, B and C of product g lie wholly in device memory. */
+static bool operands_on_device(const struct gemm *g, const void *A, const void *B, const void *C)
+{
+    const size_t e = g->atype == CUDA_R_16F ? 2 : 4;
+    return (g->k == 0 ||
+            (matrix_on_device(A, g->ta ? g->k : g->m, g->ta ? g->m : g->k, g->lda, e) &&
+             matrix_on_device(B, g->tb ? g->n : g->k, g->tb ? g->k : g->n, g->ldb, e))) &&
+           matrix_on_device(C, g->m, g->n, g->ldc, 4);
+}
+
+/* Product g, in float summed in order (the operands checked already). */
+static cublasStatus_t multiply(const struct gemm *g, const void *A, const void *B, float *C)
+{
+    float *a = malloc((size_t)g->m * (size_t)g->k * sizeof *a + 1),
+          *b = malloc((size_t)g->n * (size_t)g->k * sizeof *b + 1);
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return CUBLAS_STATUS_ALLOC_FAILED;
+    }
+    unpack(A, g->atype, g->ta, g->m, g->k, g->lda, a);  /* a[i][p] = op(A)(i, p) */
+    unpack(B, g->atype, !g->tb, g->n, g->k, g->ldb, b); /* b[j][p] = op(B)(p, j) */
+    for (int j = 0; j < g->n; j++)
+        for (int i = 0; i < g->m; i++) {
+            float s = 0;
+            for (int p = 0; p < g->k; p++)
+                s += a[(size_t)i * (size_t)g->k + (size_t)p] *
+                     b[(size_t)j * (size_t)g->k + (size_t)p];
+            float *y = &C[(size_t)i + (size_t)j * (size_t)g->ldc];
+            *y = g->beta == 0 ? g->alpha * s : g->alpha * s + g->beta * *y; /* beta 0: C unread */
+        }
+    free(a);
+    free(b);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/*
+ * The checks every product call makes: the handle, the types (A and B of type atype, C float,
+ * float accumulation), the sizes and scalars, and whether the handle's stream takes work;
+ * CUBLAS_STATUS_SUCCESS and g filled in when the call may go on.
+ */
+static cublasStatus_t start(cublasHandle_t handle, cublasOperation_t transa,
+                            cublasOperation_t transb, int m, int n, int k, const void *alpha,
+                            cudaDataType Atype, int lda, cudaDataType Btype, int ldb,
+                            const void *beta, cudaDataType Ctype, int ldc,
+                            cublasComputeType_t compute, cudaDataType atype, struct gemm *g)
+{
+    if (!handle)
+        return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (Atype != atype || Btype != atype || Ctype != CUDA_R_32F || compute != CUBLAS_COMPUTE_32F)
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (m < 0 || n < 0 || k < 0 || !alpha || !beta)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    if (m > 0 && n > 0 && dllm_emu_enqueue(handle->stream) != cudaSuccess) /* not dllm's stream */
+        return CUBLAS_STATUS_EXECUTION_FAILED;
+    *g = (struct gemm){transa == CUBLAS_OP_T, transb == CUBLAS_OP_T, m, n, k, lda, ldb, ldc, atype,
+                       *(const float *)alpha, *(const float *)beta};
+    return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
@@ -62,44 +135,42 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
                             cublasGemmAlgo_t algo)
 {
     (void)algo;
-    if (!handle)
-        return CUBLAS_STATUS_NOT_INITIALIZED;
-    if (Atype != CUDA_R_16F || Btype != CUDA_R_16F || Ctype != CUDA_R_32F ||
-        compute != CUBLAS_COMPUTE_32F)
-        return CUBLAS_STATUS_NOT_SUPPORTED;
-    if (m < 0 || n < 0 || k < 0 || !alpha || !beta)
+    struct gemm g;
+    const cublasStatus_t st = start(handle, transa, transb, m, n, k, alpha, Atype, lda, Btype, ldb,
+                                    beta, Ctype, ldc, compute, CUDA_R_16F, &g);
+    if (st || m == 0 || n == 0)
+        return st;
+    if (!operands_on_device(&g, A, B, C))
         return CUBLAS_STATUS_INVALID_VALUE;
-    if (m == 0 || n == 0)
+    return multiply(&g, A, B, C);
+}
+
+cublasStatus_t cublasGemmBatchedEx(cublasHandle_t handle, cublasOperation_t transa,
+                                   cublasOperation_t transb, int m, int n, int k, const void *alpha,
+                                   const void *const Aarray[], cudaDataType Atype, int lda,
+                                   const void *const Barray[], cudaDataType Btype, int ldb,
+                                   const void *beta, void *const Carray[], cudaDataType Ctype,
+                                   int ldc, int batchCount, cublasComputeType_t compute,
+                                   cublasGemmAlgo_t algo)
+{
+    (void)algo;
+    struct gemm g;
+    cublasStatus_t st = start(handle, transa, transb, m, n, k, alpha, Atype, lda, Btype, ldb, beta,
+                              Ctype, ldc, compute, CUDA_R_32F, &g);
+    if (st || batchCount < 0)
+        return st ? st : CUBLAS_STATUS_INVALID_VALUE;
+    if (m == 0 || n == 0 || batchCount == 0)
         return CUBLAS_STATUS_SUCCESS;
-    if (dllm_emu_enqueue(handle->stream) != cudaSuccess) /* a stream that is not dllm's one */
-        return CUBLAS_STATUS_EXECUTION_FAILED;
-    const bool ta = transa == CUBLAS_OP_T, tb = transb == CUBLAS_OP_T;
-    if ((k > 0 && (!matrix_on_device(A, ta ? k : m, ta ? m : k, lda, 2) ||
-                   !matrix_on_device(B, tb ? n : k, tb ? k : n, ldb, 2))) ||
-        !matrix_on_device(C, m, n, ldc, 4))
+    const size_t arrays = (size_t)batchCount * sizeof(void *);
+    if (!dllm_emu_on_device(Aarray, arrays) || !dllm_emu_on_device(Barray, arrays) ||
+        !dllm_emu_on_device(Carray, arrays))
         return CUBLAS_STATUS_INVALID_VALUE;
-    float *a = malloc((size_t)m * (size_t)k * sizeof *a + 1),
-          *b = malloc((size_t)n * (size_t)k * sizeof *b + 1);
-    if (!a || !b) {
-        free(a);
-        free(b);
-        return CUBLAS_STATUS_ALLOC_FAILED;
-    }
-    unpack(A, ta, m, k, lda, a);  /* a[i][p] = op(A)(i, p) */
-    unpack(B, !tb, n, k, ldb, b); /* b[j][p] = op(B)(p, j) */
-    const float al = *(const float *)alpha, be = *(const float *)beta;
-    float *c = C;
-    for (int j = 0; j < n; j++)
-        for (int i = 0; i < m; i++) {
-            float s = 0;
-            for (int p = 0; p < k; p++)
-                s += a[(size_t)i * (size_t)k + (size_t)p] * b[(size_t)j * (size_t)k + (size_t)p];
-            float *y = &c[(size_t)i + (size_t)j * (size_t)ldc];
-            *y = be == 0 ? al * s : al * s + be * *y; /* beta 0: C is not read, as cuBLAS */
-        }
-    free(a);
-    free(b);
-    return CUBLAS_STATUS_SUCCESS;
+    for (int i = 0; i < batchCount; i++)
+        if (!operands_on_device(&g, Aarray[i], Barray[i], Carray[i]))
+            return CUBLAS_STATUS_INVALID_VALUE;
+    for (int i = 0; i < batchCount && !st; i++)
+        st = multiply(&g, Aarray[i], Barray[i], Carray[i]);
+    return st;
 }
 
 /* The library's names and texts of the codes above. */

@@ -1,7 +1,8 @@
 /*
- * A stand-in for cuBLAS (tests/cuda-emu/cuda_runtime.h says why): the handle calls and the one
- * product dllm makes, cublasGemmEx with binary16 inputs, float output and float accumulation,
- * done on the host (cublas.c). The codes are the real library's.
+ * A stand-in for cuBLAS (tests/cuda-emu/cuda_runtime.h says why): the handle calls and the
+ * products dllm makes, cublasGemmEx with binary16 inputs and cublasGemmBatchedEx with float
+ * ones, float output and float accumulation, done on the host (cublas.c). The codes are the
+ * real library's.
  */
 #ifndef DLLM_CUDA_EMU_CUBLAS_H
 #define DLLM_CUDA_EMU_CUBLAS_H
@@ -44,6 +45,19 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
                             cudaDataType Btype, int ldb, const void *beta, void *C,
                             cudaDataType Ctype, int ldc, cublasComputeType_t compute,
                             cublasGemmAlgo_t algo);
+
+/*
+ * For i < batchCount, the product above with Aarray[i], Barray[i] and Carray[i] (arrays in
+ * device memory), all three float (CUDA_R_32F); the same refusals, and
+ * CUBLAS_STATUS_INVALID_VALUE for a pointer array that is not device memory.
+ */
+cublasStatus_t cublasGemmBatchedEx(cublasHandle_t handle, cublasOperation_t transa,
+                                   cublasOperation_t transb, int m, int n, int k, const void *alpha,
+                                   const void *const Aarray[], cudaDataType Atype, int lda,
+                                   const void *const Barray[], cudaDataType Btype, int ldb,
+                                   const void *beta, void *const Carray[], cudaDataType Ctype,
+                                   int ldc, int batchCount, cublasComputeType_t compute,
+                                   cublasGemmAlgo_t algo);
 
 const char *cublasGetStatusName(cublasStatus_t s);
 const char *cublasGetStatusString(cublasStatus_t s);

@@ -19,6 +19,7 @@
  */
 #include "config.h"
 
+#include "../../cuda/attention.h"
 #include "../../cuda/dequant.h"
 #include "../../cuda/kernels.h"
 #include "../../cuda/rowstats.h"
@@ -66,6 +67,9 @@ static size_t n_shapes = 2;
 static const int64_t *canvases = real_canvases;
 static size_t n_canvases = 2;
 static int64_t n_ids = 160;
+
+/* The cuBLAS handle of the attention's products, on the legacy stream as the launches. */
+static cublasHandle_t blas;
 
 /* The run's results: the JSON file and whether every check passed. */
 struct run {
@@ -420,8 +424,9 @@ static void check_rope(struct run *run, const struct shape *sh, int64_t L, uint6
 
 /*
  * Attention over the whole canvas, and for the queries of a window (rows L/3 to L, as a cached
- * pass asks) over every key: scores and weighted sums in another order and by FMA, e^x by the
- * device's expf (2 ulp); each output within 1e-5 of the largest |v| (a weighted mean of v
+ * pass asks) over every key; the whole canvas again with a workspace of 7 query rows, so that
+ * it goes in chunks (a partial one last). Scores and weighted sums in another order, e^x by
+ * the device's expf (2 ulp); each output within 1e-5 of the largest |v| (a weighted mean of v
  * rows, weights summing to 1, each weight off by a few ulp).
  */
 static void check_attention(struct run *run, const struct shape *sh, int64_t L, uint64_t *seed)
@@ -437,23 +442,43 @@ static void check_attention(struct run *run, const struct shape *sh, int64_t L, 
                        sh->n_head_kv, scores, want);
     float *dq = dev_copy(q, (size_t)(L * wq) * 4), *dk = dev_copy(k, (size_t)(L * wkv) * 4);
     float *dv = dev_copy(v, (size_t)(L * wkv) * 4), *dout = dev_alloc((size_t)(L * wq) * 4);
+    const struct dllm_cuda_heads heads = {sh->n_head, sh->n_head_kv, sh->head_dim};
+    struct dllm_cuda_attention_ws ws = {.score_floats =
+                                            dllm_cuda_attention_score_floats(sh->n_head, L, L)};
+    ws.scores = dev_alloc((size_t)ws.score_floats * sizeof(float));
+    ws.ptrs = dev_alloc((size_t)(DLLM_ATT_PTRS * sh->n_head) * sizeof(void *));
     double vmax = 0;
     for (int64_t i = 0; i < L * wkv; i++)
         vmax = fmax(vmax, fabs(v[i]));
-    for (int64_t i0 = 0; i0 < L; i0 = i0 ? L : L / 3) {
+    for (int run_i = 0; run_i < 3; run_i++) {
+        const int64_t i0 = run_i == 1 ? L / 3 : 0;
+        const int64_t floats = run_i == 2 ? sh->n_head * L * 7 : ws.score_floats;
+        if (floats > ws.score_floats)
+            continue; /* a canvas of at most 7 rows: the first run went in one chunk already */
+        const struct dllm_cuda_attention_ws w = {ws.scores, floats, ws.ptrs};
         const size_t off = (size_t)(i0 * wq), bytes = (size_t)((L - i0) * wq) * 4;
-        fetch(got + off, dout + off, bytes,
-              dllm_cuda_attention(dq + off, dk, dv, dout + off, L - i0, L, sh->n_head,
-                                  sh->n_head_kv, sh->head_dim, scale, 0),
-              "dllm_cuda_attention");
-        double err = 0;
+        memset(got, 0xff, (size_t)(L * wq) * 4); /* NaN wherever a run leaves a row unwritten */
+        cuda_or_die(cudaMemcpy(dout, got, (size_t)(L * wq) * 4, cudaMemcpyHostToDevice),
+                    "cudaMemcpy to the device");
+        struct dllm_error err = {0};
+        if (dllm_cuda_attention(blas, 0, &w, &heads, dq + off, dk, dv, dout + off, L - i0, L, scale,
+                                &err)) {
+            fprintf(stderr, "kernel_check: error: dllm_cuda_attention: %s\n", err.text);
+            exit(1);
+        }
+        fetch(got + off, dout + off, bytes, cudaSuccess, "dllm_cuda_attention");
+        double err_max = 0;
         for (int64_t i = (int64_t)off; i < L * wq; i++)
-            err = fmax(err, fabs((double)got[i] - want[i])) + (isnan(got[i]) ? INFINITY : 0);
-        char label[96];
-        snprintf(label, sizeof label, "%s L=%" PRId64 "%s %" PRId64 "/%" PRId64 "x%" PRId64,
-                 sh->name, L, i0 ? " rows L/3.." : "", sh->n_head, sh->n_head_kv, sh->head_dim);
-        report(run, "attention", label, "1e-5 of max |v|", err / vmax, 1e-5);
+            err_max =
+                fmax(err_max, fabs((double)got[i] - want[i])) + (isnan(got[i]) ? INFINITY : 0);
+        char label[128];
+        snprintf(label, sizeof label, "%s L=%" PRId64 "%s%s %" PRId64 "/%" PRId64 "x%" PRId64,
+                 sh->name, L, i0 ? " rows L/3.." : "", run_i == 2 ? " chunks of 7 rows" : "",
+                 sh->n_head, sh->n_head_kv, sh->head_dim);
+        report(run, "attention", label, "1e-5 of max |v|", err_max / vmax, 1e-5);
     }
+    cudaFree(ws.scores);
+    cudaFree(ws.ptrs);
     cudaFree(dq);
     cudaFree(dk);
     cudaFree(dv);
@@ -566,8 +591,14 @@ static void check_refusals(struct run *run)
     bad += dllm_cuda_dequant_f16(DLLM_TYPE_Q2_K, buf, 1, 256, buf, 0) != cudaErrorInvalidValue;
     bad += dllm_cuda_dequant_f16(DLLM_TYPE_Q4_K, buf, 1, 100, buf, 0) != cudaErrorInvalidValue;
     bad += dllm_cuda_get_rows(DLLM_TYPE_Q8_0, buf, 33, buf, 1, f, 0) != cudaErrorInvalidValue;
-    bad += dllm_cuda_attention(f, f, f, f, 1, 1, 3, 2, 128, 1.0f, 0) != cudaErrorInvalidValue;
-    bad += dllm_cuda_attention(f, f, f, f, 1, 1, 1, 1, 512, 1.0f, 0) != cudaErrorInvalidValue;
+    bad += dllm_cuda_attention_pointers(f, f, f, f, f, 1, 1, 3, 2, 128, buf, 0) !=
+           cudaErrorInvalidValue;
+    bad += dllm_cuda_softmax_rows(f, 1, 0, 0) != cudaErrorInvalidValue;
+    /* a workspace of scores for 2 heads over 8 keys is too small for 4 heads */
+    const struct dllm_cuda_attention_ws ws = {f, 16, buf};
+    const struct dllm_cuda_heads heads = {4, 4, 16};
+    struct dllm_error err = {0};
+    bad += dllm_cuda_attention(blas, 0, &ws, &heads, f, f, f, f, 1, 8, 1.0f, &err) != DLLM_ERR_ARG;
     bad += dllm_cuda_rope(f, 1, 1, 128, 127, buf, 1e4f, false, 0) != cudaErrorInvalidValue;
     bad += dllm_cuda_rms_norm(f, f, 1, 0, 1e-5f, f, 0) != cudaErrorInvalidValue;
     bad += dllm_cuda_swiglu(f, NULL, 4, 0) != cudaErrorInvalidValue;
@@ -614,6 +645,10 @@ int main(int argc, char **argv)
     printf("kernel_check on %s (sm_%d%d)\n", prop.name, prop.major, prop.minor);
     fprintf(run.json, "{\"device\": \"%s\", \"capability\": \"%d.%d\", \"checks\": [", prop.name,
             prop.major, prop.minor);
+    if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "kernel_check: error: cublasCreate failed\n");
+        return 1;
+    }
     uint64_t seed = 0x6b65726e;
     check_refusals(&run);
     check_dequant(&run, &seed);
@@ -627,6 +662,7 @@ int main(int argc, char **argv)
         }
         check_row_stats(&run, &shapes[s], &seed);
     }
+    cublasDestroy(blas);
     fprintf(run.json, "\n], \"pass\": %s}\n", run.failed ? "false" : "true");
     fclose(run.json);
     printf("%d checks, %s\n", run.n_checks, run.failed ? "FAILED" : "all passed");
