@@ -285,29 +285,60 @@ DLLM_HD float dllm_hd_decode(uint32_t type, const uint8_t *b, int j)
     }
 }
 
+/* Whether type is a K-quant that dllm_hd_kquant_lane decodes. */
+DLLM_HD bool dllm_hd_is_kquant(uint32_t type)
+{
+    return type == DLLM_TYPE_Q4_K || type == DLLM_TYPE_Q5_K || type == DLLM_TYPE_Q6_K;
+}
+
+/*
+ * The 8 elements that lane < 32 of a warp decodes of the K-quant block of type at b, so that the
+ * warp's lanes read the block's quants 4 bytes each, side by side (qs of Q4_K and Q5_K, ql of
+ * Q6_K, from byte 4 lane): elements first .. first + 3 into out[0..3] and second .. second + 3
+ * into out[4..7], second being first + 32 (Q4_K, Q5_K: the byte's high nibbles are the next
+ * sub-block) or first + 64 (Q6_K); returns first. dllm_hd_decode's bits, the sub-blocks'
+ * scales worked out once.
+ */
+DLLM_HD int dllm_hd_kquant_lane(uint32_t type, const uint8_t *b, int lane, float out[8],
+                                int *second)
+{
+    if (type == DLLM_TYPE_Q6_K) {
+        const int half = lane / 16, kk = lane / 8 % 2, l0 = 4 * (lane % 8);
+        const int g = 4 * half + kk, first = 32 * g + l0;
+        const float d_lo = dllm_hd_q6_scale(b, g, l0), d_hi = dllm_hd_q6_scale(b, g + 2, l0);
+        DLLM_UNROLL
+        for (int i = 0; i < 4; i++) {
+            out[i] = DLLM_FMUL(d_lo, (float)dllm_hd_q6_q(b, g, l0 + i));
+            out[4 + i] = DLLM_FMUL(d_hi, (float)dllm_hd_q6_q(b, g + 2, l0 + i));
+        }
+        *second = first + 64;
+        return first;
+    }
+    const bool q5 = type == DLLM_TYPE_Q5_K;
+    const int c = lane / 8, l0 = 4 * (lane % 8);
+    float dk[2], mk[2];
+    dllm_hd_k4_sub(b, 2 * c, &dk[0], &mk[0]);
+    dllm_hd_k4_sub(b, 2 * c + 1, &dk[1], &mk[1]);
+    DLLM_UNROLL
+    for (int h = 0; h < 2; h++) {
+        DLLM_UNROLL
+        for (int i = 0; i < 4; i++) {
+            const int q = dllm_hd_k4_q(q5 ? b + 16 : 0, b + (q5 ? 48 : 16), 2 * c + h, l0 + i);
+            out[4 * h + i] = DLLM_FSUB(DLLM_FMUL(dk[h], (float)q), mk[h]);
+        }
+    }
+    *second = 64 * c + l0 + 32;
+    return 64 * c + l0;
+}
+
 /*
  * Elements 32g .. 32g + 31 of the block of type at b into out, g < block elements / 32, or for
- * the one-element types (F32, F16, BF16) the 32 elements from b on (g 0): dllm_hd_decode's bits,
- * with what a K-quant's 32 elements share (the block's scales, the sub-block's scale and min)
- * worked out once instead of once an element.
+ * the one-element types (F32, F16, BF16) the 32 elements from b on (g 0): dllm_hd_decode's bits.
+ * The K-quants go by dllm_hd_kquant_lane instead.
  */
 DLLM_HD void dllm_hd_decode32(uint32_t type, const uint8_t *b, int g, float out[32])
 {
-    if (type == DLLM_TYPE_Q4_K || type == DLLM_TYPE_Q5_K) {
-        const bool q5 = type == DLLM_TYPE_Q5_K;
-        float dk, mk;
-        dllm_hd_k4_sub(b, g, &dk, &mk);
-        DLLM_UNROLL
-        for (int l = 0; l < 32; l++) {
-            int q = dllm_hd_k4_q(q5 ? b + 16 : 0, b + (q5 ? 48 : 16), g, l);
-            out[l] = DLLM_FSUB(DLLM_FMUL(dk, (float)q), mk);
-        }
-    } else if (type == DLLM_TYPE_Q6_K) {
-        float ds[2] = {dllm_hd_q6_scale(b, g, 0), dllm_hd_q6_scale(b, g, 16)};
-        DLLM_UNROLL
-        for (int l = 0; l < 32; l++)
-            out[l] = DLLM_FMUL(ds[l / 16], (float)dllm_hd_q6_q(b, g, l));
-    } else if (dllm_hd_block_elems(type) == 1) {
+    if (dllm_hd_block_elems(type) == 1) {
         DLLM_UNROLL
         for (int l = 0; l < 32; l++)
             out[l] = dllm_hd_decode(type, b + l * dllm_hd_block_bytes(type), 0);

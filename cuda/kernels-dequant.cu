@@ -1,7 +1,8 @@
 /*
- * Dequantization kernels (cuda/kernels.h): GGUF blocks to binary16 matrices for cuBLAS (32
- * elements a thread, or one where a row is no whole number of 32) and to float embedding rows
- * (one element a thread), through the shared decoders of cuda/dequant.h, and float to binary16.
+ * Dequantization kernels (cuda/kernels.h): GGUF blocks to binary16 matrices for cuBLAS (a
+ * K-quant block a warp, other types 32 elements a thread, or one where a row is no whole number
+ * of 32) and to float embedding rows (one element a thread), through the shared decoders of
+ * cuda/dequant.h, and float to binary16.
  */
 #include "dequant.h"
 #include "kernels.h"
@@ -65,6 +66,35 @@ static __global__ void dequant_f16_groups_kernel(uint32_t type, const uint8_t *b
     }
 }
 
+/* Four floats as binary16 (half_bits), in one 8-byte word. */
+static __device__ inline uint2 halves4(const float *v)
+{
+    const uint32_t lo = half_bits(v[0]) | half_bits(v[1]) << 16;
+    return make_uint2(lo, half_bits(v[2]) | half_bits(v[3]) << 16);
+}
+
+/*
+ * K-quant blocks, a warp a block (dst 8-byte aligned): lane l reads the 4 quant bytes at 4l of
+ * the block (dllm_hd_kquant_lane), so that each of the warp's loads takes 128 bytes side by side,
+ * and stores its two runs of 4 elements 8 bytes each, a warp's store 4 runs of 64 bytes. Block w
+ * of the matrix's n_blocks is at row w / row_blocks, and its elements at dst + 256 w.
+ */
+static __global__ void dequant_f16_kquant_kernel(uint32_t type, const uint8_t *blocks,
+                                                 int64_t n_blocks, int64_t row_blocks, int64_t rb,
+                                                 int bb, uint16_t *dst)
+{
+    const int lane = (int)(threadIdx.x % 32);
+    for (int64_t w = dllm_cuda_first() / 32; w < n_blocks; w += dllm_cuda_stride() / 32) {
+        const int64_t row = w / row_blocks;
+        const uint8_t *b = blocks + row * rb + (w - row * row_blocks) * bb;
+        float v[8];
+        int second;
+        const int first = dllm_hd_kquant_lane(type, b, lane, v, &second);
+        *(uint2 *)(dst + w * 256 + first) = halves4(v);
+        *(uint2 *)(dst + w * 256 + second) = halves4(v + 4);
+    }
+}
+
 extern "C" cudaError_t dllm_cuda_dequant_f16(uint32_t type, const void *blocks, int64_t n_rows,
                                              int64_t n_cols, uint16_t *dst, cudaStream_t s)
 {
@@ -75,7 +105,10 @@ extern "C" cudaError_t dllm_cuda_dequant_f16(uint32_t type, const void *blocks, 
     if (n == 0)
         return cudaSuccess;
     const int be = dllm_hd_block_elems(type);
-    if (n_cols % 32 == 0 && (uintptr_t)dst % 16 == 0) {
+    if (dllm_hd_is_kquant(type) && (uintptr_t)dst % 8 == 0) {
+        DLLM_LAUNCH(dequant_f16_kquant_kernel, dllm_cuda_blocks(n / 256 * 32), DLLM_CUDA_THREADS, s)
+        (type, (const uint8_t *)blocks, n / 256, n_cols / 256, rb, dllm_hd_block_bytes(type), dst);
+    } else if (n_cols % 32 == 0 && (uintptr_t)dst % 16 == 0) {
         int be_shift = 0;
         while ((1 << be_shift) < be)
             be_shift++;

@@ -35,12 +35,38 @@ static void hd_decode(uint32_t type, const void *blocks, int64_t n, float *dst)
         dst[i] = dllm_hd_row_elem(type, blocks, i);
 }
 
-/* The same n elements (a multiple of 32) 32 at a time, as the dequantization kernel does. */
-static void hd_decode32(uint32_t type, const void *blocks, int64_t n, float *dst)
+/*
+ * The same n elements (a multiple of 32) as the dequantization kernels take them: a K-quant
+ * block by the 32 lanes of a warp (dllm_hd_kquant_lane; each element written once, checked),
+ * other types 32 at a time.
+ */
+static void hd_decode_as_kernel(uint32_t type, const void *blocks, int64_t n, float *dst)
 {
     const int64_t be = dllm_hd_block_elems(type), bb = dllm_hd_block_bytes(type);
-    for (int64_t i = 0; i < n; i += 32)
-        dllm_hd_decode32(type, (const uint8_t *)blocks + i / be * bb, (int)(i % be / 32), dst + i);
+    if (!dllm_hd_is_kquant(type)) {
+        for (int64_t i = 0; i < n; i += 32)
+            dllm_hd_decode32(type, (const uint8_t *)blocks + i / be * bb, (int)(i % be / 32),
+                             dst + i);
+        return;
+    }
+    for (int64_t blk = 0; blk < n / be; blk++) {
+        int written[256] = {0};
+        for (int lane = 0; lane < 32; lane++) {
+            float v[8];
+            int second;
+            const int first =
+                dllm_hd_kquant_lane(type, (const uint8_t *)blocks + blk * bb, lane, v, &second);
+            for (int i = 0; i < 8; i++) {
+                const int at = (i < 4 ? first : second - 4) + i;
+                ck_assert_int_ge(at, 0);
+                ck_assert_int_lt(at, 256);
+                written[at]++;
+                dst[blk * 256 + at] = v[i];
+            }
+        }
+        for (int j = 0; j < 256; j++)
+            ck_assert_msg(written[j] == 1, "element %d of a block written %d times", j, written[j]);
+    }
 }
 
 /*
@@ -83,8 +109,8 @@ static void expect_as_cpu(uint32_t type, const void *blocks, int64_t n, const ch
     hd_decode(type, blocks, n, got);
     expect_bits(got, want, n, what);
     char what32[200];
-    snprintf(what32, sizeof what32, "%s, 32 at a time", what);
-    hd_decode32(type, blocks, n, got);
+    snprintf(what32, sizeof what32, "%s, as the kernels take it", what);
+    hd_decode_as_kernel(type, blocks, n, got);
     expect_bits(got, want, n, what32);
     free(want);
     free(got);

@@ -1,7 +1,7 @@
 /*
  * A stand-in for CUDA's binary16 header (tests/cuda-emu/cuda_runtime.h says why): the
  * conversion the kernels use, to nearest even as the GPU's, by the engine's own converter, and
- * the vector type they store with.
+ * the vector types they store with.
  */
 #ifndef DLLM_CUDA_EMU_FP16_H
 #define DLLM_CUDA_EMU_FP16_H
@@ -22,6 +22,15 @@ static inline __half __float2half_rn(float f)
 static inline uint16_t __half_as_ushort(__half h)
 {
     return h.bits;
+}
+
+struct uint2 {
+    unsigned x, y;
+};
+
+static inline uint2 make_uint2(unsigned x, unsigned y)
+{
+    return uint2{x, y};
 }
 
 struct uint4 {
