@@ -1,9 +1,10 @@
 /*
  * The CUDA backend: the forward pass's operations on one NVIDIA GPU, with the kernels of
  * kernels.h and cuBLAS. The weights are uploaded once in their GGUF blocks; before each
- * product the matrix is dequantized to FP16 into a scratch buffer (in slices of rows when it
- * is larger, as the output matrix is) and multiplied with cublasGemmEx, FP16 inputs with FP32
- * accumulation and output. With gpu_resident the FP16 copies are made once and kept instead.
+ * product the matrix is dequantized to FP16 into one of two scratch buffers (in slices of rows
+ * when it is larger, as the output matrix is) on a stream of its own, so that the next slice is
+ * dequantized while the last is multiplied, and multiplied with cublasGemmEx, FP16 inputs with
+ * FP32 accumulation and output. With gpu_resident the FP16 copies are made once and kept instead.
  * Activations, K/V caches and the logits rows live on the device; only the rows a pass asks
  * for and their statistics are copied back. Every runtime and cuBLAS call goes through
  * call.h; an op that fails keeps the first error, writes NaN where it owed results, and the
@@ -30,9 +31,9 @@
 #define DEVICE_MARGIN (256u << 20)
 
 /*
- * The largest FP16 slice of a matrix the scratch holds when no layer matrix is larger; in the
- * host emulation (tests/cuda-emu) a small one, so that the tiny test models' output matrix is
- * multiplied in slices too, as a real model's is.
+ * The FP16 elements of the scratch (two buffers of half as many each, see struct cuda) when no
+ * layer matrix is larger; in the host emulation (tests/cuda-emu) a few, so that the tiny test
+ * models' matrices are multiplied in slices too, as a real model's larger ones are.
  */
 #ifdef DLLM_CUDA_EMU
 #define SCRATCH_MIN_ELEMS ((int64_t)64 << 10)
@@ -85,8 +86,18 @@ struct cuda {
     float *own_k, *own_v;
     uint16_t *bound_k, *bound_v; /* a bound float16 cache layer, converted into own_k/v */
     void *arena;                 /* the activations, the scratch and the small arrays */
-    uint16_t *scratch;           /* FP16 slice of a matrix, scratch_elems long */
+    /*
+     * Default mode: FP16 slices of matrices, scratch_elems long each, used in turn (next). A
+     * slice is dequantized on dq_stream once the product that last read its buffer is done
+     * (multiplied[b], recorded on stream), and multiplied on stream once it is there
+     * (dequantized[b], recorded on dq_stream). In the host emulation, whose streams may not
+     * run side by side, dq_stream is stream.
+     */
+    uint16_t *scratch[2];
     int64_t scratch_elems;
+    int next;
+    cudaStream_t dq_stream;
+    cudaEvent_t dequantized[2], multiplied[2];
     uint16_t *act;                     /* FP16 activations [max_tokens, the widest K] */
     struct dllm_cuda_attention_ws att; /* the attention's scores and operand pointers */
     float *logits;                /* [logits_rows(max_rows), n_vocab]: a group of a pass's rows */
@@ -266,6 +277,23 @@ enum dllm_status dllm_cuda_check_model(const struct dllm_model *m, struct dllm_e
     return DLLM_OK;
 }
 
+/* The dequantization's stream (stream itself in the host emulation) and its events. */
+static enum dllm_status make_dequant_stream(struct cuda *c, struct dllm_error *err)
+{
+    enum dllm_status st = DLLM_OK;
+#ifdef DLLM_CUDA_EMU
+    c->dq_stream = c->stream;
+#else
+    st = DLLM_CUDA(err, cudaStreamCreateWithFlags(&c->dq_stream, cudaStreamNonBlocking));
+#endif
+    for (int b = 0; b < 2 && !st; b++)
+        if (!(st = DLLM_CUDA(err,
+                             cudaEventCreateWithFlags(&c->dequantized[b], cudaEventDisableTiming))))
+            st =
+                DLLM_CUDA(err, cudaEventCreateWithFlags(&c->multiplied[b], cudaEventDisableTiming));
+    return st;
+}
+
 static void cuda_destroy(struct dllm_backend *be)
 {
     struct cuda *c = (struct cuda *)be;
@@ -275,6 +303,16 @@ static void cuda_destroy(struct dllm_backend *be)
     DLLM_CUDA(&ignored, cudaSetDevice(c->device));
     if (c->stream)
         DLLM_CUDA(&ignored, cudaStreamSynchronize(c->stream));
+    if (c->dq_stream && c->dq_stream != c->stream) {
+        DLLM_CUDA(&ignored, cudaStreamSynchronize(c->dq_stream));
+        DLLM_CUDA(&ignored, cudaStreamDestroy(c->dq_stream));
+    }
+    for (int b = 0; b < 2; b++) {
+        if (c->dequantized[b])
+            DLLM_CUDA(&ignored, cudaEventDestroy(c->dequantized[b]));
+        if (c->multiplied[b])
+            DLLM_CUDA(&ignored, cudaEventDestroy(c->multiplied[b]));
+    }
     if (c->blas)
         DLLM_CUBLAS(&ignored, cublasDestroy(c->blas));
     if (c->stream)
@@ -432,7 +470,10 @@ static enum dllm_status make_arena(struct cuda *c, const struct plan *p, struct 
     }
     at += round_up((size_t)(a - (float *)at) * sizeof(float));
     TAKE(c->buf[DLLM_BUF_OUT], (size_t)(R * hp->n_embd) * sizeof(float));
-    TAKE(c->scratch, (size_t)p->scratch_elems * 2);
+    /* the scratch in two buffers of whole 256-byte units, for the dequantization kernels */
+    TAKE(c->scratch[0], (size_t)p->scratch_elems * 2);
+    c->scratch_elems = p->scratch_elems / 2 / 128 * 128;
+    c->scratch[1] = c->scratch[0] + c->scratch_elems;
     TAKE(c->act, (size_t)(L * p->max_k) * 2);
     c->att.score_floats = dllm_cuda_attention_score_floats(hp->n_head, L, L);
     TAKE(c->att.scores, (size_t)c->att.score_floats * sizeof(float));
@@ -443,7 +484,6 @@ static enum dllm_status make_arena(struct cuda *c, const struct plan *p, struct 
     TAKE(c->rows, (size_t)L * sizeof(int32_t));
     TAKE(c->pos, (size_t)L * sizeof(int32_t));
 #undef TAKE
-    c->scratch_elems = p->scratch_elems;
     c->own_k = c->buf[DLLM_BUF_K];
     c->own_v = c->buf[DLLM_BUF_V];
     /* Row r is at position r: RoPE's positions are the row indices. */
@@ -499,7 +539,7 @@ static enum dllm_status cuda_create(const struct dllm_backend_config *cfg,
     c->max_rows = cfg->max_rows;
     if ((st = DLLM_CUDA(err, cudaSetDevice(cfg->device))) ||
         (st = DLLM_CUDA(err, cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking))) ||
-        (st = DLLM_CUBLAS(err, cublasCreate(&c->blas))) ||
+        (st = make_dequant_stream(c, err)) || (st = DLLM_CUBLAS(err, cublasCreate(&c->blas))) ||
         (st = DLLM_CUBLAS(err, cublasSetStream(c->blas, c->stream))) ||
         (st = make_arena(c, &p, err)) || (st = upload_vectors(c, err)))
         goto fail;
@@ -693,9 +733,26 @@ static void cuda_gather_norm(struct dllm_backend *be, const int32_t *rows, int64
 }
 
 /*
+ * Dequantizes rows [n0, n0 + n) of w into scratch buffer b on dq_stream, once the product that
+ * last read that buffer is done, and has stream wait for it; the buffer, or NULL after a failure.
+ */
+static const uint16_t *dequant_slice(struct cuda *c, const struct dmat *w, int64_t n0, int64_t n,
+                                     int b)
+{
+    const uint8_t *blocks = (const uint8_t *)w->blocks + (size_t)n0 * w->row_bytes;
+    if (!ok(c, DLLM_CUDA(&c->op_error, cudaStreamWaitEvent(c->dq_stream, c->multiplied[b], 0))) ||
+        !ok(c, DLLM_CUDA(&c->op_error, dllm_cuda_dequant_f16(w->type, blocks, n, w->K,
+                                                             c->scratch[b], c->dq_stream))) ||
+        !ok(c, DLLM_CUDA(&c->op_error, cudaEventRecord(c->dequantized[b], c->dq_stream))) ||
+        !ok(c, DLLM_CUDA(&c->op_error, cudaStreamWaitEvent(c->stream, c->dequantized[b], 0))))
+        return NULL;
+    return c->scratch[b];
+}
+
+/*
  * y[L, N] (row stride ldy) = x[L, K] W^T for matrix w: x converted to FP16 unless same_input,
- * then W's rows in slices that fit the scratch (all of them at once in resident mode),
- * each slice a cublasGemmEx into its columns of y.
+ * then W's rows in slices that fit a scratch buffer (all of them at once in resident mode),
+ * each slice a cublasGemmEx into its columns of y, after which its buffer is free again.
  */
 static void product(struct cuda *c, const struct dmat *w, const float *x, int64_t L,
                     bool same_input, float *y, int64_t ldy)
@@ -707,21 +764,18 @@ static void product(struct cuda *c, const struct dmat *w, const float *x, int64_
     const int64_t slice = w->f16 ? w->N : c->scratch_elems / w->K;
     for (int64_t n0 = 0; n0 < w->N && live(c); n0 += slice) {
         const int64_t n = w->N - n0 < slice ? w->N - n0 : slice;
-        const uint16_t *a = w->f16;
-        if (!a) {
-            if (!ok(c,
-                    DLLM_CUDA(&c->op_error, dllm_cuda_dequant_f16(w->type,
-                                                                  (const uint8_t *)w->blocks +
-                                                                      (size_t)n0 * w->row_bytes,
-                                                                  n, w->K, c->scratch, c->stream))))
-                return;
-            a = c->scratch;
-        }
-        ok(c, DLLM_CUBLAS(&c->op_error,
-                          cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)L, (int)w->K,
-                                       &alpha, a, CUDA_R_16F, (int)w->K, c->act, CUDA_R_16F,
-                                       (int)w->K, &beta, y + n0, CUDA_R_32F, (int)ldy,
-                                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)));
+        const int b = c->next;
+        c->next ^= w->f16 ? 0 : 1;
+        const uint16_t *a = w->f16 ? w->f16 : dequant_slice(c, w, n0, n, b);
+        if (!a ||
+            !ok(c, DLLM_CUBLAS(&c->op_error,
+                               cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)L,
+                                            (int)w->K, &alpha, a, CUDA_R_16F, (int)w->K, c->act,
+                                            CUDA_R_16F, (int)w->K, &beta, y + n0, CUDA_R_32F,
+                                            (int)ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT))))
+            return;
+        if (!w->f16)
+            ok(c, DLLM_CUDA(&c->op_error, cudaEventRecord(c->multiplied[b], c->stream)));
     }
 }
 

@@ -353,10 +353,11 @@ START_TEST(test_pass_async_failure)
 END_TEST
 
 /*
- * The attention's calls fail as the backend's others do: its batched cuBLAS product and its
- * softmax launch are named in the pass's error.
+ * The attention's calls and the ordering of the dequantization stream fail as the backend's
+ * others do: its batched cuBLAS product, its launches, a stream's wait for an event are named
+ * in the pass's error.
  */
-START_TEST(test_pass_attention_failure)
+START_TEST(test_pass_call_failures)
 {
     static const struct {
         enum dllm_cuda_lib lib;
@@ -370,6 +371,8 @@ START_TEST(test_pass_attention_failure)
          "(cudaErrorLaunchFailure)"},
         {DLLM_CUDA_RUNTIME, "dllm_cuda_attention_pointers", cudaErrorLaunchFailure,
          "(cudaErrorLaunchFailure)"},
+        {DLLM_CUDA_RUNTIME, "cudaStreamWaitEvent", cudaErrorInvalidResourceHandle,
+         "(cudaErrorInvalidResourceHandle)"},
     };
     for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) {
         struct dry d;
@@ -642,7 +645,7 @@ static Suite *gpu_suite(void)
     tcase_add_test(tc, test_backend_create);
     tcase_add_test(tc, test_pass_failure);
     tcase_add_test(tc, test_pass_async_failure);
-    tcase_add_test(tc, test_pass_attention_failure);
+    tcase_add_test(tc, test_pass_call_failures);
     tcase_add_test(tc, test_host_memory);
     tcase_add_test(tc, test_check_model);
     tcase_add_test(tc, test_check_order);

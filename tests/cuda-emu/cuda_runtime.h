@@ -73,12 +73,17 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s);
  * Events: a record is work on its stream, timed by the host's clock as it is enqueued (work
  * runs then); cudaEventElapsedTime refuses an event not recorded (cudaErrorInvalidResourceHandle)
  * and one whose stream has not been synchronised since (cudaErrorNotReady), where a GPU may not
- * have reached it yet.
+ * have reached it yet, and an event made with cudaEventDisableTiming
+ * (cudaErrorInvalidResourceHandle). A stream waiting for an event (cudaStreamWaitEvent) has
+ * nothing to wait for, since work runs as it is enqueued: the call checks its stream and event.
  */
+#define cudaEventDisableTiming 0x02
 cudaError_t cudaEventCreate(cudaEvent_t *e);
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags);
 cudaError_t cudaEventDestroy(cudaEvent_t e);
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s);
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags);
 cudaError_t cudaGetLastError(void);
 cudaError_t cudaGetDeviceCount(int *n);
 /* Makes device 0's primary context active, as the runtime does since CUDA 12. */

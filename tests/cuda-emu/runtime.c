@@ -307,12 +307,20 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s)
 struct dllm_emu_event {
     bool recorded;
     cudaStream_t stream;
-    double ms; /* the host's clock when it was recorded */
+    double ms;    /* the host's clock when it was recorded */
+    bool untimed; /* made with cudaEventDisableTiming */
 };
 
 cudaError_t cudaEventCreate(cudaEvent_t *e)
 {
+    return cudaEventCreateWithFlags(e, 0);
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags)
+{
     *e = calloc(1, sizeof **e);
+    if (*e)
+        (*e)->untimed = flags & cudaEventDisableTiming;
     return result(*e ? cudaSuccess : cudaErrorMemoryAllocation);
 }
 
@@ -328,7 +336,7 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
         return result(cudaErrorInvalidResourceHandle);
     const cudaError_t r = dllm_emu_enqueue(s);
     if (r == cudaSuccess)
-        *e = (struct dllm_emu_event){true, s, dllm_clock_ms()};
+        *e = (struct dllm_emu_event){true, s, dllm_clock_ms(), e->untimed};
     return r;
 }
 
@@ -344,12 +352,20 @@ static bool event_done(cudaEvent_t e)
 
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
 {
-    if (!start || !end || !start->recorded || !end->recorded)
+    if (!start || !end || !start->recorded || !end->recorded || start->untimed || end->untimed)
         return result(cudaErrorInvalidResourceHandle);
     if (!event_done(start) || !event_done(end))
         return result(cudaErrorNotReady);
     *ms = (float)(end->ms - start->ms);
     return cudaSuccess;
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags)
+{
+    pthread_mutex_lock(&mem.lock);
+    const int i = stream_index(s);
+    pthread_mutex_unlock(&mem.lock);
+    return result(i >= 0 && e && flags == 0 ? cudaSuccess : cudaErrorInvalidValue);
 }
 
 cudaError_t cudaGetLastError(void)
