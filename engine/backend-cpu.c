@@ -2,7 +2,7 @@
  * The CPU backend: the forward pass's operations on the kernels of kernels/ (one variant of
  * the matrix kernels, "ref", "avx2", "avxvnni" or "avx512", and the block kernels of the same
  * instruction set), over buffers in one page-aligned arena, run on the caller's thread
- * pool. The SIMD variants repack the model's K-quant matrices into their panel layout once.
+ * pool. The SIMD variants repack the model's quantized matrices into their panel layout once.
  */
 #include "config.h"
 

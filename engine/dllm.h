@@ -741,10 +741,11 @@ DLLM_API void dllm_forward_params_init(struct dllm_forward_params *params);
 
 /*
  * A context for passes of a model on a backend. Results do not depend on the thread count.
- * The SIMD CPU variants repack the model's Q4_K, Q5_K and Q6_K matrices into the context
- * (their panel layout, about as large as the file's tensors) and release the file's pages of
- * them, so the weights stay resident once per context; this reads the whole model, which
- * takes seconds for a 5 GB file. On failure (a cancel included) nothing is left allocated.
+ * The SIMD CPU variants repack the model's quantized matrices into the context (their panel
+ * layout, about as large as the file's tensors: up to a ninth larger for the 32-element
+ * types) and release the file's pages of them, so the weights stay resident once per context;
+ * this reads the whole model, which takes seconds for a 5 GB file. On failure (a cancel
+ * included) nothing is left allocated.
  */
 DLLM_API enum dllm_status dllm_forward_new(const struct dllm_model *model,
                                            const struct dllm_forward_params *params,

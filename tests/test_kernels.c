@@ -523,8 +523,9 @@ static int read_memory(void *user, size_t at, size_t n, void *dst)
 }
 
 /*
- * Repacked K-quant matrices: every SIMD variant repacks Q4_K, Q5_K and Q6_K (and nothing else,
- * repacked_bytes 0) into exactly as many bytes as N rounded up to a panel takes, and its
+ * Repacked matrices: every SIMD variant repacks the quantized types, the K-quants and the
+ * 32-element blocks (and not the float ones, repacked_bytes 0) into exactly as many bytes as
+ * N rounded up to a panel takes, and its
  * products over the repacked copy are bit for bit those over the GGUF layout, on one call and
  * shared out over a pool (items of whole panels; N = 200 ends in a partial panel), and the
  * repack shared out over a pool writes what one call writes, from memory and from a reader
@@ -533,9 +534,11 @@ static int read_memory(void *user, size_t at, size_t n, void *dst)
 START_TEST(test_repacked)
 {
     static const uint32_t types[] = {DLLM_TYPE_Q4_K, DLLM_TYPE_Q5_K, DLLM_TYPE_Q6_K,
-                                     DLLM_TYPE_Q8_0, DLLM_TYPE_Q4_0, DLLM_TYPE_F16};
-    const uint32_t wtype = types[_i % 6];
-    const char *name = simd_names[_i / 6];
+                                     DLLM_TYPE_Q8_0, DLLM_TYPE_Q4_0, DLLM_TYPE_Q4_1,
+                                     DLLM_TYPE_Q5_0, DLLM_TYPE_Q5_1, DLLM_TYPE_F16};
+    const int n_types = (int)(sizeof types / sizeof types[0]);
+    const uint32_t wtype = types[_i % n_types];
+    const char *name = simd_names[_i / n_types];
     char what[64];
     snprintf(what, sizeof what, "repacked %s", dllm_type_traits(wtype)->name);
     const struct dllm_kernels *k = variant_or_skip(name, what);
@@ -545,12 +548,13 @@ START_TEST(test_repacked)
     const int64_t N = 200, K = 768, L = 11;
     const size_t bytes = k->repacked_bytes(wtype, K, N);
     const struct dllm_type_traits *tr = dllm_type_traits(wtype);
-    if (wtype != DLLM_TYPE_Q4_K && wtype != DLLM_TYPE_Q5_K && wtype != DLLM_TYPE_Q6_K) {
+    if (wtype == DLLM_TYPE_F16) {
         ck_assert_uint_eq(bytes, 0);
         printf("%s %s: not repacked\n", name, what);
         return;
     }
-    /* a panel's block: its rows' words, the last partial word (Q6_K's d) padded to 4 bytes */
+    /* a panel's block: its rows' words, a last partial word (Q6_K's d, Q8_0's last quants, ...)
+     * padded to 4 bytes */
     const int64_t panels = (N + k->row_align - 1) / k->row_align;
     ck_assert_uint_eq(bytes, (size_t)(panels * k->row_align * (K / tr->block_elems)) *
                                  ((tr->block_bytes + 3) / 4 * 4));
@@ -762,7 +766,7 @@ static Suite *kernels_suite(void)
     tcase_add_loop_test(tc, test_rows_extremes, 0, N_SIMD * 8);
     tcase_add_loop_test(tc, test_rows_edges, 0, N_SIMD * 5);
     tcase_add_loop_test(tc, test_par, 0, 3 * (1 + N_SIMD));
-    tcase_add_loop_test(tc, test_repacked, 0, N_SIMD * 6);
+    tcase_add_loop_test(tc, test_repacked, 0, N_SIMD * 9);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("fp16");

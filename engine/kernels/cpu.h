@@ -6,7 +6,7 @@
  * dllm_matmul_quantize_ref writes, so any variant's rows can read it) and rows multiplies a
  * range of weight rows with them. Every variant takes the weights in their GGUF layout: the
  * SIMD ones unpack panels of row_align rows on the stack as they go and reuse each unpacked
- * panel for all L activation rows. The SIMD ones can also repack a K-quant matrix once into
+ * panel for all L activation rows. The SIMD ones can also repack a quantized matrix once into
  * their panel layout (repack, rows_packed), which spares them transposing each panel on every
  * product. The reference serves the float types when K is not a multiple of 32, and conversions
  * to BF16.

@@ -70,9 +70,17 @@ SIMD_INLINE void panel_rows_init(struct panel_rows *pr, size_t stride, int nr)
     pr->packed = false;
 }
 
-/* The 32-bit word at byte offset at of the block in each panel row. */
+/*
+ * The 32-bit word at byte offset at (even) of the block in each panel row: gathered, or from a
+ * repacked panel, whose vector i holds word i of each row's block, one vector or the halves of
+ * two.
+ */
 SIMD_INLINE vi gather_at(const uint8_t *blk, const struct panel_rows *pr, size_t at)
 {
+    if (pr->packed) {
+        const vi *w = (const vi *)(const void *)blk;
+        return at % 4 == 0 ? w[at / 4] : vi_or(vi_srl(w[at / 4], 16), vi_sll(w[at / 4 + 1], 16));
+    }
     return vi_gather(blk + at, pr->off);
 }
 
@@ -647,7 +655,13 @@ static void pack_q8_0(void *panel, const uint8_t *blk, const struct panel_rows *
 {
     struct qpanel *p = panel;
     static_assert(QK8_0 / 4 == NR || QK8_0 / 4 == NR / 2, "Q8_0 words fit block_words");
-    block_words(blk + offsetof(struct block_q8_0, qs), pr, QK8_0 / 4, p->q);
+    if (pr->packed) {
+        for (int i = 0; i < QK8_0 / 4; i++) {
+            p->q[i] = gather_at(blk, pr, offsetof(struct block_q8_0, qs) + 4 * (size_t)i);
+        }
+    } else {
+        block_words(blk + offsetof(struct block_q8_0, qs), pr, QK8_0 / 4, p->q);
+    }
     qpanel_corr(p);
     p->d = half_of(gather_at(blk, pr, 0), false);
     p->m = vf_zero();
@@ -930,7 +944,7 @@ struct kind {
 #define Q32(type, pack, prep, tile)                                                                \
     {                                                                                              \
         QK8_0, sizeof(struct block_##type), sizeof(struct block_q8_0), sizeof(struct qpanel),      \
-            Q32_CHUNK, Q32_GROUP, TT_Q, 1, 0, pack, prep, tile                                     \
+            Q32_CHUNK, Q32_GROUP, TT_Q, 1, (sizeof(struct block_##type) + 3) / 4, pack, prep, tile \
     }
 #define FLT(esize, pack, prep)                                                                     \
     {                                                                                              \
@@ -1124,7 +1138,8 @@ void SIMD_NAME(dllm_matmul_rows)(uint32_t wtype, const void *w, int64_t K, int64
 /*
  * A repacked matrix: for each panel of NR rows (the last one's missing rows repeat its last
  * row), for each block, the pwords vectors kwords reads, lane r of vector i holding word i of
- * row r's block. Only the K-quants are repacked; their panels then need no transposing.
+ * row r's block (the last word of a block of no whole number of words padded). The quantized
+ * types are repacked: their panels then need no transposing or gathering.
  */
 size_t SIMD_NAME(dllm_matmul_repacked_bytes)(uint32_t wtype, int64_t K, int64_t N)
 {
@@ -1149,10 +1164,19 @@ void SIMD_NAME(dllm_matmul_repack)(uint32_t wtype, const void *w, int64_t K, int
         panel_rows_init(&pr, wstride, (int)(N - p0 < NR ? N - p0 : NR));
         vi *out = (vi *)dst + (size_t)(p0 / NR) * (size_t)nbk * (size_t)k->pwords;
         for (int64_t b = 0; b < nbk; b++, out += k->pwords) {
+            const uint8_t *blk = (const uint8_t *)w + (size_t)p0 * wstride + (size_t)b * k->wblock;
             vi buf[64];
-            const vi *words =
-                kwords((const uint8_t *)w + (size_t)p0 * wstride + (size_t)b * k->wblock, &pr, nd,
-                       tail, buf);
+            const vi *words = buf;
+            if (nd >= NR || nd == NR / 2) { /* as block_words loads them, and transposed */
+                words = kwords(blk, &pr, nd, tail, buf);
+            } else { /* fewer words than block_words loads (Q4_1, Q5_0, Q5_1): gathered */
+                for (int i = 0; i < nd; i++) {
+                    buf[i] = gather_at(blk, &pr, 4 * (size_t)i);
+                }
+                if (tail) {
+                    buf[nd] = vi_srl(gather_at(blk, &pr, 4 * (size_t)nd - 2), 16);
+                }
+            }
             for (int i = 0; i < k->pwords; i++) {
                 out[i] = words[i];
             }
