@@ -2,8 +2,9 @@
  * kernel_check: every launcher of cuda/kernels.h against the CPU reference on random data of
  * the real model shapes (LLaDA-8B: d_model 4096, 32 heads of 128, ffn 12288, vocab 126464;
  * Dream-7B: 3584, 28 / 4 heads of 128, ffn 18944, vocab 152064; canvases of 160 and 512
- * tokens), each within a named tolerance printed beside the measured error. Results go as JSON
- * to the path given; exit 1 on any failure, or when there is no GPU. tests/gpu/run.sh runs it
+ * tokens), each within a named tolerance printed beside the measured error, and the time of
+ * each dequantization and attention (median of 5, GB/s moved). Results go as JSON to the path
+ * given; exit 1 on any failure, or when there is no GPU. tests/gpu/run.sh runs it
  * on a GPU. --small takes small shapes of the same kinds instead: make check runs it so on
  * the host, the kernels built with tests/cuda-emu's stand-in runtime (tests/kernel_check_emu).
  *
@@ -14,7 +15,7 @@
  *       -c $f -o build/$(basename $f .cu).o; done
  *   cc -std=c11 -O2 -ffp-contract=off -Ibuild -Iengine -Itests -I/usr/local/cuda/include \
  *       tests/gpu/kernel_check.c tests/random_data.c build/kernels-*.o \
- *       build/engine/.libs/libdllm-engine.a -L/usr/local/cuda/lib64 -lcudart -lcheck \
+ *       build/engine/.libs/libdllm-engine.a -L/usr/local/cuda/lib64 -lcublas -lcudart -lcheck \
  *       -lpcre2-8 -lstdc++ -lm -lpthread -o build/kernel_check
  */
 #include "config.h"
@@ -119,6 +120,51 @@ static void fetch(void *host, const void *dev, size_t bytes, cudaError_t launch,
     cuda_or_die(cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy to the host");
 }
 
+/*
+ * Timings of some launches on the shapes checked, for the results beside the checks: what ran,
+ * the median milliseconds, and the device memory it read and wrote per millisecond (GB/s).
+ */
+static struct {
+    char what[128];
+    double ms, gbs;
+} timings[64];
+static int n_timings;
+
+/*
+ * The median of 5 timed runs of launch(ctx) after an untimed one, by events on the legacy
+ * stream, recorded under what with bytes moved; exits 1 when a run or an event fails.
+ */
+static void time_launch(const char *what, double bytes, cudaError_t (*launch)(void *ctx), void *ctx)
+{
+    cudaEvent_t ev[2];
+    cuda_or_die(cudaEventCreate(&ev[0]), "cudaEventCreate");
+    cuda_or_die(cudaEventCreate(&ev[1]), "cudaEventCreate");
+    float ms[5];
+    cuda_or_die(launch(ctx), what);
+    for (int r = 0; r < 5; r++) {
+        cuda_or_die(cudaEventRecord(ev[0], 0), "cudaEventRecord");
+        cuda_or_die(launch(ctx), what);
+        cuda_or_die(cudaEventRecord(ev[1], 0), "cudaEventRecord");
+        cuda_or_die(cudaDeviceSynchronize(), what);
+        cuda_or_die(cudaEventElapsedTime(&ms[r], ev[0], ev[1]), "cudaEventElapsedTime");
+    }
+    for (int i = 1; i < 5; i++) /* insertion sort of five */
+        for (int j = i; j > 0 && ms[j] < ms[j - 1]; j--) {
+            const float t = ms[j];
+            ms[j] = ms[j - 1];
+            ms[j - 1] = t;
+        }
+    cudaEventDestroy(ev[0]);
+    cudaEventDestroy(ev[1]);
+    if (n_timings == (int)(sizeof timings / sizeof timings[0]))
+        return;
+    snprintf(timings[n_timings].what, sizeof timings[n_timings].what, "%s", what);
+    timings[n_timings].ms = ms[2];
+    timings[n_timings].gbs = ms[2] > 0 ? bytes / (ms[2] * 1e6) : 0;
+    printf("time %-62s %9.3f ms %8.1f GB/s\n", what, timings[n_timings].ms, timings[n_timings].gbs);
+    n_timings++;
+}
+
 /* Records one check: its measured error against its tolerance (pass when err <= tol). */
 static void report(struct run *run, const char *name, const char *shape, const char *tol_name,
                    double err, double tol)
@@ -196,12 +242,27 @@ static void matrix_free(struct matrix *m)
     free(m->w);
 }
 
+/* A dequantization to time: dllm_cuda_dequant_f16's arguments. */
+struct dequant_args {
+    uint32_t type;
+    const void *blocks;
+    int64_t N, K;
+    uint16_t *dst;
+};
+
+static cudaError_t run_dequant(void *ctx)
+{
+    const struct dequant_args *a = ctx;
+    return dllm_cuda_dequant_f16(a->type, a->blocks, a->N, a->K, a->dst, 0);
+}
+
 /*
  * The elements of dllm_cuda_dequant_f16 of m whose bits differ from the CPU decoder's floats
- * rounded by dllm_f32_to_fp16, the result written offset halves into its buffer (1: unaligned).
+ * rounded by dllm_f32_to_fp16, the result written offset halves into its buffer (1: unaligned);
+ * the launch timed as time_as unless NULL.
  */
 static double dequant_differ(uint32_t type, const struct matrix *m, int64_t N, int64_t K,
-                             int64_t offset)
+                             int64_t offset, const char *time_as)
 {
     const int64_t n = N * K;
     uint16_t *dh = dev_alloc((size_t)(n + offset) * 2);
@@ -211,6 +272,14 @@ static double dequant_differ(uint32_t type, const struct matrix *m, int64_t N, i
     fetch(got, dh + offset, (size_t)n * 2, dllm_cuda_dequant_f16(type, m->dw, N, K, dh + offset, 0),
           "dllm_cuda_dequant_f16");
     const double differ = bits_differ(got, want, n, 2);
+    if (time_as) {
+        struct dequant_args a = {type, m->dw, N, K, dh};
+        char what[128];
+        snprintf(what, sizeof what, "dequant_f16 %s", time_as);
+        const double block_bytes = (double)dllm_type_traits(type)->block_bytes,
+                     block_elems = (double)dllm_type_traits(type)->block_elems;
+        time_launch(what, (double)n * (block_bytes / block_elems + 2), run_dequant, &a);
+    }
     cudaFree(dh);
     free(got);
     free(want);
@@ -236,7 +305,7 @@ static void check_dequant_elementwise(struct run *run, uint64_t *seed)
         snprintf(label, sizeof label, "%s [%" PRId64 ", %" PRId64 "]%s", dllm_type_name(type), N, K,
                  cases[c].offset ? ", unaligned" : "");
         report(run, "dequant_f16 element-wise", label, "elements whose bits differ",
-               dequant_differ(type, &m, N, K, cases[c].offset), 0);
+               dequant_differ(type, &m, N, K, cases[c].offset, NULL), 0);
         matrix_free(&m);
     }
 }
@@ -259,7 +328,7 @@ static void check_dequant(struct run *run, uint64_t *seed)
                      dllm_type_name(type), N, K);
             struct matrix m = random_matrix(type, N, K, seed);
             report(run, "dequant_f16", label, "elements whose bits differ",
-                   dequant_differ(type, &m, N, K, 0), 0);
+                   dequant_differ(type, &m, N, K, 0, label), 0);
 
             /* get_rows over the first N rows as a table, n_ids ids */
             int32_t ids[160];
@@ -422,6 +491,28 @@ static void check_rope(struct run *run, const struct shape *sh, int64_t L, uint6
     free(pos);
 }
 
+/* An attention to time: dllm_cuda_attention's arguments. */
+struct attention_args {
+    const struct dllm_cuda_attention_ws *ws;
+    const struct dllm_cuda_heads *heads;
+    const float *q, *k, *v;
+    float *out;
+    int64_t L;
+    float scale;
+};
+
+static cudaError_t run_attention(void *ctx)
+{
+    const struct attention_args *a = ctx;
+    struct dllm_error err = {0};
+    if (dllm_cuda_attention(blas, 0, a->ws, a->heads, a->q, a->k, a->v, a->out, a->L, a->L,
+                            a->scale, &err)) {
+        fprintf(stderr, "kernel_check: error: dllm_cuda_attention: %s\n", err.text);
+        exit(1);
+    }
+    return cudaSuccess;
+}
+
 /*
  * Attention over the whole canvas, and for the queries of a window (rows L/3 to L, as a cached
  * pass asks) over every key; the whole canvas again with a workspace of 7 query rows, so that
@@ -477,6 +568,10 @@ static void check_attention(struct run *run, const struct shape *sh, int64_t L, 
                  sh->n_head, sh->n_head_kv, sh->head_dim);
         report(run, "attention", label, "1e-5 of max |v|", err_max / vmax, 1e-5);
     }
+    struct attention_args a = {&ws, &heads, dq, dk, dv, dout, L, scale};
+    char what[96];
+    snprintf(what, sizeof what, "attention %s L=%" PRId64, sh->name, L);
+    time_launch(what, (double)(2 * L * wq + 2 * L * wkv) * 4, run_attention, &a);
     cudaFree(ws.scores);
     cudaFree(ws.ptrs);
     cudaFree(dq);
@@ -663,6 +758,10 @@ int main(int argc, char **argv)
         check_row_stats(&run, &shapes[s], &seed);
     }
     cublasDestroy(blas);
+    fprintf(run.json, "\n], \"timings\": [");
+    for (int i = 0; i < n_timings; i++)
+        fprintf(run.json, "%s\n  {\"what\": \"%s\", \"ms\": %.4f, \"gb_per_s\": %.1f}",
+                i ? "," : "", timings[i].what, timings[i].ms, timings[i].gbs);
     fprintf(run.json, "\n], \"pass\": %s}\n", run.failed ? "false" : "true");
     fclose(run.json);
     printf("%d checks, %s\n", run.n_checks, run.failed ? "FAILED" : "all passed");
