@@ -87,10 +87,17 @@ SIMD_INLINE vi gather_at(const uint8_t *blk, const struct panel_rows *pr, size_t
 /*
  * Words [0, nd) of the block in each panel row, transposed: lane r of d[i] is word i of row r.
  * Loads NR words of each row at a time (the last span ends at word nd, overlapping the one
- * before), or NR / 2 when that is nd, so nothing past the words asked for is read.
+ * before), or NR / 2 when that is nd, so nothing past the words asked for is read; fewer words
+ * than those (the small blocks of Q4_1, Q5_0, Q5_1) are gathered.
  */
 SIMD_INLINE void block_words(const uint8_t *blk, const struct panel_rows *pr, int nd, vi *d)
 {
+    if (nd < NR && nd != NR / 2) {
+        for (int i = 0; i < nd; i++) {
+            d[i] = vi_gather(blk + 4 * (size_t)i, pr->off);
+        }
+        return;
+    }
     for (int i0 = 0; i0 < nd; i0 += NR) {
         const int at = i0 + NR <= nd || nd < NR ? i0 : nd - NR;
         vi v[NR];
@@ -1164,19 +1171,10 @@ void SIMD_NAME(dllm_matmul_repack)(uint32_t wtype, const void *w, int64_t K, int
         panel_rows_init(&pr, wstride, (int)(N - p0 < NR ? N - p0 : NR));
         vi *out = (vi *)dst + (size_t)(p0 / NR) * (size_t)nbk * (size_t)k->pwords;
         for (int64_t b = 0; b < nbk; b++, out += k->pwords) {
-            const uint8_t *blk = (const uint8_t *)w + (size_t)p0 * wstride + (size_t)b * k->wblock;
             vi buf[64];
-            const vi *words = buf;
-            if (nd >= NR || nd == NR / 2) { /* as block_words loads them, and transposed */
-                words = kwords(blk, &pr, nd, tail, buf);
-            } else { /* fewer words than block_words loads (Q4_1, Q5_0, Q5_1): gathered */
-                for (int i = 0; i < nd; i++) {
-                    buf[i] = gather_at(blk, &pr, 4 * (size_t)i);
-                }
-                if (tail) {
-                    buf[nd] = vi_srl(gather_at(blk, &pr, 4 * (size_t)nd - 2), 16);
-                }
-            }
+            const vi *words =
+                kwords((const uint8_t *)w + (size_t)p0 * wstride + (size_t)b * k->wblock, &pr, nd,
+                       tail, buf);
             for (int i = 0; i < k->pwords; i++) {
                 out[i] = words[i];
             }
