@@ -864,6 +864,18 @@ static void cuda_add(struct dllm_backend *be, enum dllm_buf src, int64_t r0, int
                                                  (r1 - r0) * n, c->stream)));
 }
 
+static void cuda_add_norm(struct dllm_backend *be, enum dllm_buf src, int64_t r0, int64_t r1,
+                          int64_t layer, enum dllm_vector g, enum dllm_buf dst)
+{
+    struct cuda *c = (struct cuda *)be;
+    const int64_t n = c->model->hp.n_embd;
+    if (live(c))
+        ok(c, DLLM_CUDA(&c->op_error,
+                        dllm_cuda_add_rms_norm(
+                            c->buf[DLLM_BUF_X] + r0 * n, c->buf[src] + r0 * n, vector(c, layer, g),
+                            r1 - r0, n, c->model->hp.norm_eps, c->buf[dst] + r0 * n, c->stream)));
+}
+
 /*
  * The logits of OUT's R rows in groups of at most logits_rows(max_rows): each group's product,
  * with stats its rows' statistics, with logits its rows copied out; then the statistics copied
@@ -999,6 +1011,7 @@ const struct dllm_backend_ops dllm_backend_cuda = {
     .swiglu = cuda_swiglu,
     .moe = NULL,
     .add = cuda_add,
+    .add_norm = cuda_add_norm,
     .output = cuda_output,
     .finish = cuda_finish,
     .lap = cuda_lap,

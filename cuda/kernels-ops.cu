@@ -10,16 +10,14 @@
 #include <math.h>
 
 /*
- * RMSNorm, one block of DLLM_CUDA_THREADS per row: the sum of squares in double (strided
+ * RMSNorm of one row by a block of DLLM_CUDA_THREADS: the sum of squares in double (strided
  * partials summed by halving, so the mean may differ from the reference's serial sum in its
- * last bit), s = 1 / sqrtf(mean + eps) with the mean rounded to float, y = (x * s) * g.
+ * last bit), s = 1 / sqrtf(mean + eps) with the mean rounded to float, y = (x * s) * g. Thread
+ * t reads and writes the elements t, t + DLLM_CUDA_THREADS, ... only, so y may be x.
  */
-static __global__ void __launch_bounds__(DLLM_CUDA_THREADS)
-    rms_norm_kernel(const float *src, const float *g, int64_t n, float eps, float *dst)
+static __device__ void norm_row(const float *x, const float *g, int64_t n, float eps, float *y)
 {
     __shared__ double part[DLLM_CUDA_THREADS];
-    const float *x = src + (int64_t)blockIdx.x * n;
-    float *y = dst + (int64_t)blockIdx.x * n;
     const int t = (int)threadIdx.x;
     double sum = 0.0;
     for (int64_t j = t; j < n; j += DLLM_CUDA_THREADS)
@@ -37,6 +35,13 @@ static __global__ void __launch_bounds__(DLLM_CUDA_THREADS)
         y[j] = DLLM_FMUL(DLLM_FMUL(x[j], s), g[j]);
 }
 
+/* RMSNorm, a block per row. */
+static __global__ void __launch_bounds__(DLLM_CUDA_THREADS)
+    rms_norm_kernel(const float *src, const float *g, int64_t n, float eps, float *dst)
+{
+    norm_row(src + (int64_t)blockIdx.x * n, g, n, eps, dst + (int64_t)blockIdx.x * n);
+}
+
 extern "C" cudaError_t dllm_cuda_rms_norm(const float *src, const float *g, int64_t rows, int64_t n,
                                           float eps, float *dst, cudaStream_t s)
 {
@@ -45,6 +50,33 @@ extern "C" cudaError_t dllm_cuda_rms_norm(const float *src, const float *g, int6
     if (rows == 0)
         return cudaSuccess;
     DLLM_LAUNCH(rms_norm_kernel, (unsigned)rows, DLLM_CUDA_THREADS, s)(src, g, n, eps, dst);
+    return cudaGetLastError();
+}
+
+/*
+ * x += src, then dst = RMSNorm(x) * g, a block per row: each thread adds its own elements, the
+ * ones norm_row has it read, so the sum needs no barrier before the norm (and dst may be src).
+ */
+static __global__ void __launch_bounds__(DLLM_CUDA_THREADS)
+    add_rms_norm_kernel(float *x, const float *src, const float *g, int64_t n, float eps,
+                        float *dst)
+{
+    float *xr = x + (int64_t)blockIdx.x * n;
+    const float *sr = src + (int64_t)blockIdx.x * n;
+    for (int64_t j = threadIdx.x; j < n; j += DLLM_CUDA_THREADS)
+        xr[j] = DLLM_FADD(xr[j], sr[j]);
+    norm_row(xr, g, n, eps, dst + (int64_t)blockIdx.x * n);
+}
+
+extern "C" cudaError_t dllm_cuda_add_rms_norm(float *x, const float *src, const float *g,
+                                              int64_t rows, int64_t n, float eps, float *dst,
+                                              cudaStream_t s)
+{
+    if (rows < 0 || rows > INT32_MAX || n <= 0 || !x || !src || !g || !dst)
+        return cudaErrorInvalidValue;
+    if (rows == 0)
+        return cudaSuccess;
+    DLLM_LAUNCH(add_rms_norm_kernel, (unsigned)rows, DLLM_CUDA_THREADS, s)(x, src, g, n, eps, dst);
     return cudaGetLastError();
 }
 

@@ -50,6 +50,13 @@ cudaError_t dllm_cuda_rms_norm(const float *src, const float *g, int64_t rows, i
                                float *dst, cudaStream_t s);
 
 /*
+ * x[r, :] += src[r, :], then dst[r, :] = RMSNorm(x[r, :]) * g as dllm_cuda_rms_norm, for rows
+ * rows of n (dst may equal src): the residual sum and the next block's norm in one launch.
+ */
+cudaError_t dllm_cuda_add_rms_norm(float *x, const float *src, const float *g, int64_t rows,
+                                   int64_t n, float eps, float *dst, cudaStream_t s);
+
+/*
  * RoPE in place on x [rows, n_head * head_dim]: row r at position pos[r]; the first n_rot
  * dims of each head rotate by theta_i = pos * step^i with step = powf(freq_base, -2/n_rot),
  * the powers formed by repeated float multiplication (engine/kernels/ops-ref.c's

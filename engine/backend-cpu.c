@@ -873,6 +873,32 @@ static void cpu_add(struct dllm_backend *be, enum dllm_buf src, int64_t r0, int6
     run_rows(&job);
 }
 
+/* X += src, then dst = RMSNorm(X) * the job's norm, a row at a time (the row in cache for both). */
+static void add_norm_rows(const struct rows_job *job, int64_t i0, int64_t i1)
+{
+    const struct cpu *c = job->c;
+    const int64_t n = c->model->hp.n_embd;
+    for (int64_t i = i0; i < i1; i++) {
+        float *x = c->buf[DLLM_BUF_X] + i * n;
+        c->ops->add(x, c->buf[job->src] + i * n, n);
+        c->ops->rms_norm(x, job->vec, c->model->hp.norm_eps, n, c->buf[job->dst] + i * n);
+    }
+}
+
+static void cpu_add_norm(struct dllm_backend *be, enum dllm_buf src, int64_t r0, int64_t r1,
+                         int64_t layer, enum dllm_vector g, enum dllm_buf dst)
+{
+    struct cpu *c = (struct cpu *)be;
+    struct rows_job job = {.c = c,
+                           .body = add_norm_rows,
+                           .r0 = r0,
+                           .r1 = r1,
+                           .src = src,
+                           .dst = dst,
+                           .vec = vector(c, layer, g)};
+    run_rows(&job);
+}
+
 struct stats_job {
     const struct cpu *c;
     const float *logits; /* [R, n_vocab] */
@@ -977,6 +1003,7 @@ const struct dllm_backend_ops dllm_backend_cpu = {
     .swiglu = cpu_swiglu,
     .moe = cpu_moe,
     .add = cpu_add,
+    .add_norm = cpu_add_norm,
     .output = cpu_output,
     .finish = cpu_finish,
 };

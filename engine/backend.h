@@ -167,6 +167,12 @@ struct dllm_backend_ops {
     /* X += src over rows [r0, r1). */
     void (*add)(struct dllm_backend *be, enum dllm_buf src, int64_t r0, int64_t r1);
     /*
+     * X += src, then dst = RMSNorm(X) * g, row by row over [r0, r1) (dst may be src): add and
+     * rms_norm in one op, so that each row is read once for both.
+     */
+    void (*add_norm)(struct dllm_backend *be, enum dllm_buf src, int64_t r0, int64_t r1,
+                     int64_t layer, enum dllm_vector g, enum dllm_buf dst);
+    /*
      * logits[R, n_vocab] = OUT[R, n_embd] times the output matrix, and stats[0 .. R-1] their
      * statistics, in the caller's memory; either may be NULL (not both): without logits the
      * rows stay in the backend, which may compute them a group at a time.

@@ -219,16 +219,37 @@ static void skip_lap(struct phase_clock *clk)
 }
 
 /*
- * ATT = attention(rope(Wq a + bq), rope(Wk a + bk), Wv a + bv) with a = RMSNorm(X), for the
- * rows [r0, r1), whose queries attend over the keys and values of rows [0, n) (all of them as
- * the bound K/V storage holds them: those outside [r0, r1) as an earlier pass left them).
+ * The norm that follows a block's residual sum, done in the same op: the next block's input
+ * norm (layer's g of X into dst), or none (on = false: the sum alone).
+ */
+struct then_norm {
+    bool on;
+    int64_t layer;
+    enum dllm_vector g;
+    enum dllm_buf dst;
+};
+
+/* A block's end: X += XN over rows [r0, r1), then the norm `next` when it is on. */
+static void residual(struct dllm_backend *be, struct phase_clock *clk, int64_t r0, int64_t r1,
+                     struct then_norm next)
+{
+    if (next.on)
+        be->ops->add_norm(be, DLLM_BUF_XN, r0, r1, next.layer, next.g, next.dst);
+    else
+        be->ops->add(be, DLLM_BUF_XN, r0, r1);
+    lap(clk, DLLM_PHASE_NORMS_ROPE);
+}
+
+/*
+ * ATT = attention(rope(Wq a + bq), rope(Wk a + bk), Wv a + bv) with a = XN, which holds
+ * RMSNorm(X) by the layer's attention norm, for the rows [r0, r1), whose queries attend over
+ * the keys and values of rows [0, n) (all of them as the bound K/V storage holds them: those
+ * outside [r0, r1) as an earlier pass left them).
  */
 static void attend(struct dllm_backend *be, struct phase_clock *clk, int64_t il, int64_t r0,
                    int64_t r1, int64_t n)
 {
     const struct dllm_backend_ops *op = be->ops;
-    op->rms_norm(be, DLLM_BUF_X, r0, r1, il, DLLM_V_ATTN_NORM, DLLM_BUF_XN);
-    lap(clk, DLLM_PHASE_NORMS_ROPE);
     op->matmul(be, il, DLLM_W_Q, DLLM_BUF_XN, r0, r1, false, DLLM_BUF_Q);
     op->matmul(be, il, DLLM_W_K, DLLM_BUF_XN, r0, r1, true, DLLM_BUF_K);
     op->matmul(be, il, DLLM_W_V, DLLM_BUF_XN, r0, r1, true, DLLM_BUF_V);
@@ -244,29 +265,31 @@ static void attend(struct dllm_backend *be, struct phase_clock *clk, int64_t il,
     lap(clk, DLLM_PHASE_ATTENTION);
 }
 
-/* X += Wo ATT over the rows [r0, r1), ATT as attend left it. */
+/*
+ * X += Wo ATT over the rows [r0, r1), ATT as attend left it (XN as attend wants it), then
+ * XN = RMSNorm(X) by the layer's FFN norm, as ffn_block wants it.
+ */
 static void attention_block(struct dllm_backend *be, struct phase_clock *clk, int64_t il,
                             int64_t r0, int64_t r1, int64_t n)
 {
     attend(be, clk, il, r0, r1, n);
     be->ops->matmul(be, il, DLLM_W_O, DLLM_BUF_ATT, r0, r1, false, DLLM_BUF_XN);
     lap(clk, DLLM_PHASE_GEMM);
-    be->ops->add(be, DLLM_BUF_XN, r0, r1);
-    lap(clk, DLLM_PHASE_NORMS_ROPE);
+    residual(be, clk, r0, r1,
+             (struct then_norm){.on = true, .layer = il, .g = DLLM_V_FFN_NORM, .dst = DLLM_BUF_XN});
 }
 
 /*
- * X += W_down (SiLU(W_gate a) * W_up a) with a = RMSNorm(X), for the rows [r0, r1); in a MoE
- * model the sum of that over each row's routed experts, weighted by the router, its routing
- * recorded where the pass asks for it.
+ * X += W_down (SiLU(W_gate a) * W_up a) with a = XN, which holds RMSNorm(X) by the layer's FFN
+ * norm, for the rows [r0, r1), then the norm `next`; in a MoE model the FFN is the sum of that
+ * over each row's routed experts, weighted by the router, its routing recorded where the pass
+ * asks for it.
  */
 static void ffn_block(struct dllm_backend *be, struct phase_clock *clk,
                       const struct dllm_hparams *hp, const struct dllm_pass *pass, int64_t il,
-                      int64_t r0, int64_t r1)
+                      int64_t r0, int64_t r1, struct then_norm next)
 {
     const struct dllm_backend_ops *op = be->ops;
-    op->rms_norm(be, DLLM_BUF_X, r0, r1, il, DLLM_V_FFN_NORM, DLLM_BUF_XN);
-    lap(clk, DLLM_PHASE_NORMS_ROPE);
     if (hp->n_expert) {
         const int64_t n = pass->n_tokens;
         op->moe(be, il, r0, r1, pass->experts ? pass->experts + il * n * hp->n_expert_used : NULL,
@@ -280,8 +303,7 @@ static void ffn_block(struct dllm_backend *be, struct phase_clock *clk,
         op->matmul(be, il, DLLM_W_DOWN, DLLM_BUF_GATE, r0, r1, false, DLLM_BUF_XN);
     }
     lap(clk, DLLM_PHASE_GEMM);
-    op->add(be, DLLM_BUF_XN, r0, r1);
-    lap(clk, DLLM_PHASE_NORMS_ROPE);
+    residual(be, clk, r0, r1, next);
 }
 
 /*
@@ -315,11 +337,11 @@ static void last_layer_rows(struct dllm_backend *be, struct phase_clock *clk,
     lap(clk, DLLM_PHASE_NORMS_ROPE);
     op->matmul(be, il, DLLM_W_O, DLLM_BUF_Q, 0, R, false, DLLM_BUF_X);
     lap(clk, DLLM_PHASE_GEMM);
-    op->add(be, DLLM_BUF_XN, 0, R);
-    lap(clk, DLLM_PHASE_NORMS_ROPE);
-    ffn_block(be, clk, hp, pass, il, 0, R);
-    op->rms_norm(be, DLLM_BUF_X, 0, R, il, DLLM_V_OUTPUT_NORM, DLLM_BUF_OUT);
-    lap(clk, DLLM_PHASE_OUTPUT);
+    residual(be, clk, 0, R,
+             (struct then_norm){.on = true, .layer = il, .g = DLLM_V_FFN_NORM, .dst = DLLM_BUF_XN});
+    ffn_block(
+        be, clk, hp, pass, il, 0, R,
+        (struct then_norm){.on = true, .layer = il, .g = DLLM_V_OUTPUT_NORM, .dst = DLLM_BUF_OUT});
 }
 
 /* Checks a pass's arguments against the context and the vocabulary. */
@@ -419,6 +441,7 @@ enum dllm_status dllm_forward_run(struct dllm_forward *fwd, const struct dllm_pa
     skip_lap(&clk);
     if ((st = be->ops->embed(be, pass->ids, r0, r1, err)))
         return st;
+    be->ops->rms_norm(be, DLLM_BUF_X, r0, r1, 0, DLLM_V_ATTN_NORM, DLLM_BUF_XN);
     lap(&clk, DLLM_PHASE_NORMS_ROPE);
     for (int64_t il = 0; il < n_layer; il++) {
         if ((st = check_cancel(pass, il, n_layer, err)))
@@ -431,7 +454,9 @@ enum dllm_status dllm_forward_run(struct dllm_forward *fwd, const struct dllm_pa
             continue;
         }
         attention_block(be, &clk, il, r0, r1, n);
-        ffn_block(be, &clk, &fwd->model->hp, pass, il, r0, r1);
+        const struct then_norm next = {
+            .on = il + 1 < n_layer, .layer = il + 1, .g = DLLM_V_ATTN_NORM, .dst = DLLM_BUF_XN};
+        ffn_block(be, &clk, &fwd->model->hp, pass, il, r0, r1, next);
     }
     be->ops->bind_kv(be, NULL, 0);
     if (!st && !(st = check_cancel(pass, n_layer, n_layer, err))) {

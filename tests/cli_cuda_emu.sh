@@ -15,7 +15,7 @@ if python3 -c 'import json,sys; t=[x["what"].split()[0] for x in json.load(open(
     ok "timings of every dequantization and attention checked"
 else not_ok "timings: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("timings"))' "$TMP/k.json" | head -c 300)"; fi
 kinds=$(python3 -c 'import json,sys; print(" ".join(sorted({c["kernel"].split()[0] for c in json.load(open(sys.argv[1]))["checks"]})))' "$TMP/k.json")
-if [ "$kinds" = "add add_bias argument attention dequant_f16 f32_to_f16 f32_to_f16_sat get_rows rms_norm rope row_stats swiglu" ]; then
+if [ "$kinds" = "add add_bias add_rms_norm argument attention dequant_f16 f32_to_f16 f32_to_f16_sat get_rows rms_norm rope row_stats swiglu" ]; then
     ok "every launcher checked"
 else not_ok "launchers checked: $kinds"; fi
 finish

@@ -443,6 +443,47 @@ static void check_rms_norm(struct run *run, const struct shape *sh, int64_t L, u
 }
 
 /*
+ * The residual sum and the next norm of [L, d_model] rows in one launch, its norm written over
+ * its src as the pass does: X bit for bit dllm_add_ref's, the norm within rms_norm's tolerance
+ * of dllm_rms_norm_ref's on that sum.
+ */
+static void check_add_rms_norm(struct run *run, const struct shape *sh, int64_t L, uint64_t *seed)
+{
+    const int64_t n = sh->d_model, m = L * n;
+    float *x = random_floats(m, 2.0, seed), *src = random_floats(m, 2.0, seed);
+    float *g = random_floats(n, 1.0, seed);
+    float *want = host_alloc((size_t)m * 4), *got = host_alloc((size_t)m * 4);
+    float *want_x = host_alloc((size_t)m * 4), *got_x = host_alloc((size_t)m * 4);
+    memcpy(want_x, x, (size_t)m * 4);
+    dllm_add_ref(want_x, src, m);
+    for (int64_t r = 0; r < L; r++)
+        dllm_rms_norm_ref(want_x + r * n, g, 1e-5f, n, want + r * n);
+    float *dx = dev_copy(x, (size_t)m * 4), *ds = dev_copy(src, (size_t)m * 4);
+    float *dg = dev_copy(g, (size_t)n * 4);
+    fetch(got, ds, (size_t)m * 4, dllm_cuda_add_rms_norm(dx, ds, dg, L, n, 1e-5f, ds, 0),
+          "dllm_cuda_add_rms_norm");
+    cuda_or_die(cudaMemcpy(got_x, dx, (size_t)m * 4, cudaMemcpyDeviceToHost),
+                "cudaMemcpy to the host");
+    char label[96];
+    snprintf(label, sizeof label, "%s [%" PRId64 ", %" PRId64 "] sum", sh->name, L, n);
+    report(run, "add_rms_norm", label, "elements whose bits differ",
+           bits_differ(got_x, want_x, m, 4), 0);
+    snprintf(label, sizeof label, "%s [%" PRId64 ", %" PRId64 "] norm", sh->name, L, n);
+    report(run, "add_rms_norm", label, "4 FLT_EPSILON relative", max_rel(got, want, m),
+           4 * FLT_EPSILON);
+    cudaFree(dx);
+    cudaFree(ds);
+    cudaFree(dg);
+    free(x);
+    free(src);
+    free(g);
+    free(want);
+    free(got);
+    free(want_x);
+    free(got_x);
+}
+
+/*
  * RoPE of Q [L, n_head * head_dim] at shuffled positions 0..L-1: theta has the reference's
  * bits, cos and sin may differ from libm's cosf and sinf in the last bit, so each element
  * within 4 FLT_EPSILON of the largest |x| of the data.
@@ -693,6 +734,7 @@ static void check_refusals(struct run *run)
     bad += dllm_cuda_rms_norm(f, f, 1, 0, 1e-5f, f, 0) != cudaErrorInvalidValue;
     bad += dllm_cuda_swiglu(f, NULL, 4, 0) != cudaErrorInvalidValue;
     bad += dllm_cuda_add(f, f, -1, 0) != cudaErrorInvalidValue;
+    bad += dllm_cuda_add_rms_norm(f, NULL, f, 1, 4, 1e-5f, f, 0) != cudaErrorInvalidValue;
     bad += dllm_cuda_add_bias(f, f, 2, 0, 0) != cudaErrorInvalidValue;
     bad += dllm_cuda_f32_to_f16(f, 4, NULL, 0) != cudaErrorInvalidValue;
     bad += dllm_cuda_row_stats(NULL, 1, 10, buf, 0) != cudaErrorInvalidValue;
@@ -746,6 +788,7 @@ int main(int argc, char **argv)
     for (size_t s = 0; s < n_shapes; s++) {
         for (size_t c = 0; c < n_canvases; c++) {
             check_rms_norm(&run, &shapes[s], canvases[c], &seed);
+            check_add_rms_norm(&run, &shapes[s], canvases[c], &seed);
             check_rope(&run, &shapes[s], canvases[c], &seed);
             check_attention(&run, &shapes[s], canvases[c], &seed);
             check_pointwise(&run, &shapes[s], canvases[c], &seed);
