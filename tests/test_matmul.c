@@ -42,23 +42,26 @@ static float *decode_rows(uint32_t type, const void *src, int64_t n, int64_t K)
 }
 
 /*
- * The activations in scratch as floats: Q8_K128 is d[e / 128] * qs[e] (quant.h; it is no GGML
- * type, so quant.c has no decoder for it); the other formats use quant.c's decoders.
+ * The activations in scratch as floats: Q8_K128 is d[e / 128] * qs[e] and Q8_0U d * (u[e] - 128)
+ * (quant.h; they are no GGML types, so quant.c has no decoders for them); the other formats
+ * use quant.c's decoders.
  */
 static float *dequantise_acts(enum dllm_act_format act, const void *scratch, int64_t L, int64_t K)
 {
     switch (act) {
-    case DLLM_ACT_Q8_0: return decode_rows(DLLM_TYPE_Q8_0, scratch, L, K);
     case DLLM_ACT_F16: return decode_rows(DLLM_TYPE_F16, scratch, L, K);
     case DLLM_ACT_BF16: return decode_rows(DLLM_TYPE_BF16, scratch, L, K);
     case DLLM_ACT_F32: return decode_rows(DLLM_TYPE_F32, scratch, L, K);
+    case DLLM_ACT_Q8_0:
     case DLLM_ACT_Q8_K128: break;
     }
-    const struct block_q8_K128 *b = scratch;
     float *x = malloc((size_t)(L * K) * sizeof *x);
     ck_assert_ptr_nonnull(x);
+    const struct block_q8_K128 *k = scratch;
+    const struct block_q8_0u *q = scratch;
     for (int64_t i = 0; i < L * K; i++) {
-        x[i] = b[i / QK_K].d[i % QK_K / QK8_K128] * b[i / QK_K].qs[i % QK_K];
+        x[i] = act == DLLM_ACT_Q8_0 ? q[i / QK8_0].d * (float)(q[i / QK8_0].u[i % QK8_0] - 128)
+                                    : k[i / QK_K].d[i % QK_K / QK8_K128] * k[i / QK_K].qs[i % QK_K];
     }
     return x;
 }
@@ -114,17 +117,17 @@ START_TEST(test_supported_list)
 }
 END_TEST
 
-/* Row and scratch sizes from the block layouts: Q8_K128 376 bytes per 256, Q8_0 34 per 32. */
+/* Row and scratch sizes from the block layouts: Q8_K128 376 bytes per 256, Q8_0U 40 per 32. */
 START_TEST(test_scratch_bytes)
 {
     ck_assert_uint_eq(dllm_matmul_act_row_bytes(DLLM_TYPE_Q5_K, 256), 376);
-    ck_assert_uint_eq(dllm_matmul_act_row_bytes(DLLM_TYPE_Q4_0, 32), 34);
+    ck_assert_uint_eq(dllm_matmul_act_row_bytes(DLLM_TYPE_Q4_0, 32), 40);
     ck_assert_uint_eq(dllm_matmul_act_row_bytes(DLLM_TYPE_F16, 32), 64);
     ck_assert_uint_eq(dllm_matmul_act_row_bytes(DLLM_TYPE_F32, 32), 128);
     ck_assert_uint_eq(dllm_matmul_scratch_bytes(DLLM_TYPE_Q4_K, 4096, 3), 3 * 16 * 376);
     ck_assert_uint_eq(dllm_matmul_scratch_bytes(DLLM_TYPE_Q6_K, 12288, 1), 48 * 376);
-    ck_assert_uint_eq(dllm_matmul_scratch_bytes(DLLM_TYPE_Q8_0, 4096, 2), 2 * 128 * 34);
-    ck_assert_uint_eq(dllm_matmul_scratch_bytes(DLLM_TYPE_Q5_1, 64, 5), 5 * 2 * 34);
+    ck_assert_uint_eq(dllm_matmul_scratch_bytes(DLLM_TYPE_Q8_0, 4096, 2), 2 * 128 * 40);
+    ck_assert_uint_eq(dllm_matmul_scratch_bytes(DLLM_TYPE_Q5_1, 64, 5), 5 * 2 * 40);
     ck_assert_uint_eq(dllm_matmul_scratch_bytes(DLLM_TYPE_F16, 4096, 7), 7 * 4096 * 2);
     ck_assert_uint_eq(dllm_matmul_scratch_bytes(DLLM_TYPE_BF16, 3584, 2), 2 * 3584 * 2);
     ck_assert_uint_eq(dllm_matmul_scratch_bytes(DLLM_TYPE_F32, 4096, 3), 3 * 4096 * 4);
@@ -248,15 +251,16 @@ START_TEST(test_quantize_q8_K128_ties)
 END_TEST
 
 /*
- * Q8_0: per 32, d = fp16(amax/127) and q = round(x / (amax/127)), so d*q lies within
- * (1/2 + 127 * 2^-11) * d of x (the second term is fp16's rounding of d).
+ * Q8_0 (as struct block_q8_0u): per 32, d = fp16(amax/127) (a value fp16 holds) and q =
+ * round(x / (amax/127)) stored as u = q + 128, so d*q lies within (1/2 + 127 * 2^-11) * d of x
+ * (the second term is fp16's rounding of d); dsum = d * the sum of q.
  */
 START_TEST(test_quantize_q8_0)
 {
     const int64_t K = 1024;
     uint64_t seed = 12;
     float *x = corner_acts(K, &seed);
-    struct block_q8_0 y[32];
+    struct block_q8_0u y[32];
     ck_assert_uint_eq(dllm_matmul_scratch_bytes(DLLM_TYPE_Q8_0, K, 1), sizeof y);
     dllm_matmul_quantize_ref(DLLM_TYPE_Q4_1, x, K, 1, y);
     for (int b = 0; b < 32; b++) {
@@ -265,17 +269,22 @@ START_TEST(test_quantize_q8_0)
         for (int j = 0; j < 32; j++) {
             amax = fmaxf(amax, fabsf(xb[j]));
         }
-        const float d = dllm_fp16_to_f32(y[b].d);
+        const float d = y[b].d;
+        ck_assert_float_eq(dllm_fp16_to_f32(dllm_f32_to_fp16(d)), d);
         ck_assert_float_le(fabsf(d - amax / 127.0f), amax / 127.0f * 0x1p-11f);
+        int32_t sum = 0;
         for (int j = 0; j < 32; j++) {
-            ck_assert_int_ge(y[b].qs[j], -127);
-            ck_assert_float_le(fabsf(xb[j] - d * y[b].qs[j]), (0.5f + 127 * 0x1p-11f) * d);
+            const int q = y[b].u[j] - 128;
+            ck_assert_int_ge(q, -127);
+            ck_assert_float_le(fabsf(xb[j] - d * (float)q), (0.5f + 127 * 0x1p-11f) * d);
             if (amax == 0.0f) {
-                ck_assert_int_eq(y[b].qs[j], 0);
+                ck_assert_int_eq(q, 0);
             }
+            sum += q;
         }
+        ck_assert_float_eq(y[b].dsum, d * (float)sum);
     }
-    ck_assert_float_eq(dllm_fp16_to_f32(y[8].d), 0.0f);
+    ck_assert_float_eq(y[8].d, 0.0f);
     free(x);
 }
 END_TEST

@@ -54,6 +54,21 @@ struct block_q8_K128 {
 };
 static_assert(sizeof(struct block_q8_K128) == 376, "Q8_K128 block is 376 bytes");
 
+/*
+ * The activation format dllm multiplies Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 weights with
+ * (kernels/matmul.h): llama.cpp's Q8_0 quantization of 32 elements, kept as the kernels read
+ * it. d is the block's scale after rounding to fp16, as a float; u[j] = q[j] + 128, unsigned
+ * as the int8 dot products take their first operand (element j has the value
+ * d * (u[j] - 128)); dsum = d * (float)(the sum of the q[j]), for the mins of Q4_1 and Q5_1.
+ * Only ever in scratch buffers, so it has no GGML type id.
+ */
+struct block_q8_0u {
+    float d;
+    float dsum;
+    uint8_t u[QK8_0];
+};
+static_assert(sizeof(struct block_q8_0u) == 40, "Q8_0U block is 40 bytes");
+
 /* Decodes n elements (a multiple of the block size) starting at the block pointer src. */
 typedef void (*dllm_decode_fn)(const void *src, float *dst, int64_t n);
 

@@ -198,6 +198,12 @@ SIMD_INLINE void vi_store_i8(int8_t *p, vi v)
     _mm_storeu_si128((__m128i *)(void *)p, _mm512_cvtepi32_epi8(v));
 }
 
+/* The lanes (each in 0..255) as NR bytes at p. */
+SIMD_INLINE void vi_store_u8(uint8_t *p, vi v)
+{
+    _mm_storeu_si128((__m128i *)(void *)p, _mm512_cvtepi32_epi8(v));
+}
+
 /* Float to int32, rounding half to even (the default MXCSR mode, as lrintf). */
 SIMD_INLINE vi vi_cvt_round(vf v)
 {

@@ -247,7 +247,7 @@ static const struct {
     size_t bytes;
 } act_blocks[] = {
     [DLLM_ACT_Q8_K128] = {QK_K, sizeof(struct block_q8_K128)},
-    [DLLM_ACT_Q8_0] = {QK8_0, sizeof(struct block_q8_0)},
+    [DLLM_ACT_Q8_0] = {QK8_0, sizeof(struct block_q8_0u)},
     [DLLM_ACT_F16] = {1, sizeof(dllm_fp16)},
     [DLLM_ACT_BF16] = {1, sizeof(dllm_bf16)},
     [DLLM_ACT_F32] = {1, sizeof(float)},
@@ -303,10 +303,11 @@ static void quantize_row_q8_K128(const float *x, struct block_q8_K128 *y, int64_
 }
 
 /*
- * Q8_0 (llama.cpp quantize_row_q8_0_ref): per 32 elements d = amax/127, stored as fp16, and
- * q = roundf(x * (1/d)) with the unrounded d. An all-zero block has d = 0 and q = 0.
+ * Q8_0 (llama.cpp quantize_row_q8_0_ref) into struct block_q8_0u: per 32 elements d = amax/127,
+ * rounded to fp16, and q = roundf(x * (1/d)) with the unrounded d, stored as q + 128; dsum =
+ * d * the sum of q. An all-zero block has d = 0 and q = 0.
  */
-static void quantize_row_q8_0(const float *x, struct block_q8_0 *y, int64_t K)
+static void quantize_row_q8_0(const float *x, struct block_q8_0u *y, int64_t K)
 {
     for (int64_t b = 0; b < K / QK8_0; b++, x += QK8_0, y++) {
         float amax = 0.0f;
@@ -315,10 +316,14 @@ static void quantize_row_q8_0(const float *x, struct block_q8_0 *y, int64_t K)
         }
         const float d = amax / 127.0f;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
-        y->d = dllm_f32_to_fp16(d);
+        int32_t sum = 0;
         for (int j = 0; j < QK8_0; j++) {
-            y->qs[j] = (int8_t)roundf(x[j] * id);
+            const int32_t q = (int32_t)roundf(x[j] * id);
+            y->u[j] = (uint8_t)(q + 128);
+            sum += q;
         }
+        y->d = dllm_fp16_to_f32(dllm_f32_to_fp16(d));
+        y->dsum = y->d * (float)sum;
     }
 }
 
@@ -376,14 +381,15 @@ static float dot_kblock(const struct kblock *w, const struct block_q8_K128 *a)
     return sum;
 }
 
-/* One 32-element block times a Q8_0 block: d*da * sum q*qa + m*da * sum qa. */
-static float dot_qblock(const struct qblock *w, const struct block_q8_0 *a)
+/* One 32-element block times a Q8_0 activation block: d*da * sum q*qa + m*da * sum qa. */
+static float dot_qblock(const struct qblock *w, const struct block_q8_0u *a)
 {
-    const float da = dllm_fp16_to_f32(a->d);
+    const float da = a->d;
     int32_t sumi = 0, suma = 0;
     for (int e = 0; e < QK8_0; e++) {
-        sumi += (int32_t)w->q[e] * a->qs[e];
-        suma += a->qs[e];
+        const int32_t qa = (int32_t)a->u[e] - 128;
+        sumi += (int32_t)w->q[e] * qa;
+        suma += qa;
     }
     return (w->d * da) * (float)sumi + (w->m * da) * (float)suma;
 }
@@ -419,7 +425,7 @@ static void row_32(const struct matmul_type *t, size_t wblock, const uint8_t *wn
     for (int64_t b = 0; b < K / QK8_0; b++) {
         t->unpack_32(wn + (size_t)b * wblock, &qb);
         for (int64_t l = 0; l < L; l++) {
-            const struct block_q8_0 *a = (const void *)(scratch + (size_t)l * astride);
+            const struct block_q8_0u *a = (const void *)(scratch + (size_t)l * astride);
             yn[l * ldy] += dot_qblock(&qb, &a[b]);
         }
     }

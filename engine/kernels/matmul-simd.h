@@ -599,20 +599,18 @@ struct qpanel {
     vf m;            /* the block minimum (Q4_1, Q5_1), else 0 */
 };
 
-/* A tile of activation rows over Q32_CHUNK blocks, prepared for qtile. */
-struct qacts {
-    uint8_t u[TT_Q][Q32_CHUNK][QK8_0];  /* activations + 128, or its low nibbles (split) */
-    uint8_t hi[TT_Q][Q32_CHUNK][QK8_0]; /* the high nibbles of activations + 128 (split) */
-    float d[TT_Q][Q32_CHUNK];           /* block scales */
-    float dsum[TT_Q][Q32_CHUNK];        /* scale * sum of the activations (Q4_1, Q5_1) */
-};
-
 /*
- * How qprep and qtile treat the activations: PLAIN; SUM adds the m * sum term of Q4_1 and
- * Q5_1; SPLIT takes a + 128 as 16 * hi + lo, for Q8_0 weights where vi_dot2 would otherwise
- * saturate (products up to 255 * 128), at twice the dot products.
+ * How qtile treats the activations: PLAIN; SUM adds the m * sum term of Q4_1 and Q5_1; SPLIT
+ * takes a + 128 as 16 * hi + lo, for Q8_0 weights where vi_dot2 would otherwise saturate
+ * (products up to 255 * 128), at twice the dot products.
  */
 enum qmode { Q_PLAIN, Q_SUM, Q_SPLIT };
+
+/* SPLIT's tile of activation rows over Q32_CHUNK blocks: each u of struct block_q8_0u split. */
+struct qacts {
+    uint8_t lo[TT_Q][Q32_CHUNK][QK8_0]; /* the low nibbles */
+    uint8_t hi[TT_Q][Q32_CHUNK][QK8_0]; /* the high nibbles */
+};
 
 /* corr from the packed weights: -128 * their sum, taken as dot products with ones. */
 SIMD_INLINE void qpanel_corr(struct qpanel *p)
@@ -696,58 +694,37 @@ static void pack_q5_1(void *panel, const uint8_t *blk, const struct panel_rows *
                  0, true);
 }
 
-/* Fills qacts from blocks [0, nb) of the Q8_0 rows a[t] for the given mode. */
-SIMD_INLINE void qprep(struct qacts *qa, const uint8_t *const *a, int nb, enum qmode mode)
+#if !SIMD_DOT_ANY_U8
+/* Fills qacts from blocks [0, nb) of the activation rows a[t]. */
+static void qprep_split(void *acts, const uint8_t *const *a, int nb)
 {
-    const __m256i bias = _mm256_set1_epi8((char)0x80), low = _mm256_set1_epi8(15);
+    struct qacts *qa = acts;
+    const __m256i low = _mm256_set1_epi8(15);
     for (int t = 0; t < TT_Q; t++) {
-        const struct block_q8_0 *blk = (const void *)a[t];
+        const struct block_q8_0u *blk = (const void *)a[t];
         for (int b = 0; b < nb; b++) {
-            const __m256i u = _mm256_xor_si256(_mm256_loadu_si256((const void *)blk[b].qs), bias);
-            qa->d[t][b] = _cvtsh_ss(blk[b].d); /* F16C: dllm_fp16_to_f32's bits, no call */
-            if (mode == Q_SPLIT) {
-                _mm256_storeu_si256((void *)qa->u[t][b], _mm256_and_si256(u, low));
-                _mm256_storeu_si256((void *)qa->hi[t][b],
-                                    _mm256_and_si256(_mm256_srli_epi16(u, 4), low));
-                continue;
-            }
-            _mm256_storeu_si256((void *)qa->u[t][b], u);
-            if (mode == Q_SUM) {
-                /* sums of 8 bytes of a + 128 in four 64-bit lanes */
-                const __m256i s = _mm256_sad_epu8(u, _mm256_setzero_si256());
-                const __m128i s2 =
-                    _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-                const int64_t sum = _mm_cvtsi128_si64(s2) + _mm_extract_epi64(s2, 1) - 32 * 128;
-                qa->dsum[t][b] = qa->d[t][b] * (float)sum;
-            }
+            const __m256i u = _mm256_loadu_si256((const void *)blk[b].u);
+            _mm256_storeu_si256((void *)qa->lo[t][b], _mm256_and_si256(u, low));
+            _mm256_storeu_si256((void *)qa->hi[t][b],
+                                _mm256_and_si256(_mm256_srli_epi16(u, 4), low));
         }
     }
 }
-
-static void qprep_plain(void *acts, const uint8_t *const *a, int nb)
-{
-    qprep(acts, a, nb, Q_PLAIN);
-}
-
-static void qprep_sum(void *acts, const uint8_t *const *a, int nb)
-{
-    qprep(acts, a, nb, Q_SUM);
-}
-
-#if !SIMD_DOT_ANY_U8
-static void qprep_split(void *acts, const uint8_t *const *a, int nb)
-{
-    qprep(acts, a, nb, Q_SPLIT);
-}
 #endif
 
-/* A tile of TT rows of qa times nb packed blocks: y += d * da * dot (+ m * da * sum a). */
-SIMD_INLINE void qtile(const struct qpanel *p, int nb, const struct qacts *qa, enum qmode mode,
-                       float *y, int64_t ldy, int nt, int nr, bool accumulate)
+/*
+ * A tile of TT rows of activations a[t] (struct block_q8_0u; SPLIT: as qa holds them) times nb
+ * packed blocks: y += d * da * dot (+ m * da * sum a).
+ */
+SIMD_INLINE void qtile(const struct qpanel *p, int nb, const struct qacts *qa,
+                       const uint8_t *const *a, enum qmode mode, float *y, int64_t ldy, int nt,
+                       int nr, bool accumulate)
 {
+    const struct block_q8_0u *blk[TT_Q];
     vf facc[TT_Q];
 #pragma GCC unroll 16
     for (int t = 0; t < TT_Q; t++) {
+        blk[t] = (const void *)a[t];
         facc[t] = vf_zero();
     }
     for (int b = 0; b < nb; b++, p++) {
@@ -762,9 +739,10 @@ SIMD_INLINE void qtile(const struct qpanel *p, int nb, const struct qacts *qa, e
             const vi w0 = p->q[j], w1 = p->q[j + 1];
 #pragma GCC unroll 16
             for (int t = 0; t < TT_Q; t++) {
-                const uint8_t *u = qa->u[t][b] + 4 * j, *h = qa->hi[t][b] + 4 * j;
+                const uint8_t *u = mode == Q_SPLIT ? qa->lo[t][b] + 4 * j : blk[t][b].u + 4 * j;
                 acc[t] = vi_dot2(acc[t], vi_bcast32(u), w0, vi_bcast32(u + 4), w1);
                 if (mode == Q_SPLIT) {
+                    const uint8_t *h = qa->hi[t][b] + 4 * j;
                     acc_hi[t] = vi_dot2(acc_hi[t], vi_bcast32(h), w0, vi_bcast32(h + 4), w1);
                 }
             }
@@ -774,9 +752,9 @@ SIMD_INLINE void qtile(const struct qpanel *p, int nb, const struct qacts *qa, e
             if (mode == Q_SPLIT) {
                 acc[t] = vi_add(acc[t], vi_sll(acc_hi[t], 4));
             }
-            facc[t] = vf_fmadd(vf_mul(p->d, vf_set1(qa->d[t][b])), vf_cvt(acc[t]), facc[t]);
+            facc[t] = vf_fmadd(vf_mul(p->d, vf_set1(blk[t][b].d)), vf_cvt(acc[t]), facc[t]);
             if (mode == Q_SUM) {
-                facc[t] = vf_fmadd(p->m, vf_set1(qa->dsum[t][b]), facc[t]);
+                facc[t] = vf_fmadd(p->m, vf_set1(blk[t][b].dsum), facc[t]);
             }
         }
     }
@@ -791,20 +769,20 @@ SIMD_INLINE void qtile(const struct qpanel *p, int nb, const struct qacts *qa, e
 static void qtile_plain(const void *panel, int nb, const void *acts, const uint8_t *const *a,
                         float *y, int64_t ldy, int nt, int nr, bool accumulate)
 {
-    qtile(panel, nb, acts, Q_PLAIN, y, ldy, nt, nr, accumulate);
+    qtile(panel, nb, acts, a, Q_PLAIN, y, ldy, nt, nr, accumulate);
 }
 
 static void qtile_sum(const void *panel, int nb, const void *acts, const uint8_t *const *a,
                       float *y, int64_t ldy, int nt, int nr, bool accumulate)
 {
-    qtile(panel, nb, acts, Q_SUM, y, ldy, nt, nr, accumulate);
+    qtile(panel, nb, acts, a, Q_SUM, y, ldy, nt, nr, accumulate);
 }
 
 #if !SIMD_DOT_ANY_U8
 static void qtile_split(const void *panel, int nb, const void *acts, const uint8_t *const *a,
                         float *y, int64_t ldy, int nt, int nr, bool accumulate)
 {
-    qtile(panel, nb, acts, Q_SPLIT, y, ldy, nt, nr, accumulate);
+    qtile(panel, nb, acts, a, Q_SPLIT, y, ldy, nt, nr, accumulate);
 }
 #endif
 
@@ -950,7 +928,7 @@ struct kind {
     }
 #define Q32(type, pack, prep, tile)                                                                \
     {                                                                                              \
-        QK8_0, sizeof(struct block_##type), sizeof(struct block_q8_0), sizeof(struct qpanel),      \
+        QK8_0, sizeof(struct block_##type), sizeof(struct block_q8_0u), sizeof(struct qpanel),     \
             Q32_CHUNK, Q32_GROUP, TT_Q, 1, (sizeof(struct block_##type) + 3) / 4, pack, prep, tile \
     }
 #define FLT(esize, pack, prep)                                                                     \
@@ -963,14 +941,14 @@ static const struct kind kind_q4_K = KQ(q4_K, pack_q4_K, NULL, ktile_q4);
 static const struct kind kind_q5_K = KQ(q5_K, pack_q5_K, NULL, ktile_q5);
 static const struct kind kind_q6_K = KQ(q6_K, pack_q6_K, NULL, ktile_q6);
 #if SIMD_DOT_ANY_U8
-static const struct kind kind_q8_0 = Q32(q8_0, pack_q8_0, qprep_plain, qtile_plain);
+static const struct kind kind_q8_0 = Q32(q8_0, pack_q8_0, NULL, qtile_plain);
 #else
 static const struct kind kind_q8_0 = Q32(q8_0, pack_q8_0, qprep_split, qtile_split);
 #endif
-static const struct kind kind_q4_0 = Q32(q4_0, pack_q4_0, qprep_plain, qtile_plain);
-static const struct kind kind_q5_0 = Q32(q5_0, pack_q5_0, qprep_plain, qtile_plain);
-static const struct kind kind_q4_1 = Q32(q4_1, pack_q4_1, qprep_sum, qtile_sum);
-static const struct kind kind_q5_1 = Q32(q5_1, pack_q5_1, qprep_sum, qtile_sum);
+static const struct kind kind_q4_0 = Q32(q4_0, pack_q4_0, NULL, qtile_plain);
+static const struct kind kind_q5_0 = Q32(q5_0, pack_q5_0, NULL, qtile_plain);
+static const struct kind kind_q4_1 = Q32(q4_1, pack_q4_1, NULL, qtile_sum);
+static const struct kind kind_q5_1 = Q32(q5_1, pack_q5_1, NULL, qtile_sum);
 static const struct kind kind_f32 = FLT(4, pack_f32, fprep_f32);
 static const struct kind kind_f16 = FLT(2, pack_f16, fprep_f16);
 static const struct kind kind_bf16 = FLT(2, pack_bf16, fprep_bf16);
@@ -1241,10 +1219,11 @@ static void quantize_q8_K128(const float *x, struct block_q8_K128 *y, int64_t nb
 }
 
 /*
- * Q8_0 exactly as the reference: d = amax / 127 stored as fp16, q = round_half_away(x / d)
- * with the unrounded d. The rounding: t = trunc(v), plus the sign of v when |v - t| >= 1/2.
+ * Q8_0 exactly as the reference, into struct block_q8_0u: d = amax / 127 rounded to fp16, q =
+ * round_half_away(x / d) with the unrounded d, stored + 128; dsum = d * the sum of q. The
+ * rounding: t = trunc(v), plus the sign of v when |v - t| >= 1/2.
  */
-static void quantize_q8_0(const float *x, struct block_q8_0 *y, int64_t nb)
+static void quantize_q8_0(const float *x, struct block_q8_0u *y, int64_t nb)
 {
     for (int64_t b = 0; b < nb; b++, x += QK8_0, y++) {
         vf amaxv = vf_zero();
@@ -1253,13 +1232,17 @@ static void quantize_q8_0(const float *x, struct block_q8_0 *y, int64_t nb)
         }
         const float d = vf_reduce_max(amaxv) / 127.0f;
         const vf id = vf_set1(d != 0.0f ? 1.0f / d : 0.0f);
-        y->d = dllm_f32_to_fp16(d);
+        vi sum = vi_zero();
         for (int v = 0; v < QK8_0 / NR; v++) {
             const vf s = vf_mul(vf_loadu(x + v * NR), id);
             const vf t = vf_trunc(s);
             const vf up = vf_select_ge(vf_abs(vf_sub(s, t)), 0.5f, vf_sign_one(s));
-            vi_store_i8(y->qs + v * NR, vi_cvt_round(vf_add(t, up)));
+            const vi q = vi_cvt_round(vf_add(t, up));
+            vi_store_u8(y->u + v * NR, vi_add(q, vi_set1(128)));
+            sum = vi_add(sum, q);
         }
+        y->d = dllm_fp16_to_f32(dllm_f32_to_fp16(d));
+        y->dsum = y->d * (float)vi_hsum(sum);
     }
 }
 

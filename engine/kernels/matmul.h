@@ -44,7 +44,7 @@ const char *dllm_matmul_supported_list(void);
 /* The formats activations are converted to; none is a GGML type stored in files. */
 enum dllm_act_format {
     DLLM_ACT_Q8_K128, /* struct block_q8_K128 per 256 elements */
-    DLLM_ACT_Q8_0,    /* struct block_q8_0 per 32 elements */
+    DLLM_ACT_Q8_0,    /* struct block_q8_0u per 32 elements */
     DLLM_ACT_F16,     /* dllm_fp16 per element */
     DLLM_ACT_BF16,    /* dllm_bf16 per element */
     DLLM_ACT_F32,     /* float per element */

@@ -228,6 +228,13 @@ SIMD_INLINE void vi_store_i8(int8_t *p, vi v)
     _mm_storel_epi64((__m128i *)(void *)p, _mm_packs_epi16(w, w));
 }
 
+/* The lanes (each in 0..255) as NR bytes at p. */
+SIMD_INLINE void vi_store_u8(uint8_t *p, vi v)
+{
+    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    _mm_storel_epi64((__m128i *)(void *)p, _mm_packus_epi16(w, w));
+}
+
 /* Float to int32, rounding half to even (the default MXCSR mode, as lrintf). */
 SIMD_INLINE vi vi_cvt_round(vf v)
 {
