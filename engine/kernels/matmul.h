@@ -5,7 +5,8 @@
  * A product runs in two steps. The activations are first converted, once per x, to the format
  * the weight type multiplies with (its activation format, enum dllm_act_format):
  *   Q4_K, Q5_K, Q6_K             -> Q8_K128 (int8 per 256, a float scale per 128, sums)
- *   Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 -> Q8_0 (int8 per 32, fp16 scale)
+ *   Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 -> Q8_0U (Q8_0's int8 per 32 and fp16 scale, kept as bytes
+ *                                   + 128, the scale as a float and its product with their sum)
  *   F16 -> F16, BF16 -> BF16 (activations rounded to the weight's format), F32 -> F32.
  * Then any number of row ranges [n0, n1) of W multiply with the converted activations, so
  * callers can share the work between threads. The scratch buffer holds the L converted rows
@@ -21,7 +22,7 @@
  * Zen 4 the Q4_K and Q6_K products of the LLaDA-8B shapes ran 10-17% slower (bench/bench_gemm, one
  * thread) than with one scale per 128, where each sub-block scale of the weights takes one FMA
  * and the activation scale one per 128 elements.
- * Q8_0 weights keep llama.cpp's Q8_0 activations.
+ * Q8_0 weights keep llama.cpp's Q8_0 activations, their values stored as the tiles read them.
  *
  * The *_ref functions are the scalar specification; faster variants must match them within a
  * tolerance. Inside an activation block (128 elements of Q8_K128, 32 of Q8_0) the products are
