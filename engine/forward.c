@@ -229,7 +229,10 @@ struct then_norm {
     enum dllm_buf dst;
 };
 
-/* A block's end: X += XN over rows [r0, r1), then the norm `next` when it is on. */
+/*
+ * A block's end: X += XN over rows [r0, r1), then the norm `next` when it is on; timed as
+ * norms_rope, or as output when `next` is the final norm (the phase that holds it otherwise).
+ */
 static void residual(struct dllm_backend *be, struct phase_clock *clk, int64_t r0, int64_t r1,
                      struct then_norm next)
 {
@@ -237,7 +240,8 @@ static void residual(struct dllm_backend *be, struct phase_clock *clk, int64_t r
         be->ops->add_norm(be, DLLM_BUF_XN, r0, r1, next.layer, next.g, next.dst);
     else
         be->ops->add(be, DLLM_BUF_XN, r0, r1);
-    lap(clk, DLLM_PHASE_NORMS_ROPE);
+    const bool final = next.on && next.g == DLLM_V_OUTPUT_NORM;
+    lap(clk, final ? DLLM_PHASE_OUTPUT : DLLM_PHASE_NORMS_ROPE);
 }
 
 /*
