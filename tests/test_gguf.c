@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *const fixture_files[] = {
@@ -576,6 +577,12 @@ START_TEST(file_errors)
     ck_assert_str_eq(err.text, "not a regular file, not a GGUF file");
     char *dir = test_tmpdir();
     char path[4200];
+    /* A named pipe with no writer is refused at once, not waited on (open blocked on it). */
+    snprintf(path, sizeof path, "%s/pipe.gguf", dir);
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    ck_assert_int_eq(dllm_gguf_open(path, &g, &err), DLLM_ERR_IO);
+    ck_assert_str_eq(err.text, "not a regular file, not a GGUF file");
+    unlink(path);
     snprintf(path, sizeof path, "%s/empty.gguf", dir);
     FILE *f = fopen(path, "wb");
     fclose(f);

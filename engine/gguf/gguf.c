@@ -591,7 +591,9 @@ enum dllm_status dllm_gguf_open_memory(const void *data, size_t size, struct dll
 enum dllm_status dllm_gguf_open(const char *path, struct dllm_gguf **out, struct dllm_error *err)
 {
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a named pipe would otherwise wait for a writer; regular files,
+       the only ones taken, ignore it */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return dllm_error_set(err, DLLM_ERR_IO, "cannot open: %s", strerror(errno));
     struct stat st;
