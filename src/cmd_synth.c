@@ -26,7 +26,7 @@ const char cmd_synth_usage[] =
     "it; its text is meaningless. For benchmarks and tests without a download.\n"
     "The data is generated while it is written (memory use stays small); FILE appears only\n"
     "once complete (it is written as FILE.tmp, then renamed), replacing any file of that name.\n"
-    "Ctrl+C stops, leaves nothing behind and exits 130.\n"
+    "Ctrl+C stops, leaves nothing behind and exits 130; SIGTERM and SIGHUP leave nothing either.\n"
     "\n"
     "options:\n"
     "  -a, --arch NAME     llada, dream, llada-moe or rnd1\n"
@@ -45,13 +45,26 @@ const char cmd_synth_usage[] =
     "  -q, --quiet         no progress on stderr\n"
     "  -h, --help          this help\n";
 
-/* Set by SIGINT; the library stops at its next check. */
+/* Set by SIGINT, SIGTERM or SIGHUP; the library stops at its next check. */
 static atomic_bool interrupted;
+static volatile sig_atomic_t stop_signal; /* the signal that set it */
 
-static void on_sigint(int sig)
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+
+static void on_stop_signal(int sig)
 {
+    stop_signal = sig;
     atomic_store(&interrupted, true);
-    signal(sig, SIG_DFL); /* a second Ctrl+C ends the program at once */
+    signal(sig, SIG_DFL); /* a second one ends the program at once */
+}
+
+/* Catches the stop signals while the file is written (catch), or restores their default. */
+static void catch_stop_signals(bool catch)
+{
+    struct sigaction sa = {.sa_handler = catch ? on_stop_signal : SIG_DFL};
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof stop_signals / sizeof *stop_signals; i++)
+        sigaction(stop_signals[i], &sa, NULL);
 }
 
 /* How progress is shown: a redrawn percentage on a terminal, else a line every 10%. */
@@ -106,6 +119,8 @@ int cmd_synth(const struct cli_command *cmd, int argc, char **argv)
         cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
     if (!arch || !out)
         cli_usage_error(cmd, "--%s is missing", !arch ? "arch" : "out");
+    if (!*out)
+        cli_usage_error(cmd, "--out takes a file name, not an empty one");
     /* The real shape of each architecture by default. */
     static const char *const real_shapes[][2] = {
         {"llada", "8b"}, {"dream", "7b"}, {"llada-moe", "7b-a1b"}, {"rnd1", "30b-a3b"}};
@@ -131,13 +146,15 @@ int cmd_synth(const struct cli_command *cmd, int argc, char **argv)
     params.progress = quiet ? NULL : on_progress;
     params.progress_user = &view;
     params.cancel = &interrupted;
-    signal(SIGINT, on_sigint);
+    catch_stop_signals(true);
     enum dllm_status st = dllm_synth_write(out, &params, &err);
-    signal(SIGINT, SIG_DFL);
+    catch_stop_signals(false);
     if (view.tty && view.last >= 0)
         fputc('\n', stderr);
     if (st == DLLM_ERR_CANCELLED) {
         fprintf(stderr, "dllm: cancelled: %s was not written\n", out);
+        if (stop_signal != SIGINT)
+            raise(stop_signal); /* the temporary is gone: end as the signal asked */
         return 130;
     }
     if (st != DLLM_OK)

@@ -57,6 +57,15 @@ run "stray argument" 2 "$DLLM" synth -a llada -p tiny -o "$TMP/x.gguf" extra
 run "unknown option" 2 "$DLLM" synth --bogus
 if [ ! -e "$TMP/x.gguf" ] && [ ! -e "$TMP/x.gguf.tmp" ]; then ok "usage errors write nothing"
 else not_ok "usage errors wrote a file"; fi
+# An empty --out names no file: refused before anything is written (it once wrote ./.tmp,
+# replacing a file of that name, then failed to rename it).
+mkdir "$TMP/cwd" && echo precious >"$TMP/cwd/.tmp"
+(cd "$TMP/cwd" && "$DLLM" synth -a llada -p tiny -q -o "") >"$TMP/out" 2>"$TMP/err"
+got=$?
+if [ $got -eq 2 ]; then ok "empty --out (exit 2)"; else not_ok "empty --out: exit $got, expected 2"; fi
+expect_err "names --out" '--out takes a file name'
+if [ "$(cat "$TMP/cwd/.tmp")" = precious ]; then ok "empty --out touched nothing"
+else not_ok "empty --out overwrote ./.tmp"; fi
 run "help" 0 "$DLLM" synth --help
 expect_out "synopsis" '^usage: dllm synth --arch llada\|dream\|llada-moe\|rnd1 \[--preset NAME\] --out FILE'
 
@@ -66,5 +75,27 @@ expect_err "names the file" "^dllm: error: cannot create $TMP/no/such/dir/x.gguf
 expect_err_lines "one line" 1
 run "full disk" 1 "$DLLM" synth -a llada -p tiny -q -o /dev/full
 expect_err "disk full" '^dllm: error: cannot write /dev/full: No space left on device'
+expect_err_lines "one line" 1
+# Stopped by a signal while writing: nothing is left behind. Ctrl+C (SIGINT) exits 130 with
+# one line; SIGTERM and SIGHUP remove the temporary too, then end the program by the signal.
+# interrupt SIG: starts writing the 8B shape, sends SIG once its temporary has data; sets got.
+interrupt() {
+    "$DLLM" synth -a llada -p 8b -q -o "$TMP/s.gguf" >"$TMP/out" 2>"$TMP/err" &
+    pid=$!
+    i=0
+    while [ ! -s "$TMP/s.gguf.tmp" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+    kill -"$1" $pid
+    wait $pid
+    got=$?
+}
+for sig in TERM HUP INT; do
+    interrupt $sig
+    case $sig in INT) want=130 ;; TERM) want=143 ;; HUP) want=129 ;; esac
+    if [ $got -eq $want ]; then ok "SIG$sig while writing (exit $got)"
+    else not_ok "SIG$sig while writing: exit $got, expected $want"; fi
+    if [ ! -e "$TMP/s.gguf" ] && [ ! -e "$TMP/s.gguf.tmp" ]; then ok "SIG$sig leaves nothing"
+    else not_ok "SIG$sig left a file"; rm -f "$TMP/s.gguf" "$TMP/s.gguf.tmp"; fi
+done
+expect_err "Ctrl+C names the file not written" "^dllm: cancelled: $TMP/s.gguf was not written$"
 expect_err_lines "one line" 1
 finish
