@@ -42,6 +42,8 @@ static const char usage[] =
     "--batch generates one answer without the screen, as dllm run does (same options).\n"
     "\n"
     "options:\n" GEN_OPTIONS_HELP
+    "  --batch              one answer on stdout without the screen: dllm run's options\n"
+    "                       (dllm run --help), not the three below\n"
     "  --color WHEN         auto (default: colours unless NO_COLOR is set), always, never\n"
     "  --script FILE        run headless: read keys from FILE (see man dllm-tui), no terminal\n"
     "                       needed; the screen is LINES x COLUMNS (default 24 x 80)\n"
@@ -308,12 +310,24 @@ static void use_utf8(void)
         cli_fail("dllm-tui needs a UTF-8 locale: set LANG=C.UTF-8 (or another UTF-8 locale)");
 }
 
-/* dllm-tui --batch ...: the one-shot generation of `dllm run`, with the same flags. */
+/*
+ * dllm-tui --batch ...: the one-shot generation of `dllm run`, with the same flags; the
+ * screen's own flags are refused by name.
+ */
 static int run_batch(int argc, char **argv)
 {
-    static const struct cli_command batch = {"tui --batch", "one-shot generation", cmd_run_usage,
+    static const struct cli_command batch = {"chat --batch", "one-shot generation", cmd_run_usage,
                                              cmd_run};
+    static const char *const screen_flags[] = {"--color", "--script", "--dump-screen"};
     int n = 0;
+    for (int i = 0; i < argc && strcmp(argv[i], "--") != 0; i++)
+        for (size_t f = 0; f < sizeof screen_flags / sizeof *screen_flags; f++) {
+            size_t len = strlen(screen_flags[f]);
+            if (strncmp(argv[i], screen_flags[f], len) == 0 &&
+                (argv[i][len] == '\0' || argv[i][len] == '='))
+                cli_usage_error(&batch, "%s is for the chat screen; --batch has none",
+                                screen_flags[f]);
+        }
     for (int i = 0; i < argc; i++)
         if (strcmp(argv[i], "--batch") != 0)
             argv[n++] = argv[i];

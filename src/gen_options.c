@@ -71,6 +71,7 @@ bool gen_options_handle(const struct cli_command *cmd, struct gen_options *o, in
     case 'p': o->prompt = arg; break;
     case 't': o->threads = (int)cli_parse_int(cmd, "--threads", arg, 1, 1024); break;
     case OPT_SYSTEM: o->system = arg; break;
+    case OPT_NO_CHAT: o->no_chat = true; break;
     case OPT_MAX_TOKENS:
         s->gen_length = cli_parse_int(cmd, "--max-tokens", arg, 1, 1 << 20);
         o->has_gen_length = true;
@@ -135,7 +136,6 @@ bool gen_options_handle(const struct cli_command *cmd, struct gen_options *o, in
         s->cfg_scale = cli_parse_float(cmd, "--cfg-scale", arg, 0, 100);
         o->has_cfg_scale = true;
         break;
-    case OPT_NO_CHAT: o->no_chat = true; break;
     case OPT_NO_EARLY_STOP:
         s->early_stop = false;
         o->has_early_stop = true;
@@ -155,6 +155,8 @@ bool gen_options_handle(const struct cli_command *cmd, struct gen_options *o, in
     case OPT_GPU_RESIDENT: o->device.resident = true; break;
     default: return false;
     }
+    if (o->system && o->no_chat)
+        cli_usage_error(cmd, "--system applies to chat prompts, not --no-chat");
     return true;
 }
 

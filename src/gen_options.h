@@ -35,7 +35,7 @@ extern const struct option gen_long_options[];
     "                       HF_HUB_OFFLINE=1)\n"                                                   \
     "  -p, --prompt TEXT    the user message ('-' reads it from standard input, except in\n"       \
     "                       the interactive chat, where it is the first message itself)\n"         \
-    "  --system TEXT        a system message before it\n"                                          \
+    "  --system TEXT        a system message before it (not with --no-chat)\n"                     \
     "  -t, --threads N      worker threads (default: the number of cores)\n"                       \
     "  --max-tokens N       tokens to generate, the masks of the canvas (default 128)\n"           \
     "  --steps N            denoising steps in all (default 128); with blocks, a multiple\n"       \

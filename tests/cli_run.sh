@@ -59,11 +59,24 @@ then ok "JSON document and trace lines"; else not_ok "JSON document and trace li
 
 run "threshold mode" 0 "$DLLM" run -m "$L" -p "Hi" --max-tokens 16 --threshold 0.5 --json
 run "no chat" 0 "$DLLM" run -m "$L" -p "Hi" $G --no-chat
+# A system message needs the chat template: with --no-chat it is refused, not dropped.
+run "--system with --no-chat" 2 "$DLLM" run -m "$L" -p "Hi" $G --no-chat --system "Be brief"
+expect_err "says why" '^dllm run: --system applies to chat prompts, not --no-chat$'
+run "either order, and the TUI's" 2 "$DLLM" chat --system "Be brief" --no-chat
 # dllm chat runs dllm-tui from the same folder with the same arguments; dllm help lists it.
 run "dllm chat --help" 0 "$DLLM" chat --help
 expect_out "is dllm-tui's help" '^usage: dllm-tui \[-m MODEL\] \[options\]$'
 expect_out "documents --batch" '^       dllm-tui --batch \[-m MODEL\] -p TEXT \[options\]$'
 run "dllm chat, a bad flag" 2 "$DLLM" chat --bogus
+# --batch's usage errors name a command that exists, and the screen's own flags say they do
+# not apply (they were "unknown options" of a "dllm tui --batch").
+run "--batch, a bad flag" 2 "$DLLM" chat --batch -m "$L" -p hi --bogus
+expect_err "names dllm chat --batch" "^dllm chat --batch: unknown option --bogus$"
+expect_err "whose help exists" "^run 'dllm chat --batch --help' for usage$"
+for f in "--color never" "--script $TMP/s" "--dump-screen $TMP/d" "--color=never"; do
+    run "--batch with $f" 2 "$DLLM" chat --batch -m "$L" -p hi $f
+    expect_err "$f is for the screen" "^dllm chat --batch: ${f%%[ =]*} is for the chat screen; --batch has none$"
+done
 run "dllm help" 0 "$DLLM" help
 expect_out "lists chat" '^  chat +the interactive chat \(runs dllm-tui\)$'
 # A threshold on the Dream sampler without --alg takes maskgit_plus (Fast-dLLM's Dream); an
