@@ -68,7 +68,8 @@ struct dllm_hub_ref {
  * Parses a model reference without touching the network; a leading ~ is the home folder of
  * the params (which may be NULL: then the password database's). Errors (DLLM_ERR_ARG) name what is
  * wrong: "'org' is neither an existing file nor a hub model (org/repo[:QUANT])",
- * "invalid hub repo id 'a/b/c': ...", "unsafe file name in 'org/repo:../x.gguf'".
+ * "invalid hub repo id 'a/b/c': ...", "unsafe file name in 'org/repo:../x.gguf'"; for a hub
+ * model, a params revision that cannot name a branch, tag or commit ("invalid revision ...").
  */
 DLLM_API enum dllm_status dllm_hub_ref_parse(const char *text, const struct dllm_hub_params *params,
                                              struct dllm_hub_ref *out, struct dllm_error *err);

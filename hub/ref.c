@@ -83,6 +83,11 @@ enum dllm_status dllm_hub_ref_parse(const char *text, const struct dllm_hub_para
                               "invalid hub repo id '%s': expected org/name, each of letters, "
                               "digits, '_', '.' and '-' (not at the ends or doubled)",
                               r.repo);
+    if (params && params->revision && !dllm_hub_path_valid(params->revision))
+        return dllm_error_set(err, DLLM_ERR_ARG,
+                              "invalid revision '%s': a branch, tag or commit (main, v1.0, "
+                              "refs/pr/1), without empty, '.' or '..' parts",
+                              params->revision);
     if (colon) {
         const char *tag = colon + 1;
         if (!*tag || strlen(tag) >= sizeof r.tag)

@@ -48,6 +48,13 @@ run "unknown repo" 1 "$DLLM" pull nobody/nothing
 expect_err "repo not found" '^dllm: error: nobody/nothing: no such repo on http://127.0.0.1'
 run "default model" 1 "$DLLM" pull -q
 expect_err "default model named" 'mradermacher/LLaDA-8B-Instruct-GGUF: no such repo'
+# A revision that cannot name a branch, tag or commit is a usage error, asking no server.
+for rev in "" "../x" "a//b"; do
+    ctl /_reset >/dev/null
+    run "--revision '$rev'" 2 "$DLLM" pull --revision "$rev" test/tiny-GGUF
+    expect_err "names it" "^dllm pull: invalid revision '$rev': a branch, tag or commit"
+    if ! ctl /_log | grep -q '"path": "/api'; then ok "no request for '$rev'"; else not_ok "requests for '$rev'"; fi
+done
 
 run "offline, not cached" 1 "$DLLM" pull --offline test/q8-only
 expect_err "names the pull command" "run 'dllm pull test/q8-only' while online"
