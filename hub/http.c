@@ -516,9 +516,9 @@ static enum dllm_status load_token(const struct dllm_hub_params *p, char **out,
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)v[i] < 0x21 || v[i] == 0x7f)
             return dllm_error_set(err, DLLM_ERR_ARG,
-                                  "the access token (params token: HF_TOKEN, "
-                                  "HUGGING_FACE_HUB_TOKEN or the token file) has a space or "
-                                  "control character in it");
+                                  "the access token (HF_TOKEN, HUGGING_FACE_HUB_TOKEN or the "
+                                  "token file) has a space or control character in it: set it "
+                                  "to the token alone");
     if (n > 0 && !(*out = strndup(v, n)))
         return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
     return DLLM_OK;

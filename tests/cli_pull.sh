@@ -67,6 +67,9 @@ run "gated without a token" 1 "$DLLM" pull test/gated
 expect_err "says what to do" 'HTTP 401 .*accept its licence at .* and set HF_TOKEN'
 HF_TOKEN=hf_wrong_secret_42 run "gated with a wrong token" 1 "$DLLM" pull test/gated
 if grep -q hf_wrong_secret_42 "$TMP/out" "$TMP/err"; then not_ok "the token was printed"; else ok "the token is never printed"; fi
+HF_TOKEN="hf_bad secret_7" run "a token with a space" 1 "$DLLM" pull test/gated
+expect_err "says what is wrong and where" '^dllm: error: test/gated: the access token \(HF_TOKEN, HUGGING_FACE_HUB_TOKEN or the token file\) has a space or control character in it: set it to the token alone$'
+if grep -q secret_7 "$TMP/out" "$TMP/err"; then not_ok "the bad token was printed"; else ok "the bad token is not printed"; fi
 HF_TOKEN=hf_test_token_123 run "gated with the token" 0 "$DLLM" pull -q test/gated
 if ctl /_log | python3 -c '
 import json, sys
