@@ -48,6 +48,7 @@ static const char usage[] =
     "  --script FILE        run headless: read keys from FILE (see man dllm-tui), no terminal\n"
     "                       needed; the screen is LINES x COLUMNS (default 24 x 80)\n"
     "  --dump-screen FILE   write the screen as text to FILE when leaving\n"
+    "  --version            the version and build\n"
     "  -h, --help           this help\n";
 
 static const struct cli_command command = {"chat", "the interactive chat", usage, NULL};
@@ -62,7 +63,7 @@ struct tui_options {
 
 static void parse_options(int argc, char **argv, struct tui_options *o)
 {
-    enum { OPT_COLOR = 512, OPT_SCRIPT, OPT_DUMP };
+    enum { OPT_COLOR = 512, OPT_SCRIPT, OPT_DUMP, OPT_VERSION };
     struct option opts[64];
     size_t n = 0;
     while (gen_long_options[n].name) {
@@ -72,6 +73,7 @@ static void parse_options(int argc, char **argv, struct tui_options *o)
     opts[n++] = (struct option){"color", required_argument, NULL, OPT_COLOR};
     opts[n++] = (struct option){"script", required_argument, NULL, OPT_SCRIPT};
     opts[n++] = (struct option){"dump-screen", required_argument, NULL, OPT_DUMP};
+    opts[n++] = (struct option){"version", no_argument, NULL, OPT_VERSION};
     opts[n] = (struct option){0};
     int c;
     while ((c = cli_getopt(&command, argc, argv, "m:p:t:", opts)) != -1) {
@@ -90,6 +92,9 @@ static void parse_options(int argc, char **argv, struct tui_options *o)
             o->script = optarg;
         } else if (c == OPT_DUMP) {
             o->dump = optarg;
+        } else if (c == OPT_VERSION) {
+            printf("dllm-tui %s (build: %s)\n", dllm_version(), DLLM_BUILD_CONFIG);
+            exit(CLI_EXIT_OK);
         }
     }
     if (optind != argc)

@@ -54,10 +54,10 @@ int main(int argc, char **argv)
     }
     const char *word = argv[1];
     if (!strcmp(word, "--help") || !strcmp(word, "-h") || !strcmp(word, "help")) {
-        if (!strcmp(word, "help") && argc > 2) {
+        if (!strcmp(word, "help") && argc > 2 && strcmp(argv[2], "help") != 0) {
             const struct cli_command *cmd = find_command(argv[2]);
             if (!cmd) {
-                fprintf(stderr, "dllm: unknown command '%s'\n", argv[2]);
+                fprintf(stderr, "dllm: unknown command '%s' (dllm help lists them)\n", argv[2]);
                 return CLI_EXIT_USAGE;
             }
             cli_help(cmd);

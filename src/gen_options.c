@@ -62,6 +62,19 @@ const struct option gen_long_options[] = {
     {0},
 };
 
+/* A number in (0, 1] for flag, with one wording for every value out of it (0 and 1.5 alike). */
+static double parse_fraction(const struct cli_command *cmd, const char *flag, const char *arg,
+                             const char *example)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (errno || end == arg || *end || !(v > 0 && v <= 1))
+        cli_usage_error(cmd, "%s takes a number in (0, 1], such as %s, not '%s'", flag, example,
+                        arg);
+    return v;
+}
+
 bool gen_options_handle(const struct cli_command *cmd, struct gen_options *o, int c,
                         const char *arg)
 {
@@ -89,9 +102,7 @@ bool gen_options_handle(const struct cli_command *cmd, struct gen_options *o, in
         o->has_temperature = true;
         break;
     case OPT_TOP_P:
-        s->top_p = cli_parse_float(cmd, "--top-p", arg, 0, 1);
-        if (s->top_p <= 0)
-            cli_usage_error(cmd, "--top-p takes a number in (0, 1], not '%s'", arg);
+        s->top_p = parse_fraction(cmd, "--top-p", arg, "0.95");
         o->has_top_p = true;
         break;
     case OPT_TOP_K:
@@ -102,15 +113,8 @@ bool gen_options_handle(const struct cli_command *cmd, struct gen_options *o, in
         s->seed = (uint64_t)cli_parse_int(cmd, "--seed", arg, 0, INT64_MAX);
         o->has_seed = true;
         break;
-    case OPT_THRESHOLD: {
-        /* One wording for every value out of (0, 1]: 0 and 1.5 alike. */
-        char *end;
-        errno = 0;
-        s->threshold = strtod(arg, &end);
-        if (errno || end == arg || *end || !(s->threshold > 0 && s->threshold <= 1))
-            cli_usage_error(cmd, "--threshold takes a number in (0, 1], such as 0.9, not '%s'",
-                            arg);
-    }
+    case OPT_THRESHOLD:
+        s->threshold = parse_fraction(cmd, "--threshold", arg, "0.9");
         o->has_threshold = true;
         break;
     case OPT_REMASKING:

@@ -38,8 +38,8 @@ extern const struct option gen_long_options[];
     "  --system TEXT        a system message before it (not with --no-chat)\n"                     \
     "  -t, --threads N      worker threads (default: the number of cores)\n"                       \
     "  --max-tokens N       tokens to generate, the masks of the canvas (default 128)\n"           \
-    "  --steps N            denoising steps in all (default 128); with blocks, a multiple\n"       \
-    "                       of the block count\n"                                                  \
+    "  --steps N            denoising steps in all (default: --max-tokens); with blocks, a\n"      \
+    "                       multiple of the block count\n"                                         \
     "  --block-length N     semi-autoregressive blocks of N tokens, left to right\n"               \
     "                       (LLaDA default 32; Dream default: none, 0 turns blocks off)\n"         \
     "  --temperature F      0 takes the most likely token (LLaDA default 0, Dream 0.2)\n"          \

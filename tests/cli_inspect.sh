@@ -66,6 +66,13 @@ run "dllm --help" 0 "$DLLM" --help
 expect_out "command list" '^  inspect '
 run "dllm --version" 0 "$DLLM" --version
 expect_out "version and build" '^dllm [0-9]+\.[0-9]+\.[0-9]+ \(build: .*cuda=(yes|no)'
+run "dllm-tui --version" 0 "$(dirname "$DLLM")/dllm-tui" --version
+expect_out "the same version and build" '^dllm-tui [0-9]+\.[0-9]+\.[0-9]+ \(build: .*cuda=(yes|no)'
+run "help help" 0 "$DLLM" help help
+expect_out "the command list" '^  inspect '
+run "help of an unknown command" 2 "$DLLM" help frobnicate
+expect_err "one line naming the list" "^dllm: unknown command 'frobnicate' \(dllm help lists them\)$"
+expect_err_lines "one line" 1
 run "no command" 2 "$DLLM"
 run "unknown command" 2 "$DLLM" frobnicate
 finish

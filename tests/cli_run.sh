@@ -99,6 +99,10 @@ run "threshold out of range" 2 "$DLLM" run -m "$L" -p hi --threshold 1.5
 expect_err "threshold 1.5: the one wording" "--threshold takes a number in \(0, 1\], such as 0.9, not '1.5'"
 run "threshold zero" 2 "$DLLM" run -m "$L" -p hi --threshold 0
 expect_err "threshold 0: the one wording" "--threshold takes a number in \(0, 1\], such as 0.9, not '0'"
+for v in -1 0 1.5; do
+    run "top-p $v" 2 "$DLLM" run -m "$D" -p hi --top-p $v
+    expect_err "top-p $v: the one wording" "--top-p takes a number in \(0, 1\], such as 0.95, not '$v'"
+done
 # The canvas limit (4096 on the fixtures' context) less the prompt's tokens, as dllm tokenize
 # counts them: both sides of the old split (4090 exited 1 after loading, 5000 exited 2).
 n_prompt=$("$DLLM" tokenize -m "$L" -p hi | wc -w)
