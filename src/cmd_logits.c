@@ -85,6 +85,12 @@ int cmd_logits(const struct cli_command *cmd, int argc, char **argv)
         n_rows = n;
     } else {
         rows = cli_parse_list(cmd, "--rows", rows_text, 0, INT32_MAX, &n_rows);
+        for (int64_t i = 0; i < n_rows; i++)
+            if (rows[i] >= n)
+                cli_usage_error(cmd,
+                                "--rows %" PRId32 " is outside the %" PRId64
+                                " positions of --tokens (0 to %" PRId64 ")",
+                                rows[i], n, n - 1);
     }
 
     char *path = model_ref_path(model_path, offline);

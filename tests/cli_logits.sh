@@ -75,6 +75,9 @@ run "bad --threads" 2 "$DLLM" logits -m "$L" --tokens 1,2 -r all -o "$TMP/x.f32"
 expect_err "threads range" '--threads takes a whole number from 1 to 1024'
 run "unknown option" 2 "$DLLM" logits --bogus
 run "stray argument" 2 "$DLLM" logits -m "$L" --tokens 1 -r 0 -o "$TMP/x.f32" extra
+# A row past the tokens is a usage error, found before the model loads (as bench's --rows).
+run "row outside the pass" 2 "$DLLM" logits -m "$TMP/none.gguf" --tokens 1,2 -r 0,2 -o "$TMP/x.f32"
+expect_err "row message" "^dllm logits: --rows 2 is outside the 2 positions of --tokens \(0 to 1\)$"
 if [ ! -e "$TMP/x.f32" ]; then ok "usage errors write nothing"; else not_ok "usage errors wrote $TMP/x.f32"; fi
 run "help" 0 "$DLLM" logits --help
 expect_out "synopsis" '^usage: dllm logits --model MODEL --tokens IDS --rows POSITIONS\|all --out FILE'
@@ -83,8 +86,6 @@ expect_out "synopsis" '^usage: dllm logits --model MODEL --tokens IDS --rows POS
 run "id outside the vocabulary" 1 "$DLLM" logits -m "$L" --tokens 1,5000 -r all -o "$TMP/x.f32"
 expect_err "vocabulary message" '^dllm: error: token id 5000 at position 1 is outside the vocabulary of 2048 tokens$'
 expect_err_lines "one line" 1
-run "row outside the pass" 1 "$DLLM" logits -m "$L" --tokens 1,2 -r 2 -o "$TMP/x.f32"
-expect_err "row message" '^dllm: error: logits row 2 is outside the 2 positions of the pass$'
 run "more rows than tokens" 1 "$DLLM" logits -m "$L" --tokens 1,2 -r 0,1,1 -o "$TMP/x.f32"
 expect_err "rows message" '^dllm: error: 3 logits rows: this forward context takes 0 to 2$'
 run "missing model" 1 "$DLLM" logits -m "$TMP/none.gguf" --tokens 1 -r 0 -o "$TMP/x.f32"
