@@ -46,7 +46,8 @@ static const char usage[] =
     "                       (dllm run --help), not the three below\n"
     "  --color WHEN         auto (default: colours unless NO_COLOR is set), always, never\n"
     "  --script FILE        run headless: read keys from FILE (see man dllm-tui), no terminal\n"
-    "                       needed; the screen is LINES x COLUMNS (default 24 x 80)\n"
+    "                       needed; the screen is LINES x COLUMNS (default 24 x 80, at most\n"
+    "                       1000 each)\n"
     "  --dump-screen FILE   write the screen as text to FILE when leaving\n"
     "  --version            the version and build\n"
     "  -h, --help           this help\n";

@@ -355,4 +355,12 @@ run "bad --color" 2 "$TUI" "${FLAGS[@]}" --color sometimes
 expect_err "bad --color message" '--color is auto, always or never'
 run "no terminal without --script" 1 "$TUI" "${FLAGS[@]}" </dev/null
 expect_err "no terminal message" 'needs a terminal'
+# A headless screen is as large as LINES x COLUMNS say, within bounds: ncurses allocates each
+# cell up front, and 20000 x 20000 ran for minutes.
+for size in 20000x30 100x20000; do
+    COLUMNS=${size%x*} LINES=${size#*x} run "a $size headless screen" 1 timeout 20 "$TUI" \
+        "${FLAGS[@]}" --script "$TMP/ok.script"
+    expect_err "names the variable and the bound" \
+        '^dllm: error: (COLUMNS=20000|LINES=20000) is too large for a headless screen: use at most 1000$'
+done
 finish

@@ -27,6 +27,8 @@ enum {
 #define VRULE "\u2502"   /* │ */
 #define DOT   " \u00b7 " /* · between items */
 
+#define UI_HEADLESS_MAX 1000 /* rows or columns of a headless screen, at most */
+
 /* The colour pairs: foreground on the default background, or black (code: white) on a colour. */
 enum {
     PAIR_CYAN = 1,
@@ -108,11 +110,31 @@ bool ui_screen_check_terminal(char *err, size_t size)
     return true;
 }
 
+/*
+ * Whether LINES and COLUMNS, which size a headless screen (ncurses reads them and allocates
+ * every cell up front), are within UI_HEADLESS_MAX; else the error names the one too large.
+ */
+static bool headless_size_ok(char *err, size_t size)
+{
+    static const char *const names[] = {"LINES", "COLUMNS"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        const char *v = getenv(names[i]);
+        if (v && strtol(v, NULL, 10) > UI_HEADLESS_MAX) {
+            snprintf(err, size, "%s=%s is too large for a headless screen: use at most %d",
+                     names[i], v, UI_HEADLESS_MAX);
+            return false;
+        }
+    }
+    return true;
+}
+
 bool ui_screen_open(struct ui_screen *s, enum ui_color_mode mode, bool headless, int rows, int cols,
                     char *err, size_t size)
 {
     *s = (struct ui_screen){.headless = headless};
     if (!headless && !ui_screen_check_terminal(err, size))
+        return false;
+    if (headless && !headless_size_ok(err, size))
         return false;
     const char *term = getenv("TERM");
     if (!term || !*term)
