@@ -610,18 +610,27 @@ static void rms_norm_rows(const struct rows_job *job, int64_t i0, int64_t i1)
                          c->buf[job->dst] + i * n);
 }
 
-static void cpu_rms_norm(struct dllm_backend *be, enum dllm_buf src, int64_t r0, int64_t r1,
-                         int64_t layer, enum dllm_vector g, enum dllm_buf dst)
+/* Runs body, a norm's row loop, over rows [r0, r1) from src into dst with layer's norm g. */
+static void run_norm_rows(struct dllm_backend *be,
+                          void (*body)(const struct rows_job *job, int64_t i0, int64_t i1),
+                          enum dllm_buf src, int64_t r0, int64_t r1, int64_t layer,
+                          enum dllm_vector g, enum dllm_buf dst)
 {
     struct cpu *c = (struct cpu *)be;
     struct rows_job job = {.c = c,
-                           .body = rms_norm_rows,
+                           .body = body,
                            .r0 = r0,
                            .r1 = r1,
                            .src = src,
                            .dst = dst,
                            .vec = vector(c, layer, g)};
     run_rows(&job);
+}
+
+static void cpu_rms_norm(struct dllm_backend *be, enum dllm_buf src, int64_t r0, int64_t r1,
+                         int64_t layer, enum dllm_vector g, enum dllm_buf dst)
+{
+    run_norm_rows(be, rms_norm_rows, src, r0, r1, layer, g, dst);
 }
 
 static void cpu_gather(struct dllm_backend *be, enum dllm_buf src, const int32_t *rows, int64_t R,
@@ -888,15 +897,7 @@ static void add_norm_rows(const struct rows_job *job, int64_t i0, int64_t i1)
 static void cpu_add_norm(struct dllm_backend *be, enum dllm_buf src, int64_t r0, int64_t r1,
                          int64_t layer, enum dllm_vector g, enum dllm_buf dst)
 {
-    struct cpu *c = (struct cpu *)be;
-    struct rows_job job = {.c = c,
-                           .body = add_norm_rows,
-                           .r0 = r0,
-                           .r1 = r1,
-                           .src = src,
-                           .dst = dst,
-                           .vec = vector(c, layer, g)};
-    run_rows(&job);
+    run_norm_rows(be, add_norm_rows, src, r0, r1, layer, g, dst);
 }
 
 struct stats_job {
