@@ -68,13 +68,27 @@ int cli_getopt(const struct cli_command *cmd, int argc, char **argv, const char 
     return c;
 }
 
+/* Whether a whole number starts at p: a digit after an optional '-' (no space, no '+'). */
+static bool whole_starts(const char *p)
+{
+    p += *p == '-';
+    return *p >= '0' && *p <= '9';
+}
+
+bool cli_plain_number(const char *text, bool whole)
+{
+    const char *p = text + (*text == '-');
+    const char *chars = whole ? "0123456789" : "0123456789.eE+-";
+    return ((*p >= '0' && *p <= '9') || (!whole && *p == '.')) && p[strspn(p, chars)] == '\0';
+}
+
 long long cli_parse_int(const struct cli_command *cmd, const char *flag, const char *text,
                         long long min, long long max)
 {
     char *end;
     errno = 0;
     long long v = strtoll(text, &end, 10);
-    if (errno || end == text || *end || v < min || v > max)
+    if (!whole_starts(text) || errno || end == text || *end || v < min || v > max)
         cli_usage_error(cmd, "%s takes a whole number from %lld to %lld, not '%s'", flag, min, max,
                         text);
     return v;
@@ -95,7 +109,7 @@ int32_t *cli_parse_list(const struct cli_command *cmd, const char *flag, const c
         char *end;
         errno = 0;
         long long x = strtoll(p, &end, 10);
-        if (end == p || errno || x < min || x > max || (*end && *end != ','))
+        if (!whole_starts(p) || end == p || errno || x < min || x > max || (*end && *end != ','))
             cli_usage_error(cmd, "%s takes comma-separated whole numbers from %d to %d, not '%s'",
                             flag, (int)min, (int)max, text);
         v[(*n)++] = (int32_t)x;
@@ -111,7 +125,8 @@ double cli_parse_float(const struct cli_command *cmd, const char *flag, const ch
     char *end;
     errno = 0;
     double v = strtod(text, &end);
-    if (errno || end == text || *end || !isfinite(v) || v < min || v > max)
+    if (!cli_plain_number(text, false) || errno || end == text || *end || !isfinite(v) || v < min ||
+        v > max)
         cli_usage_error(cmd, "%s takes a number from %g to %g, not '%s'", flag, min, max, text);
     return v;
 }

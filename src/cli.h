@@ -33,6 +33,13 @@ _Noreturn void cli_help(const struct cli_command *cmd);
 int cli_getopt(const struct cli_command *cmd, int argc, char **argv, const char *shortopts,
                const struct option *longopts);
 
+/*
+ * Whether text is written as a plain decimal number: digits after an optional '-', and for a
+ * non-whole one also a '.' and an exponent ("0.5", ".5", "1e-3"). No space, '+', hex or "inf"
+ * (which strtoll and strtod would take).
+ */
+bool cli_plain_number(const char *text, bool whole);
+
 /* Parses a whole decimal integer in [min, max] for the named flag, or a usage error. */
 long long cli_parse_int(const struct cli_command *cmd, const char *flag, const char *text,
                         long long min, long long max);

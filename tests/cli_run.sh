@@ -182,6 +182,13 @@ run "unknown remasking" 2 "$DLLM" run -m "$L" -p hi --remasking sometimes
 run "Dream flag on LLaDA" 2 "$DLLM" run -m "$L" -p hi --alg entropy
 run "canvas beyond the context" 2 "$DLLM" run -m "$L" -p hi --max-tokens 1000000 --block-length 0
 run "bad number" 2 "$DLLM" run -m "$L" -p hi --steps many
+# numbers are plain decimals: no space, '+', hex or inf, which strtoll and strtod would take
+for a in "-t= 2" "-t=+2" "--steps=+8" "--temperature= 0.5" "--temperature=0x1p-1" \
+         "--temperature=inf" "--top-p=0x1p-1" "--threshold=+0.5" "--max-tokens=0x10"; do
+    run "number $a" 2 "$DLLM" run -m "$D" -p hi "${a%%=*}" "${a#*=}"
+done
+expect_err "names the flag and the text" "^dllm run: --max-tokens takes a whole number from 1 to [0-9]+, not '0x10'$"
+run "decimals written plainly" 0 "$DLLM" run -m "$D" -p hi $G --temperature .5 --top-p 9e-1
 run "missing model file" 1 "$DLLM" run -m "$TMP/none.gguf" -p hi
 expect_err "one-line error" "^dllm: error: "
 # --cache: Dream without --block-length gets blocks of 32 and says so; the JSON names the mode,

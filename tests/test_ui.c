@@ -819,6 +819,8 @@ static const struct {
     {DLLM_SAMPLER_LLADA, "temp", "0.7", true, "temp 0.7"},
     {DLLM_SAMPLER_LLADA, "temp", "2.5", false, "temp takes a number from 0 to 2, not '2.5'"},
     {DLLM_SAMPLER_LLADA, "temp", "nan", false, "temp takes a number from 0 to 2, not 'nan'"},
+    {DLLM_SAMPLER_LLADA, "temp", "0x1p-1", false, "temp takes a number from 0 to 2, not '0x1p-1'"},
+    {DLLM_SAMPLER_LLADA, "temp", "5e-1", true, "temp 0.5"},
     {DLLM_SAMPLER_LLADA, "cache", "dual", true, "cache dual"},
     {DLLM_SAMPLER_LLADA, "cache", "full", false, "cache takes none, prefix or dual, not 'full'"},
     {DLLM_SAMPLER_LLADA, "seed", "18446744073709551615", true, "seed 18446744073709551615"},

@@ -252,10 +252,10 @@ static bool parse_uint(const char *v, uint64_t *out)
     return true;
 }
 
-/* Parses a finite decimal number ("0.9", ".5", "2"); false when it is not one. */
+/* Parses a finite decimal number ("0.9", ".5", "2", "1e-3"); false when it is not one (hex). */
 static bool parse_real(const char *v, double *out)
 {
-    if ((*v < '0' || *v > '9') && *v != '.')
+    if (((*v < '0' || *v > '9') && *v != '.') || v[strspn(v, "0123456789.eE+-")])
         return false;
     char *end;
     double d = strtod(v, &end);
