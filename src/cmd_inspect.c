@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "dllm.h"
+#include "model_ref.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -308,8 +309,9 @@ int cmd_inspect(const struct cli_command *cmd, int argc, char **argv)
     const char *path = argv[optind];
     struct dllm_gguf *g;
     struct dllm_error err;
-    if (dllm_gguf_open(path, &g, &err) != DLLM_OK)
-        cli_fail("%s: %s", path, err.text);
+    enum dllm_status st = dllm_gguf_open(path, &g, &err);
+    if (st != DLLM_OK)
+        cli_fail("%s: %s%s", path, err.text, model_ref_fix(st));
     /* A mixture-of-experts model's experts, when the file loads as a model (the type names
      * are static strings). */
     struct dllm_model_experts experts = {0};

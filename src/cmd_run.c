@@ -302,11 +302,11 @@ static int64_t prompt_tokens(const struct dllm_model *model, bool no_chat,
 {
     struct dllm_error err;
     struct dllm_vocab *vocab;
-    if (dllm_vocab_load(dllm_model_gguf(model), &vocab, &err))
-        cli_fail("%s", err.text);
+    enum dllm_status st = dllm_vocab_load(dllm_model_gguf(model), &vocab, &err);
+    if (st)
+        cli_fail("%s%s", err.text, model_ref_fix(st));
     int32_t *ids = NULL;
     int64_t n = 0;
-    enum dllm_status st;
     if (no_chat) {
         const char *text = msgs[n_msgs - 1].content;
         st = dllm_vocab_encode(vocab, text, strlen(text), DLLM_ENCODE_ADD_SPECIAL, &ids, &n, &err);

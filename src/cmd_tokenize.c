@@ -157,10 +157,11 @@ int cmd_tokenize(const struct cli_command *cmd, int argc, char **argv)
     struct dllm_error err;
     struct dllm_gguf *gguf;
     struct dllm_vocab *vocab;
-    if (dllm_gguf_open(file, &gguf, &err) != DLLM_OK)
-        cli_fail("%s: %s", path, err.text);
-    if (dllm_vocab_load(gguf, &vocab, &err) != DLLM_OK)
-        cli_fail("%s: %s", path, err.text);
+    enum dllm_status st = dllm_gguf_open(file, &gguf, &err);
+    if (st == DLLM_OK)
+        st = dllm_vocab_load(gguf, &vocab, &err);
+    if (st != DLLM_OK)
+        cli_fail("%s: %s%s", path, err.text, model_ref_fix(st));
     if (prompt && no_chat) {
         unsigned flags = DLLM_ENCODE_ADD_SPECIAL | (parse_special ? DLLM_ENCODE_PARSE_SPECIAL : 0);
         if (dllm_vocab_encode(vocab, prompt, strlen(prompt), flags, &ids, &n, &err) != DLLM_OK)

@@ -309,12 +309,26 @@ void *model_ref_progress_user(bool verbose)
     return verbose ? (void *)&yes : NULL;
 }
 
+const char *model_ref_fix(enum dllm_status st)
+{
+    switch (st) {
+    case DLLM_ERR_FORMAT:
+        return "; the file is damaged, cut short or not a GGUF model: download it again, or "
+               "convert the model with llama.cpp's convert_hf_to_gguf.py";
+    case DLLM_ERR_MISSING:
+    case DLLM_ERR_TYPE:
+        return "; convert the model again with a current llama.cpp's convert_hf_to_gguf.py";
+    default: return "";
+    }
+}
+
 struct dllm_model *model_ref_open(const char *path, bool verbose)
 {
     model_ref_announce(path, verbose);
     struct dllm_model *model;
     struct dllm_error err = {0};
-    if (dllm_model_open(path, NULL, &model, &err) != DLLM_OK)
-        cli_fail("%s", err.text);
+    enum dllm_status st = dllm_model_open(path, NULL, &model, &err);
+    if (st != DLLM_OK)
+        cli_fail("%s%s", err.text, model_ref_fix(st));
     return model;
 }

@@ -55,8 +55,16 @@ void model_ref_progress(const struct dllm_progress *p, void *user);
 void *model_ref_progress_user(bool verbose);
 
 /*
+ * The fix to name after a model file's error of status st, as "; ..." (empty where the
+ * library's message names one already, or for a status a file does not cause): a malformed
+ * file is damaged, cut short or not a model; a missing or mistyped key or tensor means a file
+ * made by something other than llama.cpp's converter, or by an old one.
+ */
+const char *model_ref_fix(enum dllm_status st);
+
+/*
  * Opens a model, first saying "dllm: loading FILE (SIZE)" on stderr when it is a terminal or
- * verbose is set. A failure ends the program with "dllm: error: ...".
+ * verbose is set. A failure ends the program with "dllm: error: ..." and the fix.
  */
 struct dllm_model *model_ref_open(const char *path, bool verbose);
 

@@ -46,6 +46,7 @@ expect_out "no tensors" '^GGUF version 3: [0-9]+ metadata keys, 0 tensors'
 head -c 1000 "$M" >"$TMP/trunc.gguf"
 run "truncated file" 1 "$DLLM" inspect "$TMP/trunc.gguf"
 expect_err "one-line error naming the file" "^dllm: error: $TMP/trunc.gguf: truncated file"
+expect_err "and the fix" "cut short or not a GGUF model: download it again, or convert the model with llama.cpp's convert_hf_to_gguf.py$"
 expect_err_lines "error is one line" 1
 run "missing file" 1 "$DLLM" inspect "$TMP/none.gguf"
 expect_err "missing file message" "^dllm: error: .*none.gguf: cannot open: No such file"

@@ -91,7 +91,7 @@ expect_err "rows message" '^dllm: error: 3 logits rows: this forward context tak
 run "missing model" 1 "$DLLM" logits -m "$TMP/none.gguf" --tokens 1 -r 0 -o "$TMP/x.f32"
 expect_err "cannot open" "^dllm: error: $TMP/none.gguf: cannot open: No such file"
 run "vocabulary-only file" 1 "$DLLM" logits -m "$FIX/tokenizer/dream-vocab.gguf" --tokens 1 -r 0 -o "$TMP/x.f32"
-expect_err "no layers" 'dream-vocab.gguf: dream.block_count is 2 but the file has tensors for at most 0 layers$'
+expect_err "no layers" 'dream-vocab.gguf: dream.block_count is 2 but the file has tensors for at most 0 layers; the file is damaged, cut short or not a GGUF model: download it again, or convert the model with llama.cpp.s convert_hf_to_gguf.py$'
 run "unwritable output" 1 "$DLLM" logits -m "$L" --tokens 1 -r 0 -o "$TMP/no/dir/x.f32"
 expect_err "cannot create" "^dllm: error: cannot create $TMP/no/dir/x.f32: No such file or directory$"
 

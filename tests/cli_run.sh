@@ -191,6 +191,23 @@ expect_err "names the flag and the text" "^dllm run: --max-tokens takes a whole 
 run "decimals written plainly" 0 "$DLLM" run -m "$D" -p hi $G --temperature .5 --top-p 9e-1
 run "missing model file" 1 "$DLLM" run -m "$TMP/none.gguf" -p hi
 expect_err "one-line error" "^dllm: error: "
+# a damaged file or one without the model's keys: the problem and the fix, on one line
+head -c 3000 "$L" >"$TMP/cut.gguf"
+run "a file cut short" 1 "$DLLM" run -m "$TMP/cut.gguf" -p hi
+expect_err "names the fix" "^dllm: error: $TMP/cut.gguf: .*; the file is damaged, cut short or not a GGUF model: download it again"
+expect_err_lines "on one line" 1
+# a GGUF file with general.architecture alone (version 3, no tensors, one key)
+python3 - "$TMP/arch-only.gguf" <<'PY'
+import struct, sys
+key, val = b"general.architecture", b"llada"
+with open(sys.argv[1], "wb") as f:
+    f.write(b"GGUF" + struct.pack("<IQQ", 3, 0, 1))
+    f.write(struct.pack("<Q", len(key)) + key + struct.pack("<IQ", 8, len(val)) + val)
+PY
+run "a file without the model's keys" 1 "$DLLM" run -m "$TMP/arch-only.gguf" -p hi
+expect_err "names the fix" "missing: .*; convert the model again with a current llama.cpp's convert_hf_to_gguf.py$"
+run "tokenize a file cut short" 1 "$DLLM" tokenize -m "$TMP/cut.gguf" -p hi
+expect_err "names the fix" "; the file is damaged, cut short or not a GGUF model: download it again"
 # --cache: Dream without --block-length gets blocks of 32 and says so; the JSON names the mode,
 # its storage type (f16 by default), the refresh steps (one per block), the positions each step
 # computed and the cache's bytes.
