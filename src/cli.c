@@ -10,10 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 #include <time.h>
+
+/* Whether cli_fail has said why the program ends (check_output then adds no second line). */
+static bool failed;
 
 void cli_fail(const char *fmt, ...)
 {
+    failed = true;
     va_list ap;
     va_start(ap, fmt);
     fputs("dllm: error: ", stderr);
@@ -21,6 +26,28 @@ void cli_fail(const char *fmt, ...)
     fputc('\n', stderr);
     va_end(ap);
     exit(CLI_EXIT_ERROR);
+}
+
+/*
+ * At exit: standard output flushed; where a write to it failed (a full disk), the failure said
+ * on stderr (unless cli_fail has said why the program ends) and the exit status made 1, so
+ * that no command reports success for lost output. exit() may not be called again here,
+ * hence _exit.
+ */
+static void check_output(void)
+{
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return;
+    if (!failed)
+        fprintf(stderr, "dllm: error: cannot write the output: %s\n",
+                errno ? strerror(errno) : "a write to it failed");
+    _exit(CLI_EXIT_ERROR);
+}
+
+void cli_check_output_at_exit(void)
+{
+    atexit(check_output);
 }
 
 void cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)

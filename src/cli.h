@@ -40,6 +40,13 @@ int cli_getopt(const struct cli_command *cmd, int argc, char **argv, const char 
  */
 bool cli_plain_number(const char *text, bool whole);
 
+/*
+ * Makes the program check standard output as it exits, however it exits: a failed write (a
+ * full disk) is said on stderr as "dllm: error: cannot write the output: ..." and the exit
+ * status becomes 1. Called first in main.
+ */
+void cli_check_output_at_exit(void);
+
 /* Parses a whole decimal integer in [min, max] for the named flag, or a usage error. */
 long long cli_parse_int(const struct cli_command *cmd, const char *flag, const char *text,
                         long long min, long long max);

@@ -435,7 +435,5 @@ int cmd_bench(const struct cli_command *cmd, int argc, char **argv)
     free(ids);
     dllm_model_close(model);
     free(path);
-    if (fflush(stdout) != 0)
-        cli_fail("cannot write the output");
     return CLI_EXIT_OK;
 }

@@ -412,7 +412,5 @@ int cmd_doctor(const struct cli_command *cmd, int argc, char **argv)
                fails, fails == 1 ? "" : "s", fails == 1 ? "" : "s", fails == 1 ? "" : "s");
     else
         printf("\nready: dllm run -p 'Hello' answers with the default model\n");
-    if (fflush(stdout) != 0)
-        cli_fail("cannot write the output");
     return fails ? CLI_EXIT_ERROR : CLI_EXIT_OK;
 }

@@ -6,6 +6,7 @@
 #include "dllm.h"
 #include "model_ref.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -282,8 +283,9 @@ static void print_json(const struct dllm_gguf *g, const struct dllm_model_expert
     }
     json_object_set_new(doc, "tensor_type_counts", counts);
     json_object_set_new(doc, "tensors", tensors);
+    errno = 0;
     if (json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0)
-        cli_fail("cannot write the JSON document");
+        cli_fail("cannot write the JSON document: %s", errno ? strerror(errno) : "write error");
     putchar('\n');
     json_decref(doc);
 }
@@ -325,7 +327,5 @@ int cmd_inspect(const struct cli_command *cmd, int argc, char **argv)
     else
         print_text(g, &experts, max_items);
     dllm_gguf_close(g);
-    if (fflush(stdout) != 0)
-        cli_fail("cannot write the output");
     return CLI_EXIT_OK;
 }

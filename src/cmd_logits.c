@@ -132,7 +132,5 @@ int cmd_logits(const struct cli_command *cmd, int argc, char **argv)
     dllm_threadpool_free(fp.pool);
     dllm_model_close(model);
     free(path);
-    if (fflush(stdout) != 0)
-        cli_fail("cannot write the output");
     return CLI_EXIT_OK;
 }

@@ -40,6 +40,7 @@ const char cmd_run_usage[] =
 struct run_state {
     struct dllm_session *session;
     FILE *trace;
+    int trace_errno; /* the first failed write to trace, 0 for none */
     bool progress, verbose;
     bool show_canvas, show_tty; /* --show-canvas, on a terminal (else JSON lines) */
     int32_t mask_id;
@@ -118,8 +119,11 @@ static json_t *check_json(const struct dllm_event *ev)
                      "exact_ms", ev->check_ms);
 }
 
-/* One JSON line of the trace for a step, elapsed_ms after the generation started. */
-static void write_trace(FILE *f, const struct dllm_event *ev, double elapsed_ms)
+/*
+ * One JSON line of the trace for a step, elapsed_ms after the generation started; the errno
+ * value of a failed write, or 0.
+ */
+static int write_trace(FILE *f, const struct dllm_event *ev, double elapsed_ms)
 {
     json_t *committed = json_array();
     for (int64_t i = 0; i < ev->n_committed; i++)
@@ -138,8 +142,10 @@ static void write_trace(FILE *f, const struct dllm_event *ev, double elapsed_ms)
         json_object_set_new(line, "check", check_json(ev));
     json_dumpf(line, f, JSON_COMPACT | JSON_PRESERVE_ORDER);
     fputc('\n', f);
-    fflush(f); /* each line as its step ends: a tail -f follows the run */
+    errno = 0;
+    const int failed = fflush(f) != 0; /* each line as its step ends: tail -f follows the run */
     json_decref(line);
+    return failed ? (errno ? errno : EIO) : 0;
 }
 
 /* The bytes of ids[0 .. n-1] decoded, appended to *buf (malloc'd); false when out of memory. */
@@ -251,8 +257,8 @@ static void on_event(const struct dllm_event *ev, void *user)
             json_array_append_new(st->checks, check_json(ev));
         if (ev->refreshes)
             json_array_append_new(st->refresh_steps, json_integer(ev->step));
-        if (st->trace)
-            write_trace(st->trace, ev, cli_now_ms() - st->start_ms);
+        if (st->trace && !st->trace_errno)
+            st->trace_errno = write_trace(st->trace, ev, cli_now_ms() - st->start_ms);
         if (st->show_canvas && st->show_tty)
             show_canvas(st, ev);
         else if (st->show_canvas)
@@ -515,8 +521,8 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
         fputs("\r\033[K", stderr);
     if (show && st.show_tty)
         fputs("\033[H\033[2J", stdout); /* the last canvas gives way to the answer */
-    if (st.trace && fclose(st.trace) != 0)
-        cli_fail("cannot write the trace file %s: %s", trace_path, strerror(errno));
+    if (st.trace && fclose(st.trace) != 0 && !st.trace_errno)
+        st.trace_errno = errno;
     if (st.failed)
         cli_fail("%s", st.error);
     if (json) {
@@ -532,6 +538,8 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
     if (st.cancelled)
         fprintf(stderr, "dllm: stopped after %lld steps; the answer above is partial\n",
                 (long long)st.steps_run);
+    if (st.trace_errno) /* after the answer, which is whole */
+        cli_fail("cannot write the trace file %s: %s", trace_path, strerror(st.trace_errno));
     dllm_session_free(session);
     dllm_model_close(model);
     json_decref(st.tokens);
@@ -543,7 +551,5 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
     json_decref(st.checks);
     free(prompt);
     free(path);
-    if (fflush(stdout) != 0)
-        cli_fail("cannot write the output");
     return st.cancelled ? 130 : CLI_EXIT_OK;
 }

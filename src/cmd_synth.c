@@ -165,7 +165,5 @@ int cmd_synth(const struct cli_command *cmd, int argc, char **argv)
            " heads, ffn %" PRId64 ", vocab %" PRId64 ", seed %" PRIu64 ": %.1f MB written to %s\n",
            params.arch, dllm_synth_type_name(params.type), params.n_layer, params.n_embd,
            params.n_head, params.n_head_kv, params.n_ff, params.n_vocab, params.seed, mb, out);
-    if (fflush(stdout) != 0)
-        cli_fail("cannot write the output");
     return CLI_EXIT_OK;
 }

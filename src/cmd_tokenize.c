@@ -6,6 +6,7 @@
 #include "dllm.h"
 #include "model_ref.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,8 +98,9 @@ static void print_json(const struct dllm_vocab *vocab, const int32_t *ids, int64
                                              json_piece(bytes, len), "bytes", hex));
         free(hex);
     }
+    errno = 0;
     if (json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0)
-        cli_fail("cannot write the JSON document");
+        cli_fail("cannot write the JSON document: %s", errno ? strerror(errno) : "write error");
     putchar('\n');
     json_decref(doc);
 }
@@ -204,7 +206,5 @@ int cmd_tokenize(const struct cli_command *cmd, int argc, char **argv)
     dllm_gguf_close(gguf);
     free(file);
     free(from_stdin);
-    if (fflush(stdout) != 0)
-        cli_fail("cannot write the output");
     return CLI_EXIT_OK;
 }

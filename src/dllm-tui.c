@@ -343,6 +343,7 @@ static int run_batch(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    cli_check_output_at_exit();
     for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
         if (strcmp(argv[i], "--batch") == 0)
             return run_batch(argc, argv);

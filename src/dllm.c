@@ -48,6 +48,7 @@ static const struct cli_command *find_command(const char *name)
 
 int main(int argc, char **argv)
 {
+    cli_check_output_at_exit();
     if (argc < 2) {
         print_usage(stderr);
         return CLI_EXIT_USAGE;

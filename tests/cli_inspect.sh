@@ -65,6 +65,15 @@ expect_out "usage text" '^usage: dllm inspect'
 run "help inspect" 0 "$DLLM" help inspect
 run "dllm --help" 0 "$DLLM" --help
 expect_out "command list" '^  inspect '
+# output that cannot be written (a full disk) is an error, whatever the command and however
+# it ends, help and version included
+T="$(dirname "$DLLM")/dllm-tui"
+for c in "$DLLM --help" "$DLLM --version" "$DLLM help run" "$DLLM run --help" "$DLLM inspect $M" \
+         "$DLLM inspect --json $M" "$DLLM tokenize -m $M -p hello" "$T --help" "$T --version"; do
+    run_full "stdout full: ${c#"$(dirname "$DLLM")/"}" 1 $c
+    expect_err "says so" '^dllm: error: cannot write the (output|JSON document): No space left on device$'
+    expect_err_lines "once" 1
+done
 run "dllm --version" 0 "$DLLM" --version
 expect_out "version and build" '^dllm [0-9]+\.[0-9]+\.[0-9]+ \(build: .*cuda=(yes|no)'
 run "dllm-tui --version" 0 "$(dirname "$DLLM")/dllm-tui" --version

@@ -189,6 +189,12 @@ for a in "-t= 2" "-t=+2" "--steps=+8" "--temperature= 0.5" "--temperature=0x1p-1
 done
 expect_err "names the flag and the text" "^dllm run: --max-tokens takes a whole number from 1 to [0-9]+, not '0x10'$"
 run "decimals written plainly" 0 "$DLLM" run -m "$D" -p hi $G --temperature .5 --top-p 9e-1
+# a trace that cannot be written: the answer still printed, then the error, exit 1
+run "trace on a full disk" 1 "$DLLM" run -m "$L" -p hi $G --trace /dev/full
+expect_err "names the trace file" '^dllm: error: cannot write the trace file /dev/full: No space left on device$'
+if [ -s "$TMP/out" ]; then ok "the answer is printed"; else not_ok "no answer printed"; fi
+run_full "answer on a full disk" 1 "$DLLM" run -m "$L" -p hi $G
+expect_err "says so" '^dllm: error: cannot write the output: No space left on device$'
 run "missing model file" 1 "$DLLM" run -m "$TMP/none.gguf" -p hi
 expect_err "one-line error" "^dllm: error: "
 # a damaged file or one without the model's keys: the problem and the fix, on one line
