@@ -530,6 +530,7 @@ struct rows_job {
     enum dllm_buf src, dst;
     const float *vec;               /* a norm's weights, a bias */
     const struct dllm_layer *layer; /* qk_norm's */
+    const int32_t *ids;             /* embed's token ids */
 };
 
 static void rows_item(void *ctx, int64_t item, int thread)
@@ -586,18 +587,40 @@ static void cpu_store_kv(struct dllm_backend *be, int64_t r0, int64_t r1)
     run_rows(&job);
 }
 
-static enum dllm_status cpu_embed(struct dllm_backend *be, const int32_t *ids, int64_t r0,
-                                  int64_t r1, struct dllm_error *err)
+/* X row i = the embedding of token ids[i], for rows [i0, i1). */
+static enum dllm_status embed_rows(const struct cpu *c, const int32_t *ids, int64_t i0, int64_t i1,
+                                   struct dllm_error *err)
 {
-    struct cpu *c = (struct cpu *)be;
     const struct dllm_model *m = c->model;
     const int64_t d = m->hp.n_embd;
-    for (int64_t i = r0; i < r1; i++) {
+    for (int64_t i = i0; i < i1; i++) {
         enum dllm_status st = dllm_gguf_tensor_decode(m->tok_embd, (int64_t)ids[i] * d, d,
                                                       c->buf[DLLM_BUF_X] + i * d, err);
         if (st)
             return st;
     }
+    return DLLM_OK;
+}
+
+static void embed_job_rows(const struct rows_job *job, int64_t i0, int64_t i1)
+{
+    embed_rows(job->c, job->ids, i0, i1, NULL);
+}
+
+/*
+ * The embeddings of rows [r0, r1) on every thread. The first row is decoded first, alone: a
+ * decoding failure depends on the tensor's type only (the ids are in range), so it shows
+ * there, with its message, before the other rows are shared out.
+ */
+static enum dllm_status cpu_embed(struct dllm_backend *be, const int32_t *ids, int64_t r0,
+                                  int64_t r1, struct dllm_error *err)
+{
+    struct cpu *c = (struct cpu *)be;
+    enum dllm_status st = embed_rows(c, ids, r0, r0 + 1, err);
+    if (st)
+        return st;
+    struct rows_job job = {.c = c, .body = embed_job_rows, .r0 = r0 + 1, .r1 = r1, .ids = ids};
+    run_rows(&job);
     return DLLM_OK;
 }
 
