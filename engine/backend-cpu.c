@@ -57,7 +57,8 @@ enum {
     SCRATCH_ROUTE_W,    /* [max_tokens, n_used] their weights */
     SCRATCH_SLOTS,      /* [max_tokens * n_used] int32 (row, slot) pairs grouped by expert */
     SCRATCH_FIRST_SLOT, /* [n_expert + 1] int32 where each expert's group starts */
-    SCRATCH_MOE_IN,     /* [max_tokens, n_embd] an expert's rows gathered, then its output */
+    SCRATCH_MOE_ROWS,   /* [max_tokens] int32 the XN rows of an expert's rows */
+    SCRATCH_MOE_IN,     /* [max_tokens, n_embd] an expert's output */
     SCRATCH_MOE_SUM,    /* [max_tokens, n_embd] the weighted sum of the experts' outputs */
     N_PARTS
 };
@@ -80,7 +81,7 @@ struct cpu {
     const struct dllm_ops *ops;
     struct dllm_threadpool *pool;
     float *router; /* SCRATCH_ROUTER .. SCRATCH_MOE_SUM */
-    int32_t *route_ids, *slots, *first_slot;
+    int32_t *route_ids, *slots, *first_slot, *moe_rows;
     float *route_w, *moe_in, *moe_sum;
     /*
      * Layer il's at mats[il * M_PER_LAYER + w], then the output; in a MoE model then each
@@ -149,6 +150,7 @@ static bool part_sizes(const struct dllm_backend_config *cfg, size_t size[N_PART
         [SCRATCH_ROUTE_W] = {moe ? L : 0, hp->n_expert_used, sizeof(float)},
         [SCRATCH_SLOTS] = {moe ? L : 0, hp->n_expert_used, sizeof(int32_t)},
         [SCRATCH_FIRST_SLOT] = {moe ? 1 : 0, hp->n_expert + 1, sizeof(int32_t)},
+        [SCRATCH_MOE_ROWS] = {moe ? L : 0, 1, sizeof(int32_t)},
         [SCRATCH_MOE_IN] = {moe ? L : 0, hp->n_embd, sizeof(float)},
         [SCRATCH_MOE_SUM] = {moe ? L : 0, hp->n_embd, sizeof(float)},
     };
@@ -415,6 +417,7 @@ static enum dllm_status cpu_create(const struct dllm_backend_config *cfg, struct
     c->route_w = parts[SCRATCH_ROUTE_W];
     c->slots = parts[SCRATCH_SLOTS];
     c->first_slot = parts[SCRATCH_FIRST_SLOT];
+    c->moe_rows = parts[SCRATCH_MOE_ROWS];
     c->moe_in = parts[SCRATCH_MOE_IN];
     c->moe_sum = parts[SCRATCH_MOE_SUM];
     const struct dllm_hparams *hp = &cfg->model->hp;
@@ -675,22 +678,30 @@ static void cpu_gather_norm(struct dllm_backend *be, const int32_t *rows, int64_
 }
 
 /*
- * y[L, N] = x[L, K] W^T for the matrix at mats[i]: converts x for W's type unless it was
- * converted for the last product already in the same activation format, then multiplies,
- * from W's repacked copy where it has one.
+ * y[L, N] = x[L, K] W^T for the matrix at mats[i], where row l of x is x + rows[l] * K (rows
+ * NULL: x's first L rows): converts x for W's type unless it was converted for the last
+ * product already in the same activation format, then multiplies, from W's repacked copy
+ * where it has one.
  */
-static void product(struct cpu *c, int64_t i, const float *x, int64_t L, bool same_input, float *y,
-                    int64_t ldy)
+static void product_rows(struct cpu *c, int64_t i, const float *x, const int32_t *rows, int64_t L,
+                         bool same_input, float *y, int64_t ldy)
 {
     const struct matrix *w = &c->mats[i];
     if (!same_input || dllm_matmul_act_format(c->act_type) != dllm_matmul_act_format(w->type))
-        dllm_kernels_quantize_par(c->kernels, c->pool, w->type, x, w->K, L, c->act);
+        dllm_kernels_quantize_rows_par(c->kernels, c->pool, w->type, x, w->K, rows, L, c->act);
     c->act_type = w->type;
     if (w->packed)
         dllm_kernels_rows_packed_par(c->kernels, c->pool, w->type, w->packed, w->K, w->N, c->act, L,
                                      y, ldy);
     else
         dllm_kernels_rows_par(c->kernels, c->pool, w->type, w->data, w->K, w->N, c->act, L, y, ldy);
+}
+
+/* product_rows of x's first L rows. */
+static void product(struct cpu *c, int64_t i, const float *x, int64_t L, bool same_input, float *y,
+                    int64_t ldy)
+{
+    product_rows(c, i, x, NULL, L, same_input, y, ldy);
 }
 
 static void cpu_matmul(struct dllm_backend *be, int64_t layer, enum dllm_weight w,
@@ -852,11 +863,51 @@ static void route_rows(struct cpu *c, int64_t layer, int64_t r0, int64_t r1, int
     c->first_slot[0] = 0;
 }
 
+/* The rows and weights of one expert's pass: moe_rows[j] is the XN row of its row j. */
+struct expert_job {
+    struct cpu *c;
+    const int32_t *slot; /* its (row, slot) pairs, route_w's index */
+    int64_t rows, r0;
+};
+
+/* moe_sum's row of each of the expert's rows [j0, j1) += its weight times moe_in's row. */
+static void expert_sum_item(void *ctx, int64_t item, int thread)
+{
+    (void)thread;
+    const struct expert_job *job = ctx;
+    const struct cpu *c = job->c;
+    const int64_t d = c->model->hp.n_embd;
+    int64_t j0, j1;
+    dllm_threadpool_part(c->pool, job->rows, (int)item, &j0, &j1);
+    for (int64_t j = j0; j < j1; j++) {
+        const float w = c->route_w[job->slot[j]];
+        float *sum = c->moe_sum + (c->moe_rows[j] - job->r0) * d;
+        for (int64_t x = 0; x < d; x++)
+            sum[x] += w * c->moe_in[j * d + x];
+    }
+}
+
+/* moe_sum's rows for XN rows [i0, i1) of the job's [r0, r1) set to 0. */
+static void moe_sum_zero_rows(const struct rows_job *job, int64_t i0, int64_t i1)
+{
+    const int64_t d = job->c->model->hp.n_embd;
+    memset(job->c->moe_sum + (i0 - job->r0) * d, 0, (size_t)((i1 - i0) * d) * sizeof(float));
+}
+
+/* XN rows [i0, i1) = their moe_sum rows. */
+static void moe_sum_copy_rows(const struct rows_job *job, int64_t i0, int64_t i1)
+{
+    const int64_t d = job->c->model->hp.n_embd;
+    memcpy(job->c->buf[DLLM_BUF_XN] + i0 * d, job->c->moe_sum + (i0 - job->r0) * d,
+           (size_t)((i1 - i0) * d) * sizeof(float));
+}
+
 /*
- * Each expert in turn over its rows: gathers them into moe_in, GATE and UP from the expert's
- * matrices (one conversion of the rows for both), SwiGLU, DOWN into moe_in, and adds each row
- * times its weight into moe_sum; then XN = moe_sum. Every product runs on the whole pool, so
- * an expert with many rows does not hold up the others.
+ * Each expert in turn over its rows: GATE and UP from the expert's matrices (one conversion
+ * of its rows, read from XN where they are, for both), SwiGLU, DOWN into moe_in, and each row
+ * times its weight added into moe_sum; then XN = moe_sum. Every product and sum runs on the
+ * whole pool, so an expert with many rows does not hold up the others; each element of the sum
+ * adds its experts in the same order (by expert) on any number of threads.
  */
 static void cpu_moe(struct dllm_backend *be, int64_t layer, int64_t r0, int64_t r1,
                     int32_t *experts, float *margins)
@@ -864,32 +915,30 @@ static void cpu_moe(struct dllm_backend *be, int64_t layer, int64_t r0, int64_t 
     struct cpu *c = (struct cpu *)be;
     const struct dllm_hparams *hp = &c->model->hp;
     const int64_t d = hp->n_embd, ff = hp->n_ff_exp, K = hp->n_expert_used;
-    float *xn = c->buf[DLLM_BUF_XN] + r0 * d, *gate = c->buf[DLLM_BUF_GATE],
-          *up = c->buf[DLLM_BUF_UP];
+    float *gate = c->buf[DLLM_BUF_GATE], *up = c->buf[DLLM_BUF_UP];
     route_rows(c, layer, r0, r1, experts, margins);
-    for (int64_t i = 0; i < (r1 - r0) * d; i++)
-        c->moe_sum[i] = 0.0f;
+    struct rows_job sum_rows = {.c = c, .body = moe_sum_zero_rows, .r0 = r0, .r1 = r1};
+    run_rows(&sum_rows);
     for (int64_t e = 0; e < hp->n_expert; e++) {
-        const int32_t *slot = c->slots + c->first_slot[e];
-        const int64_t rows = c->first_slot[e + 1] - c->first_slot[e];
-        if (rows == 0)
+        struct expert_job job = {.c = c,
+                                 .slot = c->slots + c->first_slot[e],
+                                 .rows = c->first_slot[e + 1] - c->first_slot[e],
+                                 .r0 = r0};
+        if (job.rows == 0)
             continue;
-        for (int64_t j = 0; j < rows; j++)
-            for (int64_t x = 0; x < d; x++)
-                c->moe_in[j * d + x] = xn[slot[j] / K * d + x];
-        product(c, expert_index(c, layer, EXPERT_GATE, e), c->moe_in, rows, false, gate, ff);
-        product(c, expert_index(c, layer, EXPERT_UP, e), c->moe_in, rows, true, up, ff);
-        c->ops->swiglu(gate, up, rows * ff);
-        product(c, expert_index(c, layer, EXPERT_DOWN, e), gate, rows, false, c->moe_in, d);
-        for (int64_t j = 0; j < rows; j++) {
-            const float w = c->route_w[slot[j]];
-            float *sum = c->moe_sum + slot[j] / K * d;
-            for (int64_t x = 0; x < d; x++)
-                sum[x] += w * c->moe_in[j * d + x];
-        }
+        for (int64_t j = 0; j < job.rows; j++)
+            c->moe_rows[j] = (int32_t)(r0 + job.slot[j] / K);
+        const float *xn = c->buf[DLLM_BUF_XN];
+        product_rows(c, expert_index(c, layer, EXPERT_GATE, e), xn, c->moe_rows, job.rows, false,
+                     gate, ff);
+        product_rows(c, expert_index(c, layer, EXPERT_UP, e), xn, c->moe_rows, job.rows, true, up,
+                     ff);
+        c->ops->swiglu(gate, up, job.rows * ff);
+        product(c, expert_index(c, layer, EXPERT_DOWN, e), gate, job.rows, false, c->moe_in, d);
+        dllm_threadpool_run_each(c->pool, expert_sum_item, &job);
     }
-    for (int64_t i = 0; i < (r1 - r0) * d; i++)
-        xn[i] = c->moe_sum[i];
+    sum_rows.body = moe_sum_copy_rows;
+    run_rows(&sum_rows);
 }
 
 static void add_rows(const struct rows_job *job, int64_t i0, int64_t i1)

@@ -466,6 +466,7 @@ END_TEST
  * dllm_kernels_quantize_par and dllm_kernels_rows_par on pools of 1 to 3 threads give exactly
  * what one call of the variant gives (items are panel-aligned, so every output is computed the
  * same way), for every usable variant including the reference; N is no multiple of an item.
+ * dllm_kernels_quantize_rows_par gives what one call gives on its rows copied together.
  */
 START_TEST(test_par)
 {
@@ -495,7 +496,18 @@ START_TEST(test_par)
     dllm_kernels_rows_par(k, pool, wtype, w, K, N, s2, L, y2, N);
     ck_assert_int_eq(memcmp(s1, s2, sbytes), 0);
     ck_assert_int_eq(memcmp(y1, y2, (size_t)(L * N) * sizeof *y1), 0);
-    printf("%s %s: identical to one call\n", k->name, what);
+    /* rows gathered in another order (one twice) convert to the bytes of those rows copied */
+    const int32_t rows[] = {3, 0, 4, 3, 1};
+    float *g = malloc((size_t)(L * K) * sizeof *g);
+    ck_assert(g != NULL);
+    for (int64_t l = 0; l < L; l++)
+        memcpy(g + l * K, x + rows[l] * K, (size_t)K * sizeof *g);
+    k->quantize(wtype, g, K, L, s1);
+    memset(s2, 0xa5, sbytes);
+    dllm_kernels_quantize_rows_par(k, pool, wtype, x, K, rows, L, s2);
+    ck_assert_int_eq(memcmp(s1, s2, sbytes), 0);
+    free(g);
+    printf("%s %s: identical to one call, gathered rows too\n", k->name, what);
     dllm_threadpool_free(pool);
     free(y2);
     free(y1);

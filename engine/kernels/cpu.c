@@ -161,6 +161,7 @@ struct par_job {
     const struct dllm_weight_reader *reader; /* a repack's source, when not w */
     atomic_int read_error;                   /* the errno value of a failed read, or 0 */
     const struct dllm_threadpool *pool;      /* a conversion's, which cuts the L rows */
+    const int32_t *rows;                     /* a conversion's rows of x, or NULL: x's first L */
 };
 
 /* Converts thread item's part of the activation rows (dllm_threadpool_part). */
@@ -170,9 +171,12 @@ static void quantize_item(void *ctx, int64_t item, int thread)
     const struct par_job *j = ctx;
     int64_t l0, l1;
     dllm_threadpool_part(j->pool, j->L, (int)item, &l0, &l1);
-    if (l0 < l1)
+    if (l0 < l1 && !j->rows)
         j->k->quantize(j->wtype, j->x + l0 * j->K, j->K, l1 - l0,
                        (uint8_t *)j->scratch + (size_t)l0 * j->arow);
+    for (int64_t l = l0; j->rows && l < l1; l++)
+        j->k->quantize(j->wtype, j->x + j->rows[l] * j->K, j->K, 1,
+                       (uint8_t *)j->scratch + (size_t)l * j->arow);
 }
 
 /* Panels of row_align weight rows per repack item. */
@@ -218,8 +222,9 @@ static void repack_item(void *ctx, int64_t item, int thread)
                  (uint8_t *)j->scratch + j->k->repacked_bytes(j->wtype, j->K, n0));
 }
 
-void dllm_kernels_quantize_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
-                               uint32_t wtype, const float *x, int64_t K, int64_t L, void *scratch)
+void dllm_kernels_quantize_rows_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
+                                    uint32_t wtype, const float *x, int64_t K, const int32_t *rows,
+                                    int64_t L, void *scratch)
 {
     struct par_job j = {.k = k,
                         .wtype = wtype,
@@ -228,8 +233,15 @@ void dllm_kernels_quantize_par(const struct dllm_kernels *k, struct dllm_threadp
                         .L = L,
                         .scratch = scratch,
                         .arow = dllm_matmul_act_row_bytes(wtype, K),
-                        .pool = pool};
+                        .pool = pool,
+                        .rows = rows};
     dllm_threadpool_run_each(pool, quantize_item, &j);
+}
+
+void dllm_kernels_quantize_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
+                               uint32_t wtype, const float *x, int64_t K, int64_t L, void *scratch)
+{
+    dllm_kernels_quantize_rows_par(k, pool, wtype, x, K, NULL, L, scratch);
 }
 
 /* Runs fn over the pool for items of panels * row_align weight rows of j's N. */

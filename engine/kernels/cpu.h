@@ -94,6 +94,14 @@ struct dllm_threadpool;
 void dllm_kernels_quantize_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
                                uint32_t wtype, const float *x, int64_t K, int64_t L, void *scratch);
 
+/*
+ * The same for L rows gathered from x, row l of the result converted from x + rows[l] * K (the
+ * bytes dllm_kernels_quantize_par makes of those rows copied together, without the copy).
+ */
+void dllm_kernels_quantize_rows_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
+                                    uint32_t wtype, const float *x, int64_t K, const int32_t *rows,
+                                    int64_t L, void *scratch);
+
 /* k->rows for all rows [0, N) of W, shared out over the pool. */
 void dllm_kernels_rows_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
                            uint32_t wtype, const void *w, int64_t K, int64_t N, const void *scratch,
