@@ -57,8 +57,9 @@ enum {
     SCRATCH_ROUTE_W,    /* [max_tokens, n_used] their weights */
     SCRATCH_SLOTS,      /* [max_tokens * n_used] int32 (row, slot) pairs grouped by expert */
     SCRATCH_FIRST_SLOT, /* [n_expert + 1] int32 where each expert's group starts */
-    SCRATCH_MOE_ROWS,   /* [max_tokens] int32 the XN rows of an expert's rows */
-    SCRATCH_MOE_IN,     /* [max_tokens, n_embd] an expert's output */
+    SCRATCH_MOE_ROWS,   /* [max_tokens] int32 the XN rows of a group of experts' rows */
+    SCRATCH_MOE_PARTS,  /* [n_expert] struct dllm_kernels_part, a group's products */
+    SCRATCH_MOE_IN,     /* [max_tokens, n_embd] a group of experts' output */
     SCRATCH_MOE_SUM,    /* [max_tokens, n_embd] the weighted sum of the experts' outputs */
     N_PARTS
 };
@@ -83,6 +84,7 @@ struct cpu {
     float *router; /* SCRATCH_ROUTER .. SCRATCH_MOE_SUM */
     int32_t *route_ids, *slots, *first_slot, *moe_rows;
     float *route_w, *moe_in, *moe_sum;
+    struct dllm_kernels_part *moe_parts;
     /*
      * Layer il's at mats[il * M_PER_LAYER + w], then the output; in a MoE model then each
      * layer's router and its experts (router_index, expert_index).
@@ -151,6 +153,7 @@ static bool part_sizes(const struct dllm_backend_config *cfg, size_t size[N_PART
         [SCRATCH_SLOTS] = {moe ? L : 0, hp->n_expert_used, sizeof(int32_t)},
         [SCRATCH_FIRST_SLOT] = {moe ? 1 : 0, hp->n_expert + 1, sizeof(int32_t)},
         [SCRATCH_MOE_ROWS] = {moe ? L : 0, 1, sizeof(int32_t)},
+        [SCRATCH_MOE_PARTS] = {moe ? 1 : 0, hp->n_expert, sizeof(struct dllm_kernels_part)},
         [SCRATCH_MOE_IN] = {moe ? L : 0, hp->n_embd, sizeof(float)},
         [SCRATCH_MOE_SUM] = {moe ? L : 0, hp->n_embd, sizeof(float)},
     };
@@ -418,6 +421,7 @@ static enum dllm_status cpu_create(const struct dllm_backend_config *cfg, struct
     c->slots = parts[SCRATCH_SLOTS];
     c->first_slot = parts[SCRATCH_FIRST_SLOT];
     c->moe_rows = parts[SCRATCH_MOE_ROWS];
+    c->moe_parts = parts[SCRATCH_MOE_PARTS];
     c->moe_in = parts[SCRATCH_MOE_IN];
     c->moe_sum = parts[SCRATCH_MOE_SUM];
     const struct dllm_hparams *hp = &cfg->model->hp;
@@ -678,30 +682,22 @@ static void cpu_gather_norm(struct dllm_backend *be, const int32_t *rows, int64_
 }
 
 /*
- * y[L, N] = x[L, K] W^T for the matrix at mats[i], where row l of x is x + rows[l] * K (rows
- * NULL: x's first L rows): converts x for W's type unless it was converted for the last
- * product already in the same activation format, then multiplies, from W's repacked copy
- * where it has one.
+ * y[L, N] = x[L, K] W^T for the matrix at mats[i]: converts x for W's type unless it was
+ * converted for the last product already in the same activation format, then multiplies,
+ * from W's repacked copy where it has one.
  */
-static void product_rows(struct cpu *c, int64_t i, const float *x, const int32_t *rows, int64_t L,
-                         bool same_input, float *y, int64_t ldy)
+static void product(struct cpu *c, int64_t i, const float *x, int64_t L, bool same_input, float *y,
+                    int64_t ldy)
 {
     const struct matrix *w = &c->mats[i];
     if (!same_input || dllm_matmul_act_format(c->act_type) != dllm_matmul_act_format(w->type))
-        dllm_kernels_quantize_rows_par(c->kernels, c->pool, w->type, x, w->K, rows, L, c->act);
+        dllm_kernels_quantize_par(c->kernels, c->pool, w->type, x, w->K, L, c->act);
     c->act_type = w->type;
     if (w->packed)
         dllm_kernels_rows_packed_par(c->kernels, c->pool, w->type, w->packed, w->K, w->N, c->act, L,
                                      y, ldy);
     else
         dllm_kernels_rows_par(c->kernels, c->pool, w->type, w->data, w->K, w->N, c->act, L, y, ldy);
-}
-
-/* product_rows of x's first L rows. */
-static void product(struct cpu *c, int64_t i, const float *x, int64_t L, bool same_input, float *y,
-                    int64_t ldy)
-{
-    product_rows(c, i, x, NULL, L, same_input, y, ldy);
 }
 
 static void cpu_matmul(struct dllm_backend *be, int64_t layer, enum dllm_weight w,
@@ -816,7 +812,7 @@ static void cpu_attention(struct dllm_backend *be, int64_t r0, int64_t r1, int64
 static void swiglu_rows(const struct rows_job *job, int64_t i0, int64_t i1)
 {
     const struct cpu *c = job->c;
-    const int64_t n = c->model->hp.n_ff;
+    const int64_t n = ffn_width(&c->model->hp);
     c->ops->swiglu(c->buf[DLLM_BUF_GATE] + i0 * n, c->buf[DLLM_BUF_UP] + i0 * n, (i1 - i0) * n);
 }
 
@@ -863,26 +859,62 @@ static void route_rows(struct cpu *c, int64_t layer, int64_t r0, int64_t r1, int
     c->first_slot[0] = 0;
 }
 
-/* The rows and weights of one expert's pass: moe_rows[j] is the XN row of its row j. */
-struct expert_job {
+/*
+ * A group of a layer's experts [e0, e1) whose rows together fit the activation buffers: in
+ * the group's order (by expert, then row) its row j is moe_rows[j], an XN row, of the (row,
+ * slot) pair slot[j] (route_w's index).
+ */
+struct expert_group {
     struct cpu *c;
-    const int32_t *slot; /* its (row, slot) pairs, route_w's index */
-    int64_t rows, r0;
+    int64_t layer, e0, e1;
+    const int32_t *slot;
+    int64_t n, r0; /* its rows; the pass's first XN row */
 };
 
-/* moe_sum's row of each of the expert's rows [j0, j1) += its weight times moe_in's row. */
-static void expert_sum_item(void *ctx, int64_t item, int thread)
+/*
+ * The product by weight w of each expert of the group over its rows, y's rows in the group's
+ * order, in one run of the pool: x's rows `rows` (NULL: its first n) converted unless
+ * same_input finds them converted already.
+ */
+static void experts_product(const struct expert_group *g, enum expert_weight w, const float *x,
+                            const int32_t *rows, bool same_input, float *y, int64_t ldy)
+{
+    struct cpu *c = g->c;
+    const struct matrix *m = &c->mats[expert_index(c, g->layer, w, g->e0)];
+    if (!same_input || dllm_matmul_act_format(c->act_type) != dllm_matmul_act_format(m->type))
+        dllm_kernels_quantize_rows_par(c->kernels, c->pool, m->type, x, m->K, rows, g->n, c->act);
+    c->act_type = m->type;
+    int64_t n_parts = 0;
+    for (int64_t e = g->e0; e < g->e1; e++) {
+        const int64_t row = c->first_slot[e] - c->first_slot[g->e0];
+        const int64_t L = c->first_slot[e + 1] - c->first_slot[e];
+        const struct matrix *me = &c->mats[expert_index(c, g->layer, w, e)];
+        if (L > 0)
+            c->moe_parts[n_parts++] = (struct dllm_kernels_part){
+                .w = me->packed ? me->packed : me->data, .row = row, .L = L, .y = y + row * ldy};
+    }
+    dllm_kernels_rows_parts_par(c->kernels, c->pool, m->type, m->packed != NULL, m->K, m->N,
+                                c->moe_parts, n_parts, c->act, ldy);
+}
+
+/*
+ * moe_sum's row of each of the group's rows += its weight times its moe_in row, in the group's
+ * order (by expert), the columns cut into one part a thread (whole lines): a token's experts
+ * in one group add into the same row.
+ */
+static void experts_sum_item(void *ctx, int64_t item, int thread)
 {
     (void)thread;
-    const struct expert_job *job = ctx;
-    const struct cpu *c = job->c;
-    const int64_t d = c->model->hp.n_embd;
-    int64_t j0, j1;
-    dllm_threadpool_part(c->pool, job->rows, (int)item, &j0, &j1);
-    for (int64_t j = j0; j < j1; j++) {
-        const float w = c->route_w[job->slot[j]];
-        float *sum = c->moe_sum + (c->moe_rows[j] - job->r0) * d;
-        for (int64_t x = 0; x < d; x++)
+    const struct expert_group *g = ctx;
+    const struct cpu *c = g->c;
+    const int64_t d = c->model->hp.n_embd, per_line = DLLM_LINE / (int64_t)sizeof(float);
+    int64_t l0, l1;
+    dllm_threadpool_part(c->pool, (d + per_line - 1) / per_line, (int)item, &l0, &l1);
+    const int64_t x0 = l0 * per_line, x1 = l1 * per_line < d ? l1 * per_line : d;
+    for (int64_t j = 0; j < g->n; j++) {
+        const float w = c->route_w[g->slot[j]];
+        float *sum = c->moe_sum + (c->moe_rows[j] - g->r0) * d;
+        for (int64_t x = x0; x < x1; x++)
             sum[x] += w * c->moe_in[j * d + x];
     }
 }
@@ -903,11 +935,13 @@ static void moe_sum_copy_rows(const struct rows_job *job, int64_t i0, int64_t i1
 }
 
 /*
- * Each expert in turn over its rows: GATE and UP from the expert's matrices (one conversion
- * of its rows, read from XN where they are, for both), SwiGLU, DOWN into moe_in, and each row
- * times its weight added into moe_sum; then XN = moe_sum. Every product and sum runs on the
- * whole pool, so an expert with many rows does not hold up the others; each element of the sum
- * adds its experts in the same order (by expert) on any number of threads.
+ * The experts in groups of consecutive experts whose rows fit the activation buffers
+ * (max_tokens rows; one expert's never exceed the pass's): for each group, GATE and UP from
+ * its experts' matrices (one conversion of the rows, read from XN where they are, for both),
+ * SwiGLU, DOWN into moe_in, and each row times its weight added into moe_sum; then XN =
+ * moe_sum. Every step runs on the whole pool, all the group's experts in one run, so that an
+ * expert with many rows does not hold up the others; each element of the sum adds its experts
+ * in the same order (by expert) on any number of threads.
  */
 static void cpu_moe(struct dllm_backend *be, int64_t layer, int64_t r0, int64_t r1,
                     int32_t *experts, float *margins)
@@ -916,26 +950,31 @@ static void cpu_moe(struct dllm_backend *be, int64_t layer, int64_t r0, int64_t 
     const struct dllm_hparams *hp = &c->model->hp;
     const int64_t d = hp->n_embd, ff = hp->n_ff_exp, K = hp->n_expert_used;
     float *gate = c->buf[DLLM_BUF_GATE], *up = c->buf[DLLM_BUF_UP];
+    const float *xn = c->buf[DLLM_BUF_XN];
     route_rows(c, layer, r0, r1, experts, margins);
     struct rows_job sum_rows = {.c = c, .body = moe_sum_zero_rows, .r0 = r0, .r1 = r1};
     run_rows(&sum_rows);
-    for (int64_t e = 0; e < hp->n_expert; e++) {
-        struct expert_job job = {.c = c,
-                                 .slot = c->slots + c->first_slot[e],
-                                 .rows = c->first_slot[e + 1] - c->first_slot[e],
+    for (int64_t e0 = 0, e1; e0 < hp->n_expert; e0 = e1) {
+        for (e1 = e0 + 1; e1 < hp->n_expert; e1++)
+            if (c->first_slot[e1 + 1] - c->first_slot[e0] > c->max_tokens)
+                break;
+        struct expert_group g = {.c = c,
+                                 .layer = layer,
+                                 .e0 = e0,
+                                 .e1 = e1,
+                                 .slot = c->slots + c->first_slot[e0],
+                                 .n = c->first_slot[e1] - c->first_slot[e0],
                                  .r0 = r0};
-        if (job.rows == 0)
+        if (g.n == 0)
             continue;
-        for (int64_t j = 0; j < job.rows; j++)
-            c->moe_rows[j] = (int32_t)(r0 + job.slot[j] / K);
-        const float *xn = c->buf[DLLM_BUF_XN];
-        product_rows(c, expert_index(c, layer, EXPERT_GATE, e), xn, c->moe_rows, job.rows, false,
-                     gate, ff);
-        product_rows(c, expert_index(c, layer, EXPERT_UP, e), xn, c->moe_rows, job.rows, true, up,
-                     ff);
-        c->ops->swiglu(gate, up, job.rows * ff);
-        product(c, expert_index(c, layer, EXPERT_DOWN, e), gate, job.rows, false, c->moe_in, d);
-        dllm_threadpool_run_each(c->pool, expert_sum_item, &job);
+        for (int64_t j = 0; j < g.n; j++)
+            c->moe_rows[j] = (int32_t)(r0 + g.slot[j] / K);
+        experts_product(&g, EXPERT_GATE, xn, c->moe_rows, false, gate, ff);
+        experts_product(&g, EXPERT_UP, xn, c->moe_rows, true, up, ff);
+        struct rows_job swiglu = {.c = c, .body = swiglu_rows, .r0 = 0, .r1 = g.n};
+        run_rows(&swiglu);
+        experts_product(&g, EXPERT_DOWN, gate, NULL, false, c->moe_in, d);
+        dllm_threadpool_run_each(c->pool, experts_sum_item, &g);
     }
     sum_rows.body = moe_sum_copy_rows;
     run_rows(&sum_rows);

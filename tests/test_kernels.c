@@ -600,7 +600,27 @@ START_TEST(test_repacked)
     memset(yp, 0, (size_t)(L * N) * sizeof *yp);
     dllm_kernels_rows_packed_par(k, pool, wtype, packed, K, N, scratch, L, yp, N);
     ck_assert_int_eq(memcmp(y, yp, (size_t)(L * N) * sizeof *y), 0);
-    printf("%s %s: %zu bytes, products identical to the GGUF layout's\n", name, what, bytes);
+    /* a grouped product (MoE experts): rows 0..3 by W, rows 4..10 by a second matrix, each
+     * part bit for bit its own product, from either layout */
+    void *w2 = random_weights(wtype, N, K, RANDOM_SCALES_SIGNED, &seed);
+    uint8_t *packed_w2 = dllm_alloc_lines(bytes);
+    ck_assert(w2 && packed_w2);
+    k->repack(wtype, w2, K, N, 0, N, packed_w2);
+    const size_t arow = dllm_matmul_act_row_bytes(wtype, K);
+    k->rows(wtype, w2, K, 0, N, (const uint8_t *)scratch + 4 * arow, L - 4, y + 4 * N, N);
+    for (int layout = 0; layout < 2; layout++) {
+        const struct dllm_kernels_part parts[] = {
+            {.w = layout ? (const void *)packed : w, .row = 0, .L = 4, .y = yp},
+            {.w = layout ? (const void *)packed_w2 : w2, .row = 4, .L = L - 4, .y = yp + 4 * N}};
+        memset(yp, 0, (size_t)(L * N) * sizeof *yp);
+        dllm_kernels_rows_parts_par(k, pool, wtype, layout == 1, K, N, parts, 2, scratch, N);
+        ck_assert_msg(!memcmp(y, yp, (size_t)(L * N) * sizeof *y), "%s %s: grouped, layout %d",
+                      name, what, layout);
+    }
+    free(packed_w2);
+    free(w2);
+    printf("%s %s: %zu bytes, products identical to the GGUF layout's, grouped too\n", name, what,
+           bytes);
     dllm_threadpool_free(pool);
     free(yp);
     free(y);

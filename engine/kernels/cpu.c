@@ -162,6 +162,8 @@ struct par_job {
     atomic_int read_error;                   /* the errno value of a failed read, or 0 */
     const struct dllm_threadpool *pool;      /* a conversion's, which cuts the L rows */
     const int32_t *rows;                     /* a conversion's rows of x, or NULL: x's first L */
+    const struct dllm_kernels_part *parts;   /* a grouped product's, each of part_items items */
+    int64_t part_items;
 };
 
 /* Converts thread item's part of the activation rows (dllm_threadpool_part). */
@@ -305,6 +307,37 @@ int dllm_kernels_repack_par(const struct dllm_kernels *k, struct dllm_threadpool
     atomic_init(&j.read_error, 0);
     run_row_items(pool, &j, REPACK_PANELS, repack_item);
     return atomic_load(&j.read_error);
+}
+
+/* An item of a grouped product: one part's item_rows weight rows. */
+static void part_item(void *ctx, int64_t item, int thread)
+{
+    const struct par_job *j = ctx;
+    const struct dllm_kernels_part *p = &j->parts[item / j->part_items];
+    const int64_t n0 = item % j->part_items * j->item_rows;
+    const int64_t n1 = n0 + j->item_rows < j->N ? n0 + j->item_rows : j->N;
+    (j->packed ? j->k->rows_packed : j->k->rows)(
+        j->wtype, p->w, j->K, n0, n1, (const uint8_t *)j->scratch + (size_t)p->row * j->arow, p->L,
+        p->y, j->ldy);
+}
+
+void dllm_kernels_rows_parts_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
+                                 uint32_t wtype, bool packed, int64_t K, int64_t N,
+                                 const struct dllm_kernels_part *parts, int64_t n_parts,
+                                 const void *scratch, int64_t ldy)
+{
+    struct par_job j = {.k = k,
+                        .wtype = wtype,
+                        .K = K,
+                        .N = N,
+                        .scratch = (void *)scratch,
+                        .arow = dllm_matmul_act_row_bytes(wtype, K),
+                        .ldy = ldy,
+                        .packed = packed,
+                        .parts = parts};
+    j.item_rows = product_panels(k, N, dllm_threadpool_size(pool)) * k->row_align;
+    j.part_items = (N + j.item_rows - 1) / j.item_rows;
+    dllm_threadpool_run(pool, n_parts * j.part_items, part_item, &j);
 }
 
 void dllm_kernels_rows_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,

@@ -16,6 +16,7 @@
 
 #include "dllm.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -135,6 +136,27 @@ int dllm_kernels_repack_par(const struct dllm_kernels *k, struct dllm_threadpool
 void dllm_kernels_rows_packed_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
                                   uint32_t wtype, const void *packed, int64_t K, int64_t N,
                                   const void *scratch, int64_t L, float *y, int64_t ldy);
+
+/*
+ * One matrix of a grouped product: y[L, N] = the converted activation rows [row, row + L) of
+ * the shared scratch times W^T.
+ */
+struct dllm_kernels_part {
+    const void *w; /* W, repacked when the product's packed is set */
+    int64_t row, L;
+    float *y;
+};
+
+/*
+ * The products of n_parts matrices of one type and shape (a MoE layer's experts) over their
+ * rows of one converted scratch, every part's items shared out over the pool in one run:
+ * each part's output is bit for bit its own product's (k->rows_packed with packed, else
+ * k->rows).
+ */
+void dllm_kernels_rows_parts_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
+                                 uint32_t wtype, bool packed, int64_t K, int64_t N,
+                                 const struct dllm_kernels_part *parts, int64_t n_parts,
+                                 const void *scratch, int64_t ldy);
 
 /* The SIMD variants' entry points, defined in matmul-<name>.c (avxvnni quantizes as avx2). */
 void dllm_matmul_quantize_avx2(uint32_t wtype, const float *x, int64_t K, int64_t L, void *scratch);
