@@ -874,10 +874,12 @@ struct expert_group {
 /*
  * The product by weight w of each expert of the group over its rows, y's rows in the group's
  * order, in one run of the pool: x's rows `rows` (NULL: its first n) converted unless
- * same_input finds them converted already.
+ * same_input finds them converted already; then, if not NULL, called on each expert's block
+ * of output columns as it is computed (the experts of a block in order, dllm_kernels_then).
  */
 static void experts_product(const struct expert_group *g, enum expert_weight w, const float *x,
-                            const int32_t *rows, bool same_input, float *y, int64_t ldy)
+                            const int32_t *rows, bool same_input, float *y, int64_t ldy,
+                            const struct dllm_kernels_then *then)
 {
     struct cpu *c = g->c;
     const struct matrix *m = &c->mats[expert_index(c, g->layer, w, g->e0)];
@@ -894,27 +896,24 @@ static void experts_product(const struct expert_group *g, enum expert_weight w, 
                 .w = me->packed ? me->packed : me->data, .row = row, .L = L, .y = y + row * ldy};
     }
     dllm_kernels_rows_parts_par(c->kernels, c->pool, m->type, m->packed != NULL, m->K, m->N,
-                                c->moe_parts, n_parts, c->act, ldy);
+                                c->moe_parts, n_parts, c->act, ldy, then);
 }
 
 /*
- * moe_sum's row of each of the group's rows += its weight times its moe_in row, in the group's
- * order (by expert), the columns cut into one part a thread (whole lines): a token's experts
- * in one group add into the same row.
+ * moe_sum's columns [n0, n1) of each row of the group's part-th expert with an output row (its
+ * first is moe_parts[part].row in the group's order) += its weight times that output row's:
+ * the DOWN product's then, so that each block is added while the thread that computed it
+ * holds it in cache.
  */
-static void experts_sum_item(void *ctx, int64_t item, int thread)
+static void expert_sum_block(void *user, int64_t part, int64_t n0, int64_t n1)
 {
-    (void)thread;
-    const struct expert_group *g = ctx;
+    const struct expert_group *g = user;
     const struct cpu *c = g->c;
-    const int64_t d = c->model->hp.n_embd, per_line = DLLM_LINE / (int64_t)sizeof(float);
-    int64_t l0, l1;
-    dllm_threadpool_part(c->pool, (d + per_line - 1) / per_line, (int)item, &l0, &l1);
-    const int64_t x0 = l0 * per_line, x1 = l1 * per_line < d ? l1 * per_line : d;
-    for (int64_t j = 0; j < g->n; j++) {
+    const int64_t d = c->model->hp.n_embd, j0 = c->moe_parts[part].row;
+    for (int64_t j = j0; j < j0 + c->moe_parts[part].L; j++) {
         const float w = c->route_w[g->slot[j]];
         float *sum = c->moe_sum + (c->moe_rows[j] - g->r0) * d;
-        for (int64_t x = x0; x < x1; x++)
+        for (int64_t x = n0; x < n1; x++)
             sum[x] += w * c->moe_in[j * d + x];
     }
 }
@@ -938,10 +937,10 @@ static void moe_sum_copy_rows(const struct rows_job *job, int64_t i0, int64_t i1
  * The experts in groups of consecutive experts whose rows fit the activation buffers
  * (max_tokens rows; one expert's never exceed the pass's): for each group, GATE and UP from
  * its experts' matrices (one conversion of the rows, read from XN where they are, for both),
- * SwiGLU, DOWN into moe_in, and each row times its weight added into moe_sum; then XN =
- * moe_sum. Every step runs on the whole pool, all the group's experts in one run, so that an
- * expert with many rows does not hold up the others; each element of the sum adds its experts
- * in the same order (by expert) on any number of threads.
+ * SwiGLU, then DOWN into moe_in, each block of it added times its row's weight into moe_sum
+ * as it is computed; then XN = moe_sum. Every step runs on the whole pool, all the group's
+ * experts in one run, so that an expert with many rows does not hold up the others; each
+ * element of the sum adds its experts in the same order (by expert) on any number of threads.
  */
 static void cpu_moe(struct dllm_backend *be, int64_t layer, int64_t r0, int64_t r1,
                     int32_t *experts, float *margins)
@@ -969,12 +968,12 @@ static void cpu_moe(struct dllm_backend *be, int64_t layer, int64_t r0, int64_t 
             continue;
         for (int64_t j = 0; j < g.n; j++)
             c->moe_rows[j] = (int32_t)(r0 + g.slot[j] / K);
-        experts_product(&g, EXPERT_GATE, xn, c->moe_rows, false, gate, ff);
-        experts_product(&g, EXPERT_UP, xn, c->moe_rows, true, up, ff);
+        experts_product(&g, EXPERT_GATE, xn, c->moe_rows, false, gate, ff, NULL);
+        experts_product(&g, EXPERT_UP, xn, c->moe_rows, true, up, ff, NULL);
         struct rows_job swiglu = {.c = c, .body = swiglu_rows, .r0 = 0, .r1 = g.n};
         run_rows(&swiglu);
-        experts_product(&g, EXPERT_DOWN, gate, NULL, false, c->moe_in, d);
-        dllm_threadpool_run_each(c->pool, experts_sum_item, &g);
+        const struct dllm_kernels_then sum = {.fn = expert_sum_block, .user = &g};
+        experts_product(&g, EXPERT_DOWN, gate, NULL, false, c->moe_in, d, &sum);
     }
     sum_rows.body = moe_sum_copy_rows;
     run_rows(&sum_rows);

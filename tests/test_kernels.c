@@ -18,6 +18,7 @@
 #include <check.h>
 #include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -518,6 +519,27 @@ START_TEST(test_par)
 }
 END_TEST
 
+/*
+ * What a grouped product's callback saw: the calls on each part's columns, and calls whose
+ * part came before the one of an earlier call on the same block.
+ */
+struct block_calls {
+    int64_t N;
+    int seen[2][256];
+    int next[256]; /* the part a block's next call must be for, by its first column */
+    atomic_int out_of_order;
+};
+
+static void note_block(void *user, int64_t part, int64_t n0, int64_t n1)
+{
+    struct block_calls *b = user;
+    if (b->next[n0] != part)
+        atomic_fetch_add(&b->out_of_order, 1);
+    b->next[n0] = (int)part + 1;
+    for (int64_t n = n0; n < n1 && n < b->N; n++)
+        b->seen[part][n]++;
+}
+
 /* A weight reader over bytes in memory (the weights' file, for the repack) that can fail. */
 struct memory_reader {
     const uint8_t *w;
@@ -613,9 +635,21 @@ START_TEST(test_repacked)
             {.w = layout ? (const void *)packed : w, .row = 0, .L = 4, .y = yp},
             {.w = layout ? (const void *)packed_w2 : w2, .row = 4, .L = L - 4, .y = yp + 4 * N}};
         memset(yp, 0, (size_t)(L * N) * sizeof *yp);
-        dllm_kernels_rows_parts_par(k, pool, wtype, layout == 1, K, N, parts, 2, scratch, N);
+        dllm_kernels_rows_parts_par(k, pool, wtype, layout == 1, K, N, parts, 2, scratch, N, NULL);
         ck_assert_msg(!memcmp(y, yp, (size_t)(L * N) * sizeof *y), "%s %s: grouped, layout %d",
                       name, what, layout);
+        /* by blocks of columns, the parts of a block in order, each followed by the callback */
+        struct block_calls calls = {.N = N};
+        const struct dllm_kernels_then then = {.fn = note_block, .user = &calls};
+        memset(yp, 0, (size_t)(L * N) * sizeof *yp);
+        dllm_kernels_rows_parts_par(k, pool, wtype, layout == 1, K, N, parts, 2, scratch, N, &then);
+        ck_assert_msg(!memcmp(y, yp, (size_t)(L * N) * sizeof *y), "%s %s: by blocks, layout %d",
+                      name, what, layout);
+        ck_assert_int_eq(calls.out_of_order, 0);
+        for (int64_t n = 0; n < N; n++)
+            ck_assert_msg(calls.seen[0][n] == 1 && calls.seen[1][n] == 1,
+                          "column %lld: %d and %d calls", (long long)n, calls.seen[0][n],
+                          calls.seen[1][n]);
     }
     free(packed_w2);
     free(w2);

@@ -163,7 +163,8 @@ struct par_job {
     const struct dllm_threadpool *pool;      /* a conversion's, which cuts the L rows */
     const int32_t *rows;                     /* a conversion's rows of x, or NULL: x's first L */
     const struct dllm_kernels_part *parts;   /* a grouped product's, each of part_items items */
-    int64_t part_items;
+    int64_t n_parts, part_items;
+    const struct dllm_kernels_then *then; /* a grouped product's block callback, or NULL */
 };
 
 /* Converts thread item's part of the activation rows (dllm_threadpool_part). */
@@ -309,22 +310,40 @@ int dllm_kernels_repack_par(const struct dllm_kernels *k, struct dllm_threadpool
     return atomic_load(&j.read_error);
 }
 
-/* An item of a grouped product: one part's item_rows weight rows. */
+/* Part p's block of weight rows [n0, n1). */
+static void part_block(const struct par_job *j, int64_t p, int64_t n0, int64_t n1)
+{
+    const struct dllm_kernels_part *part = &j->parts[p];
+    const uint8_t *act = (const uint8_t *)j->scratch + (size_t)part->row * j->arow;
+    (j->packed ? j->k->rows_packed : j->k->rows)(j->wtype, part->w, j->K, n0, n1, act, part->L,
+                                                 part->y, j->ldy);
+}
+
+/*
+ * An item of a grouped product: one part's block of item_rows weight rows or, with a
+ * callback, that block of every part in order, each followed by the callback.
+ */
 static void part_item(void *ctx, int64_t item, int thread)
 {
     const struct par_job *j = ctx;
-    const struct dllm_kernels_part *p = &j->parts[item / j->part_items];
-    const int64_t n0 = item % j->part_items * j->item_rows;
+    const int64_t block = j->then ? item : item % j->part_items;
+    const int64_t n0 = block * j->item_rows;
     const int64_t n1 = n0 + j->item_rows < j->N ? n0 + j->item_rows : j->N;
-    (j->packed ? j->k->rows_packed : j->k->rows)(
-        j->wtype, p->w, j->K, n0, n1, (const uint8_t *)j->scratch + (size_t)p->row * j->arow, p->L,
-        p->y, j->ldy);
+    if (!j->then) {
+        part_block(j, item / j->part_items, n0, n1);
+        return;
+    }
+    for (int64_t p = 0; p < j->n_parts; p++) {
+        part_block(j, p, n0, n1);
+        j->then->fn(j->then->user, p, n0, n1);
+    }
 }
 
 void dllm_kernels_rows_parts_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
                                  uint32_t wtype, bool packed, int64_t K, int64_t N,
                                  const struct dllm_kernels_part *parts, int64_t n_parts,
-                                 const void *scratch, int64_t ldy)
+                                 const void *scratch, int64_t ldy,
+                                 const struct dllm_kernels_then *then)
 {
     struct par_job j = {.k = k,
                         .wtype = wtype,
@@ -334,10 +353,12 @@ void dllm_kernels_rows_parts_par(const struct dllm_kernels *k, struct dllm_threa
                         .arow = dllm_matmul_act_row_bytes(wtype, K),
                         .ldy = ldy,
                         .packed = packed,
-                        .parts = parts};
+                        .parts = parts,
+                        .n_parts = n_parts,
+                        .then = then};
     j.item_rows = product_panels(k, N, dllm_threadpool_size(pool)) * k->row_align;
     j.part_items = (N + j.item_rows - 1) / j.item_rows;
-    dllm_threadpool_run(pool, n_parts * j.part_items, part_item, &j);
+    dllm_threadpool_run(pool, then ? j.part_items : n_parts * j.part_items, part_item, &j);
 }
 
 void dllm_kernels_rows_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,

@@ -147,16 +147,26 @@ struct dllm_kernels_part {
     float *y;
 };
 
+/* What a grouped product does with each block of a part's output once it is computed. */
+struct dllm_kernels_then {
+    /* part's output columns [n0, n1), just written by the calling thread */
+    void (*fn)(void *user, int64_t part, int64_t n0, int64_t n1);
+    void *user;
+};
+
 /*
  * The products of n_parts matrices of one type and shape (a MoE layer's experts) over their
  * rows of one converted scratch, every part's items shared out over the pool in one run:
  * each part's output is bit for bit its own product's (k->rows_packed with packed, else
- * k->rows).
+ * k->rows). With then (else NULL), an item is one block of columns of every part, the parts
+ * in order, each block followed by then->fn on the same thread: what fn does to a column of
+ * several parts' outputs is done in part order, on any number of threads.
  */
 void dllm_kernels_rows_parts_par(const struct dllm_kernels *k, struct dllm_threadpool *pool,
                                  uint32_t wtype, bool packed, int64_t K, int64_t N,
                                  const struct dllm_kernels_part *parts, int64_t n_parts,
-                                 const void *scratch, int64_t ldy);
+                                 const void *scratch, int64_t ldy,
+                                 const struct dllm_kernels_then *then);
 
 /* The SIMD variants' entry points, defined in matmul-<name>.c (avxvnni quantizes as avx2). */
 void dllm_matmul_quantize_avx2(uint32_t wtype, const float *x, int64_t K, int64_t L, void *scratch);
