@@ -822,6 +822,36 @@ static void cpu_swiglu(struct dllm_backend *be, int64_t r0, int64_t r1)
     run_rows(&job);
 }
 
+/* The routing of a pass's rows [r0, r0 + n), whose router logits are in router. */
+struct route_job {
+    struct cpu *c;
+    int64_t r0, n;
+    int32_t *experts; /* the pass's record of each row's experts, or NULL */
+    float *margins;   /* and of its routing margin, or NULL */
+};
+
+/* Routes thread item's part of the job's rows (dllm_threadpool_part) by their router logits. */
+static void route_item(void *ctx, int64_t item, int thread)
+{
+    (void)thread;
+    const struct route_job *job = ctx;
+    const struct cpu *c = job->c;
+    const struct dllm_hparams *hp = &c->model->hp;
+    const int64_t E = hp->n_expert, K = hp->n_expert_used;
+    int64_t i0, i1;
+    dllm_threadpool_part(c->pool, job->n, (int)item, &i0, &i1);
+    for (int64_t i = i0; i < i1; i++) {
+        float margin;
+        dllm_route(c->router + i * E, E, K, hp->expert_norm, c->route_ids + i * K,
+                   c->route_w + i * K, &margin);
+        if (job->experts)
+            memcpy(job->experts + (job->r0 + i) * K, c->route_ids + i * K,
+                   (size_t)K * sizeof *job->experts);
+        if (job->margins)
+            job->margins[job->r0 + i] = margin;
+    }
+}
+
 /*
  * Routes XN rows [r0, r1) and groups the (row, slot) pairs by expert: slots[first_slot[e] ..
  * first_slot[e + 1]) hold the pairs, as row * n_used + slot with rows counted from r0, of
@@ -834,20 +864,12 @@ static void route_rows(struct cpu *c, int64_t layer, int64_t r0, int64_t r1, int
     const int64_t n = r1 - r0, E = hp->n_expert, K = hp->n_expert_used;
     product(c, router_index(c, layer), c->buf[DLLM_BUF_XN] + r0 * hp->n_embd, n, false, c->router,
             E);
+    struct route_job job = {.c = c, .r0 = r0, .n = n, .experts = experts, .margins = margins};
+    dllm_threadpool_run_each(c->pool, route_item, &job);
     for (int64_t e = 0; e <= E; e++)
         c->first_slot[e] = 0;
-    for (int64_t i = 0; i < n; i++) {
-        float margin;
-        dllm_route(c->router + i * E, E, K, hp->expert_norm, c->route_ids + i * K,
-                   c->route_w + i * K, &margin);
-        for (int64_t j = 0; j < K; j++) {
-            c->first_slot[c->route_ids[i * K + j] + 1]++;
-            if (experts)
-                experts[(r0 + i) * K + j] = c->route_ids[i * K + j];
-        }
-        if (margins)
-            margins[r0 + i] = margin;
-    }
+    for (int64_t i = 0; i < n * K; i++)
+        c->first_slot[c->route_ids[i] + 1]++;
     for (int64_t e = 0; e < E; e++)
         c->first_slot[e + 1] += c->first_slot[e];
     /* Each pair goes to its expert's next free place, first_slot[e] counting up as it fills. */
