@@ -167,19 +167,21 @@ struct par_job {
     const struct dllm_kernels_then *then; /* a grouped product's block callback, or NULL */
 };
 
-/* Converts thread item's part of the activation rows (dllm_threadpool_part). */
+/* Converts thread item's part of the activation rows (dllm_threadpool_part), gathered or not. */
 static void quantize_item(void *ctx, int64_t item, int thread)
 {
     (void)thread;
     const struct par_job *j = ctx;
     int64_t l0, l1;
     dllm_threadpool_part(j->pool, j->L, (int)item, &l0, &l1);
-    if (l0 < l1 && !j->rows)
+    if (j->rows) {
+        for (int64_t l = l0; l < l1; l++)
+            j->k->quantize(j->wtype, j->x + j->rows[l] * j->K, j->K, 1,
+                           (uint8_t *)j->scratch + (size_t)l * j->arow);
+    } else if (l0 < l1) {
         j->k->quantize(j->wtype, j->x + l0 * j->K, j->K, l1 - l0,
                        (uint8_t *)j->scratch + (size_t)l0 * j->arow);
-    for (int64_t l = l0; j->rows && l < l1; l++)
-        j->k->quantize(j->wtype, j->x + j->rows[l] * j->K, j->K, 1,
-                       (uint8_t *)j->scratch + (size_t)l * j->arow);
+    }
 }
 
 /* Panels of row_align weight rows per repack item. */
