@@ -682,6 +682,19 @@ static void cpu_gather_norm(struct dllm_backend *be, const int32_t *rows, int64_
 }
 
 /*
+ * Converts L rows of x for w's type into act (row l is x + rows[l] * K; rows NULL: x's first
+ * L), unless same_input says they are the last conversion's rows and it made the same
+ * activation format.
+ */
+static void convert_for(struct cpu *c, const struct matrix *w, const float *x, const int32_t *rows,
+                        int64_t L, bool same_input)
+{
+    if (!same_input || dllm_matmul_act_format(c->act_type) != dllm_matmul_act_format(w->type))
+        dllm_kernels_quantize_rows_par(c->kernels, c->pool, w->type, x, w->K, rows, L, c->act);
+    c->act_type = w->type;
+}
+
+/*
  * y[L, N] = x[L, K] W^T for the matrix at mats[i]: converts x for W's type unless it was
  * converted for the last product already in the same activation format, then multiplies,
  * from W's repacked copy where it has one.
@@ -690,9 +703,7 @@ static void product(struct cpu *c, int64_t i, const float *x, int64_t L, bool sa
                     int64_t ldy)
 {
     const struct matrix *w = &c->mats[i];
-    if (!same_input || dllm_matmul_act_format(c->act_type) != dllm_matmul_act_format(w->type))
-        dllm_kernels_quantize_par(c->kernels, c->pool, w->type, x, w->K, L, c->act);
-    c->act_type = w->type;
+    convert_for(c, w, x, NULL, L, same_input);
     if (w->packed)
         dllm_kernels_rows_packed_par(c->kernels, c->pool, w->type, w->packed, w->K, w->N, c->act, L,
                                      y, ldy);
@@ -905,9 +916,7 @@ static void experts_product(const struct expert_group *g, enum expert_weight w, 
 {
     struct cpu *c = g->c;
     const struct matrix *m = &c->mats[expert_index(c, g->layer, w, g->e0)];
-    if (!same_input || dllm_matmul_act_format(c->act_type) != dllm_matmul_act_format(m->type))
-        dllm_kernels_quantize_rows_par(c->kernels, c->pool, m->type, x, m->K, rows, g->n, c->act);
-    c->act_type = m->type;
+    convert_for(c, m, x, rows, g->n, same_input);
     int64_t n_parts = 0;
     for (int64_t e = g->e0; e < g->e1; e++) {
         const int64_t row = c->first_slot[e] - c->first_slot[g->e0];

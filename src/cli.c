@@ -102,11 +102,10 @@ static bool whole_starts(const char *p)
     return *p >= '0' && *p <= '9';
 }
 
-bool cli_plain_number(const char *text, bool whole)
+bool cli_plain_number(const char *text)
 {
     const char *p = text + (*text == '-');
-    const char *chars = whole ? "0123456789" : "0123456789.eE+-";
-    return ((*p >= '0' && *p <= '9') || (!whole && *p == '.')) && p[strspn(p, chars)] == '\0';
+    return ((*p >= '0' && *p <= '9') || *p == '.') && p[strspn(p, "0123456789.eE+-")] == '\0';
 }
 
 long long cli_parse_int(const struct cli_command *cmd, const char *flag, const char *text,
@@ -152,7 +151,7 @@ double cli_parse_float(const struct cli_command *cmd, const char *flag, const ch
     char *end;
     errno = 0;
     double v = strtod(text, &end);
-    if (!cli_plain_number(text, false) || errno || end == text || *end || !isfinite(v) || v < min ||
+    if (!cli_plain_number(text) || errno || end == text || *end || !isfinite(v) || v < min ||
         v > max)
         cli_usage_error(cmd, "%s takes a number from %g to %g, not '%s'", flag, min, max, text);
     return v;

@@ -34,11 +34,11 @@ int cli_getopt(const struct cli_command *cmd, int argc, char **argv, const char 
                const struct option *longopts);
 
 /*
- * Whether text is written as a plain decimal number: digits after an optional '-', and for a
- * non-whole one also a '.' and an exponent ("0.5", ".5", "1e-3"). No space, '+', hex or "inf"
- * (which strtoll and strtod would take).
+ * Whether text is written as a plain decimal number: digits, a '.' and an exponent after an
+ * optional '-' ("2", "0.5", ".5", "1e-3"). No space, '+', hex or "inf" (which strtod would
+ * take).
  */
-bool cli_plain_number(const char *text, bool whole);
+bool cli_plain_number(const char *text);
 
 /*
  * Makes the program check standard output as it exits, however it exits: a failed write (a

@@ -69,7 +69,7 @@ static double parse_fraction(const struct cli_command *cmd, const char *flag, co
     char *end;
     errno = 0;
     double v = strtod(arg, &end);
-    if (!cli_plain_number(arg, false) || errno || end == arg || *end || !(v > 0 && v <= 1))
+    if (!cli_plain_number(arg) || errno || end == arg || *end || !(v > 0 && v <= 1))
         cli_usage_error(cmd, "%s takes a number in (0, 1], such as %s, not '%s'", flag, example,
                         arg);
     return v;

@@ -20,30 +20,24 @@ need_fixtures() {
 ok() { passed=$((passed + 1)); echo "ok: $1"; }
 not_ok() { failed=$((failed + 1)); echo "FAIL: $1"; }
 
-# run NAME EXPECTED_STATUS CMD...: runs CMD with stdout in $TMP/out and stderr in $TMP/err.
-run() {
-    local name=$1 want=$2
-    shift 2
-    "$@" >"$TMP/out" 2>"$TMP/err"
+# run_to STDOUT NAME EXPECTED_STATUS CMD...: runs CMD with stdout into STDOUT and stderr in
+# $TMP/err, and checks its exit status.
+run_to() {
+    local target=$1 name=$2 want=$3
+    shift 3
+    "$@" >"$target" 2>"$TMP/err"
     local got=$?
     if [ "$got" -eq "$want" ]; then ok "$name (exit $got)"; else
         not_ok "$name: exit $got, expected $want"; sed 's/^/  stderr: /' "$TMP/err" | head -5
     fi
 }
+# run NAME EXPECTED_STATUS CMD...: runs CMD with stdout in $TMP/out and stderr in $TMP/err.
+run() { run_to "$TMP/out" "$@"; }
+# run_full NAME EXPECTED_STATUS CMD...: the same with stdout on /dev/full (a full disk).
+run_full() { run_to /dev/full "$@"; }
 
 # expect_out NAME PATTERN / expect_err NAME PATTERN: grep -E in the last run's output.
 expect_out() { if grep -Eq -- "$2" "$TMP/out"; then ok "$1"; else not_ok "$1: stdout lacks /$2/"; head -5 "$TMP/out" | sed 's/^/  stdout: /'; fi; }
-# run_full NAME EXPECTED_STATUS CMD...: runs CMD with stdout on /dev/full (a full disk) and
-# stderr in $TMP/err.
-run_full() {
-    local name=$1 want=$2
-    shift 2
-    "$@" >/dev/full 2>"$TMP/err"
-    local got=$?
-    if [ "$got" -eq "$want" ]; then ok "$name (exit $got)"; else
-        not_ok "$name: exit $got, expected $want"; sed 's/^/  stderr: /' "$TMP/err" | head -5
-    fi
-}
 expect_err() { if grep -Eq -- "$2" "$TMP/err"; then ok "$1"; else not_ok "$1: stderr lacks /$2/"; head -5 "$TMP/err" | sed 's/^/  stderr: /'; fi; }
 # expect_lines FILE N NAME: stderr (or FILE) has exactly N lines.
 expect_err_lines() { local n; n=$(wc -l <"$TMP/err"); if [ "$n" -eq "$2" ]; then ok "$1"; else not_ok "$1: stderr has $n lines, expected $2"; fi; }
