@@ -417,7 +417,8 @@ int cmd_run(const struct cli_command *cmd, int argc, char **argv)
             show = true;
     }
     if (optind != argc)
-        cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+        cli_usage_error(cmd, "unexpected argument '%s'%s", argv[optind],
+                        o.prompt ? "" : ": a prompt goes after -p, as in -p 'TEXT'");
     if (!o.prompt)
         cli_usage_error(cmd, "-p/--prompt is missing (use -p - to read standard input)");
     if (cache_check && (!o.has_cache || o.set.cache == DLLM_CACHE_NONE))

@@ -135,7 +135,8 @@ int cmd_tokenize(const struct cli_command *cmd, int argc, char **argv)
         }
     }
     if (optind != argc)
-        cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+        cli_usage_error(cmd, "unexpected argument '%s'%s", argv[optind],
+                        prompt || detok ? "" : ": a prompt goes after -p, as in -p 'TEXT'");
     if (!path)
         cli_usage_error(cmd, "--model MODEL is missing");
     if (!prompt == !detok)

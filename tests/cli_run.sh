@@ -195,6 +195,11 @@ expect_err "names the trace file" '^dllm: error: cannot write the trace file /de
 if [ -s "$TMP/out" ]; then ok "the answer is printed"; else not_ok "no answer printed"; fi
 run_full "answer on a full disk" 1 "$DLLM" run -m "$L" -p hi $G
 expect_err "says so" '^dllm: error: cannot write the output: No space left on device$'
+# a prompt without -p: the usage error says where it goes; with -p, the word is only extra
+run "prompt without -p" 2 "$DLLM" run -m "$L" hello
+expect_err "says where the prompt goes" "^dllm run: unexpected argument 'hello': a prompt goes after -p, as in -p 'TEXT'$"
+run "an extra word after -p" 2 "$DLLM" run -m "$L" -p hi hello
+expect_err "names the word alone" "^dllm run: unexpected argument 'hello'$"
 run "missing model file" 1 "$DLLM" run -m "$TMP/none.gguf" -p hi
 expect_err "one-line error" "^dllm: error: "
 # a damaged file or one without the model's keys: the problem and the fix, on one line

@@ -26,6 +26,8 @@ PY
 run "chat prompt" 0 "$DLLM" tokenize -m "$DREAM" -p "Hello world"
 if [ "$(cat "$TMP/out")" = "$want" ]; then ok "chat ids"; else
     not_ok "chat ids: got '$(cat "$TMP/out")', expected '$want'"; fi
+run "prompt without -p" 2 "$DLLM" tokenize -m "$DREAM" "Hello world"
+expect_err "says where the prompt goes" "^dllm tokenize: unexpected argument 'Hello world': a prompt goes after -p, as in -p 'TEXT'$"
 
 # The MoE fixtures' chat prompts: their role tags and ChatML markers as single special ids
 # (the ids tokenizer.ggml.tokens gives them), rendered as their Jinja templates do.
