@@ -120,6 +120,17 @@ long long cli_parse_int(const struct cli_command *cmd, const char *flag, const c
     return v;
 }
 
+uint64_t cli_parse_u64(const struct cli_command *cmd, const char *flag, const char *text)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (*text < '0' || *text > '9' || errno || *end)
+        cli_usage_error(cmd, "%s takes a whole number from 0 to %llu, not '%s'", flag,
+                        (unsigned long long)UINT64_MAX, text);
+    return v;
+}
+
 int32_t *cli_parse_list(const struct cli_command *cmd, const char *flag, const char *text,
                         int32_t min, int32_t max, int64_t *n)
 {

@@ -51,6 +51,9 @@ void cli_check_output_at_exit(void);
 long long cli_parse_int(const struct cli_command *cmd, const char *flag, const char *text,
                         long long min, long long max);
 
+/* Parses a whole decimal number from 0 to 2^64-1 for the named flag, or a usage error. */
+uint64_t cli_parse_u64(const struct cli_command *cmd, const char *flag, const char *text);
+
 /*
  * Parses "a,b,c" into a new array of n whole numbers in [min, max], or a usage error naming
  * flag.

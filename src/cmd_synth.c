@@ -40,7 +40,7 @@ const char cmd_synth_usage[] =
     "      --layers N      the number of layers instead of the preset's\n"
     "      --vocab N       the vocabulary size instead of the preset's; special tokens keep\n"
     "                      their real ids, or their distance from the top of the vocabulary\n"
-    "      --seed N        the random seed, 0 to 2^63-1 (default 0): the same seed and\n"
+    "      --seed N        the random seed, 0 to 2^64-1 (default 0): the same seed and\n"
     "                      options give the same file\n"
     "  -q, --quiet         no progress on stderr\n"
     "  -h, --help          this help\n";
@@ -100,7 +100,8 @@ int cmd_synth(const struct cli_command *cmd, int argc, char **argv)
         {0},
     };
     const char *arch = NULL, *preset = NULL, *out = NULL, *type = NULL;
-    long long layers = 0, vocab = 0, seed = 0;
+    long long layers = 0, vocab = 0;
+    uint64_t seed = 0;
     bool quiet = false;
     int c;
     while ((c = cli_getopt(cmd, argc, argv, "a:p:o:t:q", opts)) != -1) {
@@ -111,7 +112,7 @@ int cmd_synth(const struct cli_command *cmd, int argc, char **argv)
         case 't': type = optarg; break;
         case 'L': layers = cli_parse_int(cmd, "--layers", optarg, 1, 4096); break;
         case 'V': vocab = cli_parse_int(cmd, "--vocab", optarg, 1, INT32_MAX); break;
-        case 's': seed = cli_parse_int(cmd, "--seed", optarg, 0, INT64_MAX); break;
+        case 's': seed = cli_parse_u64(cmd, "--seed", optarg); break;
         case 'q': quiet = true; break;
         }
     }
@@ -138,7 +139,7 @@ int cmd_synth(const struct cli_command *cmd, int argc, char **argv)
         params.n_layer = layers;
     if (vocab)
         params.n_vocab = vocab;
-    params.seed = (uint64_t)seed;
+    params.seed = seed;
     if (dllm_synth_params_check(&params, &err) != DLLM_OK)
         cli_usage_error(cmd, "%s", err.text);
 

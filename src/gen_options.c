@@ -110,7 +110,7 @@ bool gen_options_handle(const struct cli_command *cmd, struct gen_options *o, in
         o->has_top_k = true;
         break;
     case OPT_SEED:
-        s->seed = (uint64_t)cli_parse_int(cmd, "--seed", arg, 0, INT64_MAX);
+        s->seed = cli_parse_u64(cmd, "--seed", arg);
         o->has_seed = true;
         break;
     case OPT_THRESHOLD:

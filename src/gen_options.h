@@ -45,7 +45,7 @@ extern const struct option gen_long_options[];
     "  --temperature F      0 takes the most likely token (LLaDA default 0, Dream 0.2)\n"          \
     "  --top-p F            Dream: nucleus filter in (0, 1] (default 0.95)\n"                      \
     "  --top-k N            Dream: keep the N most likely tokens (default off)\n"                  \
-    "  --seed N             the one source of randomness (default 0)\n"                            \
+    "  --seed N             the one source of randomness, 0 to 2^64-1 (default 0)\n"               \
     "  --threshold T        Fast-dLLM parallel decoding: commit every masked slot of the\n"        \
     "                       block at least T confident, at least one per step; T in (0, 1];\n"     \
     "                       blocks run until full, so --steps does not apply\n"                    \

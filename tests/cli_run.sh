@@ -57,6 +57,23 @@ assert elapsed <= d["total_ms"] + 1.0
 PY
 then ok "JSON document and trace lines"; else not_ok "JSON document and trace lines"; fi
 
+# seeds: 0 to 2^64-1 as the chat's /set seed takes them; JSON numbers up to 2^63-1, above that
+# strings of digits, as the chat's conversation files write them
+run "the largest seed" 0 "$DLLM" run -m "$D" -p "Hi" $G --temperature 0.5 --seed 18446744073709551615 --json
+if python3 - "$TMP/out" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["seed"] == "18446744073709551615" and d["settings"]["seed"] == d["seed"], d["seed"]
+PY
+then ok "a seed above 2^63-1 is a string of its digits"; else not_ok "a seed above 2^63-1 in JSON"; fi
+run "seed 2^63-1" 0 "$DLLM" run -m "$D" -p "Hi" $G --seed 9223372036854775807 --json
+if python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["seed"] == 2**63 - 1 and d["settings"]["seed"] == 2**63 - 1' "$TMP/out"
+then ok "seed 2^63-1 is a number"; else not_ok "seed 2^63-1 in JSON"; fi
+for bad_seed in 18446744073709551616 -1 " 1" 1e3 0x10; do
+    run "seed '$bad_seed'" 2 "$DLLM" run -m "$D" -p "Hi" $G --seed "$bad_seed"
+    expect_err "names the range" "^dllm run: --seed takes a whole number from 0 to 18446744073709551615, not '$bad_seed'\$"
+done
+
 run "threshold mode" 0 "$DLLM" run -m "$L" -p "Hi" --max-tokens 16 --threshold 0.5 --json
 run "no chat" 0 "$DLLM" run -m "$L" -p "Hi" $G --no-chat
 # A system message needs the chat template: with --no-chat it is refused, not dropped.

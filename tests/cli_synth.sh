@@ -26,6 +26,8 @@ run "run dream" 0 "$DLLM" run -m "$TMP/d.gguf" -p "Hi" --max-tokens 16 --steps 8
 "$DLLM" synth -a dream -p tiny -t Q8_0 --seed 10 -q -o "$TMP/d3.gguf" >/dev/null
 if cmp -s "$TMP/d.gguf" "$TMP/d2.gguf"; then ok "same seed, same bytes"; else not_ok "same seed, other bytes"; fi
 if ! cmp -s "$TMP/d.gguf" "$TMP/d3.gguf"; then ok "another seed, other bytes"; else not_ok "seed ignored"; fi
+run "the largest seed" 0 "$DLLM" synth -a dream -p tiny -t q8_0 --seed 18446744073709551615 -q -o "$TMP/d4.gguf"
+expect_out "says it" ', seed 18446744073709551615: '
 
 run "layer and vocabulary overrides" 0 "$DLLM" synth -a llada -p tiny --layers 3 --vocab 1000 -q -o "$TMP/o.gguf"
 expect_out "overrides in the summary" '^llada Q4_K_M: 3 layers, d_model 256, 4/4 heads, ffn 512, vocab 1000, '
