@@ -3,7 +3,7 @@
  * wakes the workers; every thread then claims items with an atomic fetch-add until none are
  * left (or, in a run_each, runs the one item of its own index). Each worker reports once per
  * generation, so run returns only when no worker can still touch the job. Since the forward pass
- * starts runs back to back, hundreds a pass, workers spin briefly on the generation before
+ * starts runs back to back, hundreds a pass, workers spin on the generation for SPIN_NS before
  * sleeping, and the caller on the workers' reports before it sleeps: a run then costs no lock
  * handoff and no wake-up of a sleeping thread.
  */
@@ -16,10 +16,44 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
-/* Polls a thread makes (of the generation, of the reports) before it sleeps on a condition. */
-#define SPIN_POLLS 2000
+/*
+ * How long a thread polls (the generation, the reports) before it sleeps on a condition, in
+ * nanoseconds, timed by the clock since a PAUSE takes a few to 40 ns by CPU. A sleeper is woken
+ * by a futex, late on a virtual machine, so the polls should outlast the wait that a product's
+ * last work item on another thread causes: 2000 PAUSEs, 36 us on a Zen 5, let the worker sleep
+ * in half the 516 runs of a LLaDA-8B-shape pass on 2 threads, 200 us in 50-120 of them
+ * (README, "Benchmarks").
+ */
+#define SPIN_NS 200000
+
+/* The monotonic clock in nanoseconds. */
+static int64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* A bounded busy wait: polls until SPIN_NS have passed since spin_start. */
+struct spin {
+    int64_t deadline;
+    unsigned polls;
+};
+
+static struct spin spin_start(void)
+{
+    return (struct spin){.deadline = now_ns() + SPIN_NS, .polls = 0};
+}
+
+/* Pauses once; whether to poll again (the clock is read every 64 polls). */
+static bool spin_more(struct spin *s)
+{
+    __builtin_ia32_pause();
+    return ++s->polls % 64 || now_ns() < s->deadline;
+}
 
 struct worker {
     struct dllm_threadpool *pool;
@@ -71,11 +105,9 @@ static void *worker_main(void *arg)
     uint64_t seen = 0;
     for (;;) {
         /* a new generation seen while spinning: its job was written before gen changed */
-        uint64_t gen = seen;
-        for (int i = 0; i < SPIN_POLLS && gen == seen; i++) {
-            __builtin_ia32_pause();
+        uint64_t gen = atomic_load_explicit(&pool->gen, memory_order_acquire);
+        for (struct spin s = spin_start(); gen == seen && spin_more(&s);)
             gen = atomic_load_explicit(&pool->gen, memory_order_acquire);
-        }
         if (gen == seen) {
             pthread_mutex_lock(&pool->lock);
             while (!pool->stop && atomic_load_explicit(&pool->gen, memory_order_relaxed) == seen) {
@@ -187,12 +219,12 @@ static void run_job(struct dllm_threadpool *pool, int64_t n_items, bool each, dl
 
     run_items(pool, 0);
 
-    for (int i = 0; i < SPIN_POLLS; i++) {
+    struct spin s = spin_start();
+    do {
         if (atomic_load_explicit(&pool->busy, memory_order_acquire) == 0) {
             return;
         }
-        __builtin_ia32_pause();
-    }
+    } while (spin_more(&s));
     pthread_mutex_lock(&pool->lock);
     while (atomic_load_explicit(&pool->busy, memory_order_acquire) > 0) {
         pthread_cond_wait(&pool->done, &pool->lock);
