@@ -45,16 +45,14 @@ static int64_t now_ns(void)
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-/* A bounded busy wait: polls until SPIN_NS have passed since spin_start. */
+/*
+ * A bounded busy wait, zero-initialised: polls for SPIN_NS from its first reading of the clock,
+ * so that a wait that ends at once reads no clock.
+ */
 struct spin {
-    int64_t deadline;
+    int64_t deadline; /* 0 until the clock is first read */
     unsigned polls;
 };
-
-static struct spin spin_start(void)
-{
-    return (struct spin){.deadline = now_ns() + SPIN_NS, .polls = 0};
-}
 
 /*
  * Waits a little before the next poll: a PAUSE for the first SPIN_PAUSES polls, then a
@@ -67,7 +65,12 @@ static bool spin_more(struct spin *s)
         __builtin_ia32_pause();
     else
         sched_yield();
-    return ++s->polls % 64 || now_ns() < s->deadline;
+    if (++s->polls % 64)
+        return true;
+    const int64_t now = now_ns();
+    if (!s->deadline)
+        s->deadline = now + SPIN_NS;
+    return now < s->deadline;
 }
 
 struct worker {
@@ -121,7 +124,7 @@ static void *worker_main(void *arg)
     for (;;) {
         /* a new generation seen while spinning: its job was written before gen changed */
         uint64_t gen = atomic_load_explicit(&pool->gen, memory_order_acquire);
-        for (struct spin s = spin_start(); gen == seen && spin_more(&s);)
+        for (struct spin s = {0}; gen == seen && spin_more(&s);)
             gen = atomic_load_explicit(&pool->gen, memory_order_acquire);
         if (gen == seen) {
             pthread_mutex_lock(&pool->lock);
@@ -234,7 +237,7 @@ static void run_job(struct dllm_threadpool *pool, int64_t n_items, bool each, dl
 
     run_items(pool, 0);
 
-    struct spin s = spin_start();
+    struct spin s = {0};
     do {
         if (atomic_load_explicit(&pool->busy, memory_order_acquire) == 0) {
             return;

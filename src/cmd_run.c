@@ -335,9 +335,11 @@ static int64_t prompt_tokens(const struct dllm_model *model, bool no_chat,
  * dllm-tui's conversation files write it (ui/jsonl.c). */
 static json_t *json_seed(uint64_t seed)
 {
+    if (seed <= INT64_MAX)
+        return json_integer((json_int_t)seed);
     char digits[24];
     snprintf(digits, sizeof digits, "%" PRIu64, seed);
-    return seed <= INT64_MAX ? json_integer((json_int_t)seed) : json_string(digits);
+    return json_string(digits);
 }
 
 static json_t *settings_json(const struct dllm_sampler_params *p, int threads, bool chat)
