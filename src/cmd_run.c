@@ -395,20 +395,23 @@ static void print_json(const struct run_state *st, const struct dllm_sampler_par
     json_decref(doc);
 }
 
+enum { OPT_JSON = 512, OPT_TRACE, OPT_VERBOSE, OPT_CACHE_CHECK, OPT_SHOW_CANVAS };
+
+const struct option cmd_run_options[] = {{"json", no_argument, NULL, OPT_JSON},
+                                         {"trace", required_argument, NULL, OPT_TRACE},
+                                         {"verbose", no_argument, NULL, OPT_VERBOSE},
+                                         {"cache-check", no_argument, NULL, OPT_CACHE_CHECK},
+                                         {"show-canvas", no_argument, NULL, OPT_SHOW_CANVAS},
+                                         {0}};
+
 int cmd_run(const struct cli_command *cmd, int argc, char **argv)
 {
-    enum { OPT_JSON = 512, OPT_TRACE, OPT_VERBOSE, OPT_CACHE_CHECK, OPT_SHOW_CANVAS };
     struct option opts[64];
     size_t n = 0;
-    while (gen_long_options[n].name) {
-        opts[n] = gen_long_options[n];
-        n++;
-    }
-    opts[n++] = (struct option){"json", no_argument, NULL, OPT_JSON};
-    opts[n++] = (struct option){"trace", required_argument, NULL, OPT_TRACE};
-    opts[n++] = (struct option){"verbose", no_argument, NULL, OPT_VERBOSE};
-    opts[n++] = (struct option){"cache-check", no_argument, NULL, OPT_CACHE_CHECK};
-    opts[n++] = (struct option){"show-canvas", no_argument, NULL, OPT_SHOW_CANVAS};
+    for (size_t i = 0; gen_long_options[i].name; i++)
+        opts[n++] = gen_long_options[i];
+    for (size_t i = 0; cmd_run_options[i].name; i++)
+        opts[n++] = cmd_run_options[i];
     opts[n] = (struct option){0};
     struct gen_options o = {.threads = (int)sysconf(_SC_NPROCESSORS_ONLN)};
     bool json = false, verbose = false, cache_check = false, show = false;

@@ -15,6 +15,8 @@ int cmd_logits(const struct cli_command *cmd, int argc, char **argv);
 extern const char cmd_logits_usage[];
 int cmd_run(const struct cli_command *cmd, int argc, char **argv);
 extern const char cmd_run_usage[];
+/* dllm run's flags beyond gen_long_options (ids from 512 up). */
+extern const struct option cmd_run_options[];
 int cmd_chat(const struct cli_command *cmd, int argc, char **argv);
 extern const char cmd_chat_usage[];
 int cmd_doctor(const struct cli_command *cmd, int argc, char **argv);

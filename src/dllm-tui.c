@@ -62,20 +62,32 @@ struct tui_options {
     const char *dump;
 };
 
+/* The chat's own flags; the first three are the screen's, which --batch has not. */
+enum { OPT_COLOR = 1024, OPT_SCRIPT, OPT_DUMP, OPT_VERSION, OPT_BATCH, OPT_RUN };
+static const struct option chat_options[] = {{"color", required_argument, NULL, OPT_COLOR},
+                                             {"script", required_argument, NULL, OPT_SCRIPT},
+                                             {"dump-screen", required_argument, NULL, OPT_DUMP},
+                                             {"version", no_argument, NULL, OPT_VERSION},
+                                             {0}};
+
+/* Appends the options of `from` to opts at *n; with val not 0, each gets that id. */
+static void append_options(struct option *opts, size_t *n, const struct option *from, int val)
+{
+    for (size_t i = 0; from[i].name; i++) {
+        opts[*n] = from[i];
+        if (val)
+            opts[*n].val = val;
+        ++*n;
+    }
+    opts[*n] = (struct option){0};
+}
+
 static void parse_options(int argc, char **argv, struct tui_options *o)
 {
-    enum { OPT_COLOR = 512, OPT_SCRIPT, OPT_DUMP, OPT_VERSION };
     struct option opts[64];
     size_t n = 0;
-    while (gen_long_options[n].name) {
-        opts[n] = gen_long_options[n];
-        n++;
-    }
-    opts[n++] = (struct option){"color", required_argument, NULL, OPT_COLOR};
-    opts[n++] = (struct option){"script", required_argument, NULL, OPT_SCRIPT};
-    opts[n++] = (struct option){"dump-screen", required_argument, NULL, OPT_DUMP};
-    opts[n++] = (struct option){"version", no_argument, NULL, OPT_VERSION};
-    opts[n] = (struct option){0};
+    append_options(opts, &n, gen_long_options, 0);
+    append_options(opts, &n, chat_options, 0);
     int c;
     while ((c = cli_getopt(&command, argc, argv, "m:p:t:", opts)) != -1) {
         if (gen_options_handle(&command, &o->gen, c, optarg))
@@ -317,36 +329,59 @@ static void use_utf8(void)
 }
 
 /*
- * dllm-tui --batch ...: the one-shot generation of `dllm run`, with the same flags; the
- * screen's own flags are refused by name.
+ * Whether the command line asks for --batch, as getopt_long reads it with the chat's and dllm
+ * run's flags together, so that a flag's value that reads "--batch" (-p --batch) is a value.
+ * The words that are the flag become NULL in argv; a screen flag beside it is a usage error.
  */
-static int run_batch(int argc, char **argv)
+static bool take_batch_flag(const struct cli_command *batch, int argc, char **argv)
 {
-    static const struct cli_command batch = {"chat --batch", "one-shot generation", cmd_run_usage,
-                                             cmd_run};
-    static const char *const screen_flags[] = {"--color", "--script", "--dump-screen"};
-    int n = 0;
-    for (int i = 0; i < argc && strcmp(argv[i], "--") != 0; i++)
-        for (size_t f = 0; f < sizeof screen_flags / sizeof *screen_flags; f++) {
-            size_t len = strlen(screen_flags[f]);
-            if (strncmp(argv[i], screen_flags[f], len) == 0 &&
-                (argv[i][len] == '\0' || argv[i][len] == '='))
-                cli_usage_error(&batch, "%s is for the chat screen; --batch has none",
-                                screen_flags[f]);
+    struct option opts[64];
+    size_t n = 0;
+    append_options(opts, &n, gen_long_options, 0);
+    append_options(opts, &n, chat_options, 0);
+    append_options(opts, &n, cmd_run_options, OPT_RUN);
+    append_options(opts, &n, (const struct option[]){{"batch", no_argument, NULL, OPT_BATCH}, {0}},
+                   0);
+    char **words = malloc(((size_t)argc + 1) * sizeof *words); /* getopt_long reorders them */
+    if (!words)
+        cli_fail("out of memory");
+    memcpy(words, argv, ((size_t)argc + 1) * sizeof *words);
+    bool found = false;
+    const char *screen_flag = NULL;
+    int c, at;
+    opterr = 0;
+    optind = 0;
+    while ((c = getopt_long(argc, words, ":hm:p:t:", opts, &at)) != -1) {
+        if (c == OPT_BATCH) {
+            found = true;
+            for (int i = 1; i < argc; i++)
+                if (argv[i] == words[optind - 1])
+                    argv[i] = NULL;
+        } else if ((c == OPT_COLOR || c == OPT_SCRIPT || c == OPT_DUMP) && !screen_flag) {
+            screen_flag = opts[at].name;
         }
-    for (int i = 0; i < argc; i++)
-        if (strcmp(argv[i], "--batch") != 0)
-            argv[n++] = argv[i];
-    argv[n] = NULL;
-    return cmd_run(&batch, n, argv);
+    }
+    optind = 0; /* the next parse starts afresh */
+    free(words);
+    if (found && screen_flag)
+        cli_usage_error(batch, "--%s is for the chat screen; --batch has none", screen_flag);
+    return found;
 }
 
 int main(int argc, char **argv)
 {
     cli_check_output_at_exit();
-    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
-        if (strcmp(argv[i], "--batch") == 0)
-            return run_batch(argc, argv);
+    /* dllm-tui --batch ...: the one-shot generation of dllm run, with the same flags. */
+    static const struct cli_command batch = {"chat --batch", "one-shot generation", cmd_run_usage,
+                                             cmd_run};
+    if (take_batch_flag(&batch, argc, argv)) {
+        int n = 0;
+        for (int i = 0; i < argc; i++)
+            if (argv[i])
+                argv[n++] = argv[i];
+        argv[n] = NULL;
+        return cmd_run(&batch, n, argv);
+    }
     use_utf8();
     struct tui_options o = {.gen = {.threads = (int)sysconf(_SC_NPROCESSORS_ONLN)}};
     parse_options(argc, argv, &o);

@@ -94,6 +94,16 @@ for f in "--color never" "--script $TMP/s" "--dump-screen $TMP/d" "--color=never
     run "--batch with $f" 2 "$DLLM" chat --batch -m "$L" -p hi $f
     expect_err "$f is for the screen" "^dllm chat --batch: ${f%%[ =]*} is for the chat screen; --batch has none$"
 done
+# Which words are flags is getopt's reading: a value that reads like a flag is a value.
+run "--batch, a prompt that reads --batch" 0 "$DLLM" chat --batch -m "$L" -p --batch $G
+"$DLLM" run -m "$L" -p --batch $G >"$TMP/run_out" 2>/dev/null
+if cmp -s "$TMP/out" "$TMP/run_out"; then ok "the prompt --batch, as dllm run answers it"
+else not_ok "the prompt --batch answered differently"; fi
+run "--batch, a prompt that reads --color" 0 "$DLLM" chat --batch -m "$L" -p --color $G
+run "the chat, a system message that reads --batch" 2 "$DLLM" chat --system --batch --bogus
+expect_err "is the chat's error" "^dllm chat: unknown option --bogus$"
+run "a trace file named --batch is dllm run's flag, not the chat's" 2 "$DLLM" chat --trace --batch
+expect_err "the chat has no --trace" "^dllm chat: unknown option --trace$"
 run "dllm help" 0 "$DLLM" help
 expect_out "lists chat" '^  chat +the interactive chat \(runs dllm-tui\)$'
 # A threshold on the Dream sampler without --alg takes maskgit_plus (Fast-dLLM's Dream); an
