@@ -252,9 +252,17 @@ struct dllm_gguf_tensor {
 
 struct dllm_gguf;
 
-/* Maps and validates a GGUF file. On failure *out is NULL and err says what and where. */
+/*
+ * Maps and validates a GGUF file. On failure *out is NULL and err says what and where. Part 1 of
+ * a split model (NAME-00001-of-0000N.gguf, as llama.cpp's gguf-split writes it) opens every part
+ * from the same folder: the metadata are part 1's, the tensors all parts' (each tensor's offset
+ * counts from the data section of its own part).
+ */
 DLLM_API enum dllm_status dllm_gguf_open(const char *path, struct dllm_gguf **out,
                                          struct dllm_error *err);
+
+/* The number of files the model was read from: 1, or a split model's parts. */
+DLLM_API int64_t dllm_gguf_n_parts(const struct dllm_gguf *gguf);
 
 /* Validates a GGUF image held in memory, which must outlive the returned object. */
 DLLM_API enum dllm_status dllm_gguf_open_memory(const void *data, size_t size,

@@ -24,8 +24,7 @@ extern "C" {
  *   org/repo:FILE.gguf   that file of the repo (a tag ending in .gguf names a file)
  * Hub files are downloaded into the cache huggingface_hub and llama.cpp share, verified
  * against the hub's SHA-256 and linked into snapshots/<commit>/. A split GGUF
- * (NAME-00001-of-0000N.gguf) is downloaded whole, every part; dllm cannot load split files
- * yet (merge them with llama.cpp's llama-gguf-split --merge).
+ * (NAME-00001-of-0000N.gguf) is downloaded whole, every part, and loaded from part 1.
  *
  * The hub functions read no environment variable: their params say everything, and
  * dllm_hub_params_from_env fills the params from huggingface_hub's variables (libcurl still
@@ -182,7 +181,7 @@ DLLM_API const char *dllm_hub_model_path(const struct dllm_hub_model *model);
 /* The number of files (the parts of a split model; 1 otherwise) and the path of each. */
 DLLM_API int dllm_hub_model_n_files(const struct dllm_hub_model *model);
 DLLM_API const char *dllm_hub_model_file_path(const struct dllm_hub_model *model, int i);
-/* Whether the model is a split GGUF (which dllm cannot load yet). */
+/* Whether the model is a split GGUF. */
 DLLM_API bool dllm_hub_model_split(const struct dllm_hub_model *model);
 /* Hub models: "org/name", the chosen file's path in the repo and the commit; "" for paths. */
 DLLM_API const char *dllm_hub_model_repo(const struct dllm_hub_model *model);

@@ -20,7 +20,8 @@ const char cmd_inspect_usage[] =
     "type, length and the first elements), a count per tensor type and every tensor with its\n"
     "type, shape (ne0 first), data offset and byte size; for a mixture-of-experts model\n"
     "also its experts (count, used per token, expert FFN size, router type). Works on any\n"
-    "GGUF file.\n"
+    "GGUF file. Part 1 of a split model (NAME-00001-of-0000N.gguf) shows the tensors of\n"
+    "every part, each tensor's offset in its own part.\n"
     "\n"
     "options:\n"
     "  --json          print one JSON document instead (arrays in full)\n"
@@ -161,6 +162,10 @@ static void print_text(const struct dllm_gguf *g, const struct dllm_model_expert
     printf("GGUF version %u: %" PRId64 " metadata keys, %" PRId64
            " tensors, alignment %zu, data at byte %zu\n",
            dllm_gguf_version(g), n_kv, n_t, dllm_gguf_alignment(g), dllm_gguf_data_offset(g));
+    if (dllm_gguf_n_parts(g) > 1)
+        printf("split into %" PRId64
+               " parts, which hold the tensors (each offset is in its part)\n",
+               dllm_gguf_n_parts(g));
     if (x->n_expert)
         printf("experts %" PRId64 ", used %" PRId64 ", expert ffn %" PRId64 ", router %s\n",
                x->n_expert, x->n_used, x->ff, x->router_type);
@@ -247,6 +252,7 @@ static void print_json(const struct dllm_gguf *g, const struct dllm_model_expert
 {
     json_t *doc = json_object();
     json_object_set_new(doc, "version", json_integer(dllm_gguf_version(g)));
+    json_object_set_new(doc, "parts", json_integer(dllm_gguf_n_parts(g)));
     if (x->n_expert)
         json_object_set_new(doc, "moe",
                             json_pack("{s:I, s:I, s:I, s:s}", "n_expert", (json_int_t)x->n_expert,

@@ -5,6 +5,7 @@
 
 #include "cli.h"
 
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -244,12 +245,6 @@ enum dllm_status model_ref_resolve(const char *ref, struct dllm_hub_params *para
     const struct dllm_hub_model *m = *out;
     if (dllm_hub_model_warning(m))
         fprintf(stderr, "dllm: warning: %s\n", dllm_hub_model_warning(m));
-    if (dllm_hub_model_split(m))
-        fprintf(stderr,
-                "dllm: note: %s is split into %d parts, all downloaded; dllm cannot load split "
-                "GGUF files yet: merge them with llama.cpp's 'llama-gguf-split --merge %s "
-                "OUT.gguf'\n",
-                dllm_hub_model_file(m), dllm_hub_model_n_files(m), dllm_hub_model_path(m));
     return DLLM_OK;
 }
 
@@ -265,8 +260,6 @@ char *model_ref_path(const char *ref, bool offline)
         ref = DLLM_HUB_DEFAULT_MODEL;
     if (model_ref_resolve(ref, &params, false, &model, &err) != DLLM_OK)
         cli_fail("%s", err.text);
-    if (dllm_hub_model_split(model))
-        cli_fail("%s is a split GGUF, which dllm cannot load yet (see the note above)", ref);
     char *path = strdup(dllm_hub_model_path(model));
     dllm_hub_model_free(model);
     if (!path)
@@ -274,14 +267,39 @@ char *model_ref_path(const char *ref, bool offline)
     return path;
 }
 
+/*
+ * The bytes of the model at path: the file's, or for part 1 of a split model
+ * (NAME-00001-of-0000N.gguf) all its parts'; negative when a file cannot be read.
+ */
+static double model_bytes(const char *path)
+{
+    static const char part1[] = "-00001-of-00000.gguf";
+    const size_t len = strlen(path), tail = sizeof part1 - 1;
+    unsigned count = 1;
+    int end = 0;
+    const bool split = len > tail &&
+                       sscanf(path + len - tail, "-00001-of-%5u.gguf%n", &count, &end) == 1 &&
+                       (size_t)end == tail;
+    double bytes = 0;
+    for (unsigned k = 1; k <= (split ? count : 1); k++) {
+        char part[PATH_MAX];
+        struct stat sb;
+        snprintf(part, sizeof part, "%.*s-%05u-of-%05u.gguf", (int)(len - tail), path, k, count);
+        if (stat(split ? part : path, &sb) != 0)
+            return -1;
+        bytes += (double)sb.st_size;
+    }
+    return bytes;
+}
+
 void model_ref_announce(const char *path, bool verbose)
 {
     if (verbose || isatty(STDERR_FILENO)) {
         char name[40], size[16] = "size unknown";
-        struct stat sb;
         short_name(name, path);
-        if (stat(path, &sb) == 0)
-            model_ref_bytes(size, (double)sb.st_size);
+        const double bytes = model_bytes(path);
+        if (bytes >= 0)
+            model_ref_bytes(size, bytes);
         fprintf(stderr, "dllm: loading %s (%s)\n", name, size);
     }
 }

@@ -6,7 +6,14 @@
 need_fixtures
 M=$FIX/models
 DEFAULT_REPO=mradermacher/LLaDA-8B-Instruct-GGUF
-start_fake_hub --serve "test/llada-GGUF:llada-tiny.Q4_K_M.gguf=$M/llada-tiny-q4km.gguf" \
+# A split model on the hub: the fixture cut in 3 parts, as llama.cpp's gguf-split cuts one.
+python3 "${DLLM_TESTS_SRC:-$(dirname "$0")}/gguf_split.py" --split-max-tensors 10 \
+    "$M/dream-tiny-q4km.gguf" "$TMP/dream-tiny.Q4_K_M"
+P=dream-tiny.Q4_K_M-0000
+start_fake_hub --serve "test/dream-split-GGUF:${P}1-of-00003.gguf=$TMP/${P}1-of-00003.gguf" \
+    --serve "test/dream-split-GGUF:${P}2-of-00003.gguf=$TMP/${P}2-of-00003.gguf" \
+    --serve "test/dream-split-GGUF:${P}3-of-00003.gguf=$TMP/${P}3-of-00003.gguf" \
+    --serve "test/llada-GGUF:llada-tiny.Q4_K_M.gguf=$M/llada-tiny-q4km.gguf" \
     --serve "test/llada-GGUF:llada-tiny.Q8_0.gguf=$M/llada-tiny-q80.gguf" \
     --serve "test/dream-GGUF:dream-tiny.Q4_K_M.gguf=$M/dream-tiny-q4km.gguf" \
     --serve "$DEFAULT_REPO:LLaDA-8B-Instruct.Q4_K_M.gguf=$M/llada-tiny-q4km.gguf"
@@ -55,9 +62,9 @@ expect_err "the default model is downloaded" '^dllm: LLaDA-8B-Instruct.Q4_K_M.gg
 run "run --offline without -m" 0 "$DLLM" run --offline -p "Hello" $G
 same "the same answer offline" "$TMP/llada"
 
-run "run a split model" 1 "$DLLM" run -m test/split-GGUF -p "Hi" $G
-expect_err "the split note" '^dllm: note: big-Q4_K_M-00001-of-00003.gguf is split into 3 parts'
-expect_err "cannot load it" "^dllm: error: test/split-GGUF is a split GGUF, which dllm cannot load yet"
+run "run a split model" 0 "$DLLM" run -m test/dream-split-GGUF -p "Hi" $G
+same "the whole file's answer" "$TMP/dream"
+expect_err "every part downloaded" "^dllm: ${P}3-of-00003.gguf: verified"
 run "unknown repo" 1 "$DLLM" tokenize -m nobody/nothing -p "Hi"
 expect_err "no such repo" '^dllm: error: nobody/nothing: no such repo'
 run "neither a file nor a model" 1 "$DLLM" run -m nothing.gguf -p "Hi"

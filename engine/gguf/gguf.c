@@ -54,6 +54,9 @@ struct dllm_gguf {
     /* Every gguf_array and items block allocated while parsing, freed on close. */
     void **allocs;
     size_t n_allocs, cap_allocs;
+    /* A split model's other files (engine/gguf/split.c), whose tensors are listed here too. */
+    struct dllm_gguf **parts;
+    int64_t n_parts;
 };
 
 /* A bounds-checked read position in the image. */
@@ -588,7 +591,8 @@ enum dllm_status dllm_gguf_open_memory(const void *data, size_t size, struct dll
     return open_image(data, size, -1, out, err);
 }
 
-enum dllm_status dllm_gguf_open(const char *path, struct dllm_gguf **out, struct dllm_error *err)
+enum dllm_status dllm_gguf_open_file(const char *path, struct dllm_gguf **out,
+                                     struct dllm_error *err)
 {
     *out = NULL;
     /* O_NONBLOCK: opening a named pipe would otherwise wait for a writer; regular files,
@@ -621,10 +625,37 @@ enum dllm_status dllm_gguf_open(const char *path, struct dllm_gguf **out, struct
     return open_image(map, (size_t)st.st_size, fd, out, err);
 }
 
+enum dllm_status dllm_gguf_adopt_part(struct dllm_gguf *g, struct dllm_gguf *part,
+                                      struct dllm_error *err)
+{
+    struct dllm_gguf **parts = realloc(g->parts, (size_t)(g->n_parts + 1) * sizeof *parts);
+    if (!parts) {
+        dllm_gguf_close(part);
+        return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
+    }
+    g->parts = parts;
+    g->parts[g->n_parts++] = part;
+    struct dllm_gguf_tensor *t =
+        realloc(g->tensors, (size_t)(g->n_tensors + part->n_tensors + 1) * sizeof *t);
+    if (!t)
+        return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
+    g->tensors = t;
+    /* The tensors move with their names; their data stays in the part's mapping. */
+    memcpy(g->tensors + g->n_tensors, part->tensors, (size_t)part->n_tensors * sizeof *t);
+    g->n_tensors += part->n_tensors;
+    part->n_tensors = 0;
+    free(g->tensors_by_name);
+    g->tensors_by_name = NULL;
+    return sort_index(g, g->n_tensors, &g->tensors_by_name, cmp_tensor, false, err);
+}
+
 void dllm_gguf_close(struct dllm_gguf *g)
 {
     if (!g)
         return;
+    for (int64_t i = 0; i < g->n_parts; i++)
+        dllm_gguf_close(g->parts[i]);
+    free(g->parts);
     for (int64_t i = 0; g->kvs && i < g->n_kv; i++)
         free(g->kvs[i].key);
     for (int64_t i = 0; g->tensors && i < g->n_tensors; i++)
@@ -643,8 +674,21 @@ void dllm_gguf_close(struct dllm_gguf *g)
     free(g);
 }
 
-int dllm_gguf_read(const struct dllm_gguf *g, const void *p, size_t n, void *dst)
+/* The file of g (g itself or one of its parts) whose mapping holds p. */
+static const struct dllm_gguf *file_of(const struct dllm_gguf *g, const void *p)
 {
+    const uintptr_t at = (uintptr_t)p;
+    for (int64_t i = 0; i < g->n_parts; i++) {
+        const struct dllm_gguf *part = g->parts[i];
+        if (at >= (uintptr_t)part->base && at < (uintptr_t)part->base + part->size)
+            return part;
+    }
+    return g;
+}
+
+int dllm_gguf_read(const struct dllm_gguf *whole, const void *p, size_t n, void *dst)
+{
+    const struct dllm_gguf *g = file_of(whole, p);
     if (g->fd < 0) {
         memcpy(dst, p, n);
         return 0;
@@ -659,6 +703,11 @@ int dllm_gguf_read(const struct dllm_gguf *g, const void *p, size_t n, void *dst
         d += got, at += got, n -= (size_t)got;
     }
     return 0;
+}
+
+int64_t dllm_gguf_n_parts(const struct dllm_gguf *g)
+{
+    return 1 + g->n_parts;
 }
 
 uint32_t dllm_gguf_version(const struct dllm_gguf *g)

@@ -15,4 +15,15 @@
  */
 int dllm_gguf_read(const struct dllm_gguf *g, const void *p, size_t n, void *dst);
 
+/* Maps and validates one GGUF file (dllm_gguf_open also joins a split model's parts). */
+enum dllm_status dllm_gguf_open_file(const char *path, struct dllm_gguf **out,
+                                     struct dllm_error *err);
+
+/*
+ * Makes part, another file of the split model g, a part of g: its tensors are listed in g from
+ * then on (a name in two parts is an error) and it is closed with g, or at once on failure.
+ */
+enum dllm_status dllm_gguf_adopt_part(struct dllm_gguf *g, struct dllm_gguf *part,
+                                      struct dllm_error *err);
+
 #endif
