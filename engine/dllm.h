@@ -245,7 +245,7 @@ struct dllm_gguf_tensor {
     uint32_t type;    /* enum dllm_type */
     int n_dims;       /* 1..4 */
     int64_t ne[4];    /* shape, ne[0] contiguous; unused dimensions are 1 */
-    uint64_t offset;  /* from the start of the data section */
+    uint64_t offset;  /* from the start of the data section (of its part, when split) */
     size_t size;      /* bytes */
     const void *data; /* in the mapped file */
 };

@@ -75,11 +75,10 @@ static enum dllm_status join_part(struct dllm_gguf *g, const char *path, size_t 
     }
     if (!st)
         st = dllm_gguf_adopt_part(g, part, err);
-    if (st == DLLM_ERR_IO) {
-        const size_t n = strlen(err ? err->text : "");
-        if (err)
-            snprintf(err->text + n, sizeof err->text - n,
-                     "; all %u parts must lie in the folder of part 1", count);
+    if (st == DLLM_ERR_IO && err) {
+        const size_t n = strlen(err->text);
+        snprintf(err->text + n, sizeof err->text - n,
+                 "; all %u parts must lie in the folder of part 1", count);
     }
     if (st)
         dllm_error_prefix(err, "part %u of %u of a split model, %s", no, count, name);
