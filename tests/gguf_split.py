@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """Splits a GGUF file the way llama.cpp's llama-gguf-split --split-max-tensors N does, for the
 tests of split models: PREFIX-00001-of-0000M.gguf holds every metadata key of the input, then
-split.no (uint16, from 0), split.count (uint16) and split.tensors.count (int32); the other parts
+split.no (uint16, from 0), split.tensors.count (int32) and split.count (uint16), in that order
+(the tool sets split.count last, over a placeholder, which moves it to the end); the other parts
 hold only those three keys; each part holds N tensors in the input's order (with
---no-tensor-first-split the first part holds none), each padded to the alignment.
+--no-tensor-first-split the first part holds none), each padded to the alignment. Its output
+was compared with llama-gguf-split's (llama.cpp 3e00f05f over ggml d99724f2) on the LLaDA and
+LLaDA-MoE fixtures, with and without --no-tensor-first-split: identical, byte for byte.
 
 usage: gguf_split.py [--no-tensor-first-split] [--split-max-tensors N] IN.gguf OUT_PREFIX
 """
@@ -114,8 +117,8 @@ def main():
     kvs = [kv for kv in kvs if kv[0] not in split_keys]
     for i, group in enumerate(groups):
         keys = [string("split.no") + struct.pack("<IH", UINT16, i),
-                string("split.count") + struct.pack("<IH", UINT16, len(groups)),
-                string("split.tensors.count") + struct.pack("<Ii", INT32, len(tensors))]
+                string("split.tensors.count") + struct.pack("<Ii", INT32, len(tensors)),
+                string("split.count") + struct.pack("<IH", UINT16, len(groups))]
         part_kvs = [b for _, b in kvs] + keys if i == 0 else keys
         write_part("%s-%05d-of-%05d.gguf" % (a.prefix, i + 1, len(groups)), version, part_kvs,
                    alignment if i == 0 else 32, group)
