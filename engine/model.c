@@ -313,8 +313,9 @@ static enum dllm_status find_matrix(struct dllm_model *m, const char *name, int6
     if (!dllm_matmul_supported((*out)->type)) {
         const char *type = dllm_type_name((*out)->type);
         return dllm_error_set(err, DLLM_ERR_UNSUPPORTED,
-                              "tensor %s is %s: matrix kernels exist for %s", name,
-                              type ? type : "an unknown type", dllm_matmul_supported_list());
+                              "tensor %s is %s: matrix kernels exist for %s; take a file "
+                              "quantized as Q4_K_M, Q5_K_M, Q6_K or Q8_0 instead",
+                              name, type ? type : "an unknown type", dllm_matmul_supported_list());
     }
     return DLLM_OK;
 }

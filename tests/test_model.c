@@ -185,10 +185,12 @@ static const struct edit_case edits[] = {
      "required tensor missing: blk.0.attn_norm.weight"},
     {LLADA, SET_TYPE, "blk.0.attn_q.weight", 10 /* Q2_K */, NULL, DLLM_ERR_UNSUPPORTED,
      "tensor blk.0.attn_q.weight is Q2_K: matrix kernels exist for Q4_K, Q5_K, Q6_K, Q8_0, "
-     "Q4_0, Q4_1, Q5_0, Q5_1, F16, BF16, F32"},
+     "Q4_0, Q4_1, Q5_0, Q5_1, F16, BF16, F32; take a file quantized as Q4_K_M, Q5_K_M, Q6_K "
+     "or Q8_0 instead"},
     {DREAM, SET_TYPE, "output.weight", 23 /* IQ4_XS */, NULL, DLLM_ERR_UNSUPPORTED,
      "tensor output.weight is IQ4_XS: matrix kernels exist for Q4_K, Q5_K, Q6_K, Q8_0, "
-     "Q4_0, Q4_1, Q5_0, Q5_1, F16, BF16, F32"},
+     "Q4_0, Q4_1, Q5_0, Q5_1, F16, BF16, F32; take a file quantized as Q4_K_M, Q5_K_M, Q6_K "
+     "or Q8_0 instead"},
     {LLADA, SET_TYPE, "blk.1.attn_norm.weight", 10, NULL, DLLM_ERR_UNSUPPORTED,
      "unsupported GGUF tensor type: Q2_K (tensor blk.1.attn_norm.weight)"},
     /* Mixture-of-experts files: counts, sizes, expert tensors. */
@@ -228,7 +230,8 @@ static const struct edit_case edits[] = {
      "required tensor missing: blk.0.attn_k_norm.weight"},
     {RND1, SET_TYPE, "blk.1.ffn_up_exps.weight", 10 /* Q2_K */, NULL, DLLM_ERR_UNSUPPORTED,
      "tensor blk.1.ffn_up_exps.weight is Q2_K: matrix kernels exist for Q4_K, Q5_K, Q6_K, Q8_0, "
-     "Q4_0, Q4_1, Q5_0, Q5_1, F16, BF16, F32"},
+     "Q4_0, Q4_1, Q5_0, Q5_1, F16, BF16, F32; take a file quantized as Q4_K_M, Q5_K_M, Q6_K "
+     "or Q8_0 instead"},
     /* Accepted edits: optional keys and tensors. */
     {LLADA, DEL_KEY, "llada.vocab_size", 0, NULL, DLLM_OK, NULL},
     {RND1, DEL_TENSOR, "output.weight", 0, NULL, DLLM_OK, NULL},
