@@ -201,19 +201,23 @@ enum dllm_hub_state {
     DLLM_HUB_STATE_BROKEN,    /* the snapshot link's blob is missing */
 };
 
-/* One GGUF file in the cache. */
+/*
+ * One GGUF model in the cache: a file, or a split model's parts as one entry, named by part 1,
+ * with the bytes of all parts and the worst of their states (broken, no hash, unchecked).
+ */
 struct dllm_hub_entry {
     const char *repo;   /* "org/name" */
-    const char *file;   /* the path inside the repo */
+    const char *file;   /* the path inside the repo (part 1 of a split model) */
     const char *commit; /* the snapshot */
     const char *path;   /* the snapshot path, to give -m */
     int64_t size;       /* bytes; -1 when broken */
     enum dllm_hub_state state;
+    int64_t parts; /* files: a split model's parts in the snapshot, else 1 */
 };
 
 struct dllm_hub_list;
 
-/* Lists the GGUF files in the cache (params->cache_dir and verified_path matter), sorted. */
+/* Lists the GGUF models in the cache (params->cache_dir and verified_path matter), sorted. */
 DLLM_API enum dllm_status dllm_hub_list(const struct dllm_hub_params *params,
                                         struct dllm_hub_list **out, struct dllm_error *err);
 DLLM_API int64_t dllm_hub_list_count(const struct dllm_hub_list *list);

@@ -73,6 +73,7 @@ static enum dllm_status list_snapshot(struct dllm_hub_list *list, const struct d
                      : !*etag                               ? DLLM_HUB_STATE_NO_HASH
                      : dllm_hubmemo_check(memo, path, etag) ? DLLM_HUB_STATE_VERIFIED
                                                             : DLLM_HUB_STATE_UNCHECKED,
+            .parts = 1,
         };
         list->entries[list->n++] = e;
         if (!e.repo || !e.file || !e.commit || !e.path)
@@ -115,6 +116,62 @@ static int by_entry(const void *a, const void *b)
     return c ? c : strcmp(x->commit, y->commit);
 }
 
+static void free_entry(struct dllm_hub_entry *e)
+{
+    free((char *)e->repo);
+    free((char *)e->file);
+    free((char *)e->commit);
+    free((char *)e->path);
+}
+
+/* The entry of part 1 of the split model whose part e is, among entries [0, n); NULL if none. */
+static struct dllm_hub_entry *part_one(struct dllm_hub_entry *entries, int64_t n,
+                                       const struct dllm_hub_entry *e)
+{
+    size_t prefix;
+    int part, count;
+    if (!dllm_hub_split_name(e->file, &prefix, &part, &count) || part == 1)
+        return NULL;
+    for (int64_t i = n - 1; i >= 0 && strcmp(entries[i].repo, e->repo) == 0; i--) {
+        size_t p1;
+        int k, c;
+        if (strcmp(entries[i].commit, e->commit) == 0 &&
+            dllm_hub_split_name(entries[i].file, &p1, &k, &c) && k == 1 && c == count &&
+            p1 == prefix && strncmp(entries[i].file, e->file, prefix) == 0)
+            return &entries[i];
+    }
+    return NULL;
+}
+
+/*
+ * Folds the parts 2..N of each split model into its part 1's entry (sorted entries: part 1
+ * comes before the others of its repo): sizes added (-1 when one is broken), the worst state,
+ * broken when a part is missing.
+ */
+static void fold_split_parts(struct dllm_hub_list *list)
+{
+    int64_t kept = 0;
+    for (int64_t i = 0; i < list->n; i++) {
+        struct dllm_hub_entry *e = &list->entries[i], *one = part_one(list->entries, kept, e);
+        if (!one) {
+            list->entries[kept++] = *e;
+            continue;
+        }
+        one->size = one->size < 0 || e->size < 0 ? -1 : one->size + e->size;
+        one->state = e->state > one->state ? e->state : one->state;
+        one->parts++;
+        free_entry(e);
+    }
+    list->n = kept;
+    for (int64_t i = 0; i < kept; i++) {
+        struct dllm_hub_entry *e = &list->entries[i];
+        size_t prefix;
+        int part, count;
+        if (dllm_hub_split_name(e->file, &prefix, &part, &count) && part == 1 && e->parts < count)
+            e->state = DLLM_HUB_STATE_BROKEN;
+    }
+}
+
 enum dllm_status dllm_hub_list(const struct dllm_hub_params *params, struct dllm_hub_list **out,
                                struct dllm_error *err)
 {
@@ -143,6 +200,7 @@ enum dllm_status dllm_hub_list(const struct dllm_hub_params *params, struct dllm
         goto fail;
     if (list->n > 0)
         qsort(list->entries, (size_t)list->n, sizeof *list->entries, by_entry);
+    fold_split_parts(list);
     *out = list;
     list = NULL;
 fail:
@@ -170,12 +228,8 @@ void dllm_hub_list_free(struct dllm_hub_list *list)
 {
     if (!list)
         return;
-    for (int64_t i = 0; i < list->n; i++) {
-        free((char *)list->entries[i].repo);
-        free((char *)list->entries[i].file);
-        free((char *)list->entries[i].commit);
-        free((char *)list->entries[i].path);
-    }
+    for (int64_t i = 0; i < list->n; i++)
+        free_entry(&list->entries[i]);
     free(list->entries);
     free(list->root);
     free(list);

@@ -274,7 +274,7 @@ static void check_cache(int *fails, const struct dllm_hub_list *list, const stru
                "(chmod -R u+w %s) or set HF_HUB_CACHE to a writable folder",
                root, root);
     else
-        report(fails, LEVEL_OK, "cache", "%s: %lld GGUF file%s, %s; %s free", root, (long long)n,
+        report(fails, LEVEL_OK, "cache", "%s: %lld GGUF model%s, %s; %s free", root, (long long)n,
                n == 1 ? "" : "s", model_ref_bytes(size, total), room);
     for (int64_t i = 0; i < n; i++) {
         const struct dllm_hub_entry *e = dllm_hub_list_get(list, i);
@@ -298,7 +298,8 @@ static void check_cache(int *fails, const struct dllm_hub_list *list, const stru
             break;
         case DLLM_HUB_STATE_BROKEN:
             report(fails, LEVEL_WARN, "model",
-                   "%s:%s, %s: its file is gone; 'dllm pull %s:%s' downloads it again, "
+                   "%s:%s, %s: its file (or a part of it) is gone; 'dllm pull %s:%s' "
+                   "downloads it again, "
                    "'dllm rm %s:%s' forgets it",
                    e->repo, e->file, state, e->repo, e->file, e->repo, e->file);
             break;

@@ -33,7 +33,7 @@ expect_out "memory line" '^ok +memory +[0-9.]+ [kMGT]B, [0-9.]+ [kMGT]B availabl
 expect_out "no GPU" '^ok +gpu +no NVIDIA GPU found \(nvidia-smi is not installed\)'
 expect_out "build line" '^(ok|warn) +build +dllm [0-9.]+, cuda=(yes|no) debug=(yes|no)'
 expect_out "library versions" '^ok +libraries +libcurl [0-9.]+ .*OpenSSL .*jansson [0-9.]+, PCRE2 [0-9.]+.*, ncurses [0-9.]+'
-expect_out "cache line" "^ok +cache +$TMP/empty: 0 GGUF files, 0 B; .* free\$"
+expect_out "cache line" "^ok +cache +$TMP/empty: 0 GGUF models, 0 B; .* free\$"
 expect_out "default model missing" "^FAIL +default +$DEFAULT_REPO:Q4_K_M is not in the cache: run 'dllm pull'\$"
 expect_out "summary" "^1 problem: run the command named on the FAIL line, then 'dllm doctor' again\$"
 fixes_named "every problem names its fix"
@@ -52,7 +52,7 @@ expect_out "model listed" "^ok +model +$DEFAULT_REPO:$DEFAULT_FILE, 1.6 MB, veri
 expect_out "default model ready" "^ok +default +$DEFAULT_REPO:Q4_K_M: $DEFAULT_FILE, 1.6 MB, verified, loads \\(llada, 2 layers\\)\$"
 expect_out "memory enough" '^ok +memory +.*, enough for the default model$'
 expect_out "ready" "^ready: "
-expect_out "cache counts the file" '^ok +cache +.*: 1 GGUF file, 1.6 MB;'
+expect_out "cache counts the file" '^ok +cache +.*: 1 GGUF model, 1.6 MB;'
 
 ctl /_reset >/dev/null
 run "pull another model" 0 "$DLLM" pull -q test/llada-GGUF:Q8_0

@@ -38,6 +38,14 @@ run "pull a split model" 0 "$DLLM" pull test/split-GGUF
 expect_out "part 1 path" 'big-Q4_K_M-00001-of-00003.gguf$'
 if [ "$(ls "$CACHE"/models--test--split-GGUF/snapshots/*/big-Q4_K_M-0000[123]-of-00003.gguf | wc -l)" -eq 3 ]
 then ok "every part linked"; else not_ok "not every part in the snapshot"; fi
+run "ls a split model" 0 "$DLLM" ls
+if [ "$(grep -c '^test/split-GGUF:' "$TMP/out")" -eq 1 ]; then ok "one line for its parts"
+else not_ok "a line per part"; fi
+expect_out "named by part 1, verified" '^test/split-GGUF:big-Q4_K_M-00001-of-00003.gguf +0\.[12] MB +verified '
+mv "$CACHE"/models--test--split-GGUF/snapshots/*/big-Q4_K_M-00003-of-00003.gguf "$TMP/part3"
+run "ls, a part gone" 0 "$DLLM" ls
+expect_out "broken" '^test/split-GGUF:big-Q4_K_M-00001-of-00003.gguf .* broken '
+mv "$TMP/part3" "$(dirname "$(ls "$CACHE"/models--test--split-GGUF/snapshots/*/big-Q4_K_M-00001-of-00003.gguf)")/"
 
 run "unknown quant" 1 "$DLLM" pull test/tiny-GGUF:Q6_K
 expect_err "lists the GGUF files" '^dllm: error: test/tiny-GGUF has no GGUF file for quant Q6_K; its GGUF files: .*tiny.Q4_K_M.gguf'
