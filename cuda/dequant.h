@@ -228,6 +228,48 @@ DLLM_HD float dllm_hd_q6_K(const uint8_t *b, int j)
     return DLLM_FMUL(dllm_hd_q6_scale(b, j / 32, j & 31), (float)dllm_hd_q6_q(b, j / 32, j & 31));
 }
 
+/*
+ * Q2_K (84 bytes: scales[16], qs[64], fp16 d, dmin) and Q3_K (110 bytes: hmask[32], qs[64],
+ * scales[12], fp16 d): element j = 128 h + 32 k + l (l < 32) takes bits 2k, 2k+1 of
+ * qs[32 h + l]; its sub-block is j / 16. Q2_K: y = (d * sc) * q - dmin * mn, sc the low and mn
+ * the high nibble of scales[j / 16]. Q3_K: a third bit, bit j / 32 of hmask[j % 32] (q - 4 when
+ * clear), y = (d * sc) * q with the signed 6-bit scales of dllm_hd_q3_scale.
+ */
+
+/* The two low bits of element j of a Q2_K or Q3_K block whose qs start at qs. */
+DLLM_HD int dllm_hd_k2_q(const uint8_t *qs, int j)
+{
+    return qs[32 * (j / 128) + j % 32] >> (2 * (j % 128 / 32)) & 3;
+}
+
+DLLM_HD float dllm_hd_q2_K(const uint8_t *b, int j)
+{
+    const int sc = b[j / 16];
+    const float d = dllm_hd_fp16_to_f32(dllm_hd_u16(b + 80));
+    const float dmin = dllm_hd_fp16_to_f32(dllm_hd_u16(b + 82));
+    const float dl = DLLM_FMUL(d, (float)(sc & 15)), ml = DLLM_FMUL(dmin, (float)(sc >> 4));
+    return DLLM_FSUB(DLLM_FMUL(dl, (float)dllm_hd_k2_q(b + 16, j)), ml);
+}
+
+/*
+ * Scale g of a Q3_K block's 12 scale bytes s, less 32: a nibble of s[g % 4 + 4 (g / 4 % 2)]
+ * (the low one for g < 8) and bits 4-5 from bits 2 (g / 4) of s[8 + g % 4].
+ */
+DLLM_HD int dllm_hd_q3_scale(const uint8_t *s, int g)
+{
+    const int byte = s[g % 4 + 4 * (g / 4 % 2)];
+    const int lo = g < 8 ? byte & 15 : byte >> 4;
+    return (lo | (s[8 + g % 4] >> (2 * (g / 4)) & 3) << 4) - 32;
+}
+
+DLLM_HD float dllm_hd_q3_K(const uint8_t *b, int j)
+{
+    const float d = dllm_hd_fp16_to_f32(dllm_hd_u16(b + 108));
+    const float dl = DLLM_FMUL(d, (float)dllm_hd_q3_scale(b + 96, j / 16));
+    const int high = b[j % 32] >> (j / 32) & 1;
+    return DLLM_FMUL(dl, (float)(dllm_hd_k2_q(b + 32, j) - (high ? 0 : 4)));
+}
+
 /* Elements per block of the types below; 0 for a type they do not decode. */
 DLLM_HD int dllm_hd_block_elems(uint32_t type)
 {
@@ -240,6 +282,8 @@ DLLM_HD int dllm_hd_block_elems(uint32_t type)
     case DLLM_TYPE_Q5_0:
     case DLLM_TYPE_Q5_1:
     case DLLM_TYPE_Q8_0: return 32;
+    case DLLM_TYPE_Q2_K:
+    case DLLM_TYPE_Q3_K:
     case DLLM_TYPE_Q4_K:
     case DLLM_TYPE_Q5_K:
     case DLLM_TYPE_Q6_K: return 256;
@@ -259,6 +303,8 @@ DLLM_HD int dllm_hd_block_bytes(uint32_t type)
     case DLLM_TYPE_Q5_0: return 22;
     case DLLM_TYPE_Q5_1: return 24;
     case DLLM_TYPE_Q8_0: return 34;
+    case DLLM_TYPE_Q2_K: return 84;
+    case DLLM_TYPE_Q3_K: return 110;
     case DLLM_TYPE_Q4_K: return 144;
     case DLLM_TYPE_Q5_K: return 176;
     case DLLM_TYPE_Q6_K: return 210;
@@ -278,6 +324,8 @@ DLLM_HD float dllm_hd_decode(uint32_t type, const uint8_t *b, int j)
     case DLLM_TYPE_Q5_0: return dllm_hd_q5_0(b, j);
     case DLLM_TYPE_Q5_1: return dllm_hd_q5_1(b, j);
     case DLLM_TYPE_Q8_0: return dllm_hd_q8_0(b, j);
+    case DLLM_TYPE_Q2_K: return dllm_hd_q2_K(b, j);
+    case DLLM_TYPE_Q3_K: return dllm_hd_q3_K(b, j);
     case DLLM_TYPE_Q4_K: return dllm_hd_q4_K(b, j);
     case DLLM_TYPE_Q5_K: return dllm_hd_q5_K(b, j);
     case DLLM_TYPE_Q6_K: return dllm_hd_q6_K(b, j);

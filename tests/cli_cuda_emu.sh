@@ -11,7 +11,7 @@ expect_out "every check passed" '^[0-9]+ checks, all passed$'
 if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["pass"] and len(d["checks"]) >= 80 and all(c["pass"] for c in d["checks"]) else 1)' "$TMP/k.json"; then
     ok "results JSON: every check passed"
 else not_ok "results JSON: $(head -c 300 "$TMP/k.json")"; fi
-if python3 -c 'import json,sys; t=[x["what"].split()[0] for x in json.load(open(sys.argv[1]))["timings"]]; sys.exit(0 if t.count("dequant_f16") == 33 and t.count("attention") == 9 else 1)' "$TMP/k.json"; then
+if python3 -c 'import json,sys; t=[x["what"].split()[0] for x in json.load(open(sys.argv[1]))["timings"]]; sys.exit(0 if t.count("dequant_f16") == 39 and t.count("attention") == 9 else 1)' "$TMP/k.json"; then
     ok "timings of every dequantization and attention checked"
 else not_ok "timings: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("timings"))' "$TMP/k.json" | head -c 300)"; fi
 kinds=$(python3 -c 'import json,sys; print(" ".join(sorted({c["kernel"].split()[0] for c in json.load(open(sys.argv[1]))["checks"]})))' "$TMP/k.json")

@@ -68,6 +68,11 @@ void *random_weights(uint32_t wtype, int64_t N, int64_t K, enum random_scales sc
             ((struct block_q5_K *)blk)->dmin = rng_scale(s, false);
             break;
         case DLLM_TYPE_Q6_K: ((struct block_q6_K *)blk)->d = rng_scale(s, sym_signed); break;
+        case DLLM_TYPE_Q3_K: ((struct block_q3_K *)blk)->d = rng_scale(s, sym_signed); break;
+        case DLLM_TYPE_Q2_K:
+            ((struct block_q2_K *)blk)->d = rng_scale(s, false);
+            ((struct block_q2_K *)blk)->dmin = rng_scale(s, false);
+            break;
         case DLLM_TYPE_Q8_0: ((struct block_q8_0 *)blk)->d = rng_scale(s, sym_signed); break;
         case DLLM_TYPE_Q4_0: ((struct block_q4_0 *)blk)->d = rng_scale(s, sym_signed); break;
         case DLLM_TYPE_Q5_0: ((struct block_q5_0 *)blk)->d = rng_scale(s, sym_signed); break;

@@ -86,8 +86,9 @@ static void expect_bits(const float *got, const float *want, int64_t n, const ch
 /* ---- decoders against the CPU decoders, random blocks ---------------------------------- */
 
 static const uint32_t hd_types[] = {
-    DLLM_TYPE_F32,  DLLM_TYPE_F16,  DLLM_TYPE_BF16, DLLM_TYPE_Q4_0, DLLM_TYPE_Q4_1, DLLM_TYPE_Q5_0,
-    DLLM_TYPE_Q5_1, DLLM_TYPE_Q8_0, DLLM_TYPE_Q4_K, DLLM_TYPE_Q5_K, DLLM_TYPE_Q6_K,
+    DLLM_TYPE_F32,  DLLM_TYPE_F16,  DLLM_TYPE_BF16, DLLM_TYPE_Q4_0, DLLM_TYPE_Q4_1,
+    DLLM_TYPE_Q5_0, DLLM_TYPE_Q5_1, DLLM_TYPE_Q8_0, DLLM_TYPE_Q2_K, DLLM_TYPE_Q3_K,
+    DLLM_TYPE_Q4_K, DLLM_TYPE_Q5_K, DLLM_TYPE_Q6_K,
 };
 
 /*

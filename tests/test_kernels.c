@@ -286,7 +286,9 @@ static const struct product_case {
     {DLLM_TYPE_Q8_0, 12288, 4}, {DLLM_TYPE_Q8_0, 3584, 1},  {DLLM_TYPE_Q4_0, 4096, 5},
     {DLLM_TYPE_Q4_1, 3584, 7},  {DLLM_TYPE_Q5_0, 4096, 3},  {DLLM_TYPE_Q5_1, 12288, 4},
     {DLLM_TYPE_F16, 4096, 9},   {DLLM_TYPE_F16, 18944, 2},  {DLLM_TYPE_BF16, 3584, 5},
-    {DLLM_TYPE_F32, 4096, 3},   {DLLM_TYPE_F32, 12288, 11},
+    {DLLM_TYPE_F32, 4096, 3},   {DLLM_TYPE_F32, 12288, 11}, {DLLM_TYPE_Q3_K, 4096, 9},
+    {DLLM_TYPE_Q3_K, 12288, 2}, {DLLM_TYPE_Q3_K, 3584, 17}, {DLLM_TYPE_Q2_K, 4096, 9},
+    {DLLM_TYPE_Q2_K, 18944, 3}, {DLLM_TYPE_Q2_K, 3584, 13},
 };
 #define N_PRODUCT_CASES (sizeof product_cases / sizeof product_cases[0])
 
@@ -360,14 +362,15 @@ END_TEST
  * activation rows of one sign whose quantised values are all +-127, so that no pairwise
  * int16 sum inside a dot-product instruction may saturate. Against the reference.
  */
+#define N_EXTREME_TYPES 10
 START_TEST(test_rows_extremes)
 {
-    static const uint32_t types[] = {DLLM_TYPE_Q4_K, DLLM_TYPE_Q5_K, DLLM_TYPE_Q6_K,
-                                     DLLM_TYPE_Q8_0, DLLM_TYPE_Q4_0, DLLM_TYPE_Q4_1,
+    static const uint32_t types[] = {DLLM_TYPE_Q4_K, DLLM_TYPE_Q5_K, DLLM_TYPE_Q6_K, DLLM_TYPE_Q3_K,
+                                     DLLM_TYPE_Q2_K, DLLM_TYPE_Q8_0, DLLM_TYPE_Q4_0, DLLM_TYPE_Q4_1,
                                      DLLM_TYPE_Q5_0, DLLM_TYPE_Q5_1};
     static const uint8_t patterns[] = {0xff, 0x80, 0x7f};
-    const uint32_t wtype = types[_i % 8];
-    const char *name = simd_names[_i / 8];
+    const uint32_t wtype = types[_i % N_EXTREME_TYPES];
+    const char *name = simd_names[_i / N_EXTREME_TYPES];
     char what[64];
     snprintf(what, sizeof what, "rows extremes %s", dllm_type_traits(wtype)->name);
     const struct dllm_kernels *k = variant_or_skip(name, what);
@@ -401,6 +404,14 @@ START_TEST(test_rows_extremes)
             case DLLM_TYPE_Q6_K:
                 memcpy(dst + offsetof(struct block_q6_K, d), src + offsetof(struct block_q6_K, d),
                        2);
+                break;
+            case DLLM_TYPE_Q3_K:
+                memcpy(dst + offsetof(struct block_q3_K, d), src + offsetof(struct block_q3_K, d),
+                       2);
+                break;
+            case DLLM_TYPE_Q2_K:
+                memcpy(dst + offsetof(struct block_q2_K, d), src + offsetof(struct block_q2_K, d),
+                       4);
                 break;
             case DLLM_TYPE_Q4_K:
             case DLLM_TYPE_Q5_K:
@@ -567,8 +578,8 @@ static int read_memory(void *user, size_t at, size_t n, void *dst)
  */
 START_TEST(test_repacked)
 {
-    static const uint32_t types[] = {DLLM_TYPE_Q4_K, DLLM_TYPE_Q5_K, DLLM_TYPE_Q6_K,
-                                     DLLM_TYPE_Q8_0, DLLM_TYPE_Q4_0, DLLM_TYPE_Q4_1,
+    static const uint32_t types[] = {DLLM_TYPE_Q4_K, DLLM_TYPE_Q5_K, DLLM_TYPE_Q6_K, DLLM_TYPE_Q3_K,
+                                     DLLM_TYPE_Q2_K, DLLM_TYPE_Q8_0, DLLM_TYPE_Q4_0, DLLM_TYPE_Q4_1,
                                      DLLM_TYPE_Q5_0, DLLM_TYPE_Q5_1, DLLM_TYPE_F16};
     const int n_types = (int)(sizeof types / sizeof types[0]);
     const uint32_t wtype = types[_i % n_types];
@@ -829,10 +840,10 @@ static Suite *kernels_suite(void)
 
     tc = tcase_create("rows");
     tcase_add_loop_test(tc, test_rows, 0, (int)(N_SIMD * N_PRODUCT_CASES));
-    tcase_add_loop_test(tc, test_rows_extremes, 0, N_SIMD * 8);
+    tcase_add_loop_test(tc, test_rows_extremes, 0, N_SIMD * N_EXTREME_TYPES);
     tcase_add_loop_test(tc, test_rows_edges, 0, N_SIMD * 5);
     tcase_add_loop_test(tc, test_par, 0, 3 * (1 + N_SIMD));
-    tcase_add_loop_test(tc, test_repacked, 0, N_SIMD * 9);
+    tcase_add_loop_test(tc, test_repacked, 0, N_SIMD * 11);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("fp16");

@@ -74,7 +74,8 @@ static const struct {
     enum dllm_act_format act;
 } supported[] = {
     {DLLM_TYPE_Q4_K, DLLM_ACT_Q8_K128}, {DLLM_TYPE_Q5_K, DLLM_ACT_Q8_K128},
-    {DLLM_TYPE_Q6_K, DLLM_ACT_Q8_K128}, {DLLM_TYPE_Q8_0, DLLM_ACT_Q8_0},
+    {DLLM_TYPE_Q6_K, DLLM_ACT_Q8_K128}, {DLLM_TYPE_Q3_K, DLLM_ACT_Q8_K128},
+    {DLLM_TYPE_Q2_K, DLLM_ACT_Q8_K128}, {DLLM_TYPE_Q8_0, DLLM_ACT_Q8_0},
     {DLLM_TYPE_Q4_0, DLLM_ACT_Q8_0},    {DLLM_TYPE_Q4_1, DLLM_ACT_Q8_0},
     {DLLM_TYPE_Q5_0, DLLM_ACT_Q8_0},    {DLLM_TYPE_Q5_1, DLLM_ACT_Q8_0},
     {DLLM_TYPE_F16, DLLM_ACT_F16},      {DLLM_TYPE_BF16, DLLM_ACT_BF16},
@@ -363,6 +364,8 @@ static const struct product_case {
     {DLLM_TYPE_F16, 4096, 3, TOL_F16},       {DLLM_TYPE_F16, 12288, 4, TOL_F16},
     {DLLM_TYPE_BF16, 4096, 5, TOL_BF16},     {DLLM_TYPE_BF16, 12288, 3, TOL_BF16},
     {DLLM_TYPE_F32, 4096, 6, TOL_F32},       {DLLM_TYPE_F32, 12288, 7, TOL_F32},
+    {DLLM_TYPE_Q3_K, 4096, 5, TOL_Q8_K128},  {DLLM_TYPE_Q3_K, 12288, 3, TOL_Q8_K128},
+    {DLLM_TYPE_Q2_K, 4096, 6, TOL_Q8_K128},  {DLLM_TYPE_Q2_K, 18944, 3, TOL_Q8_K128},
 };
 
 /* The largest relative L2 error over rows l of y[l*ldy + n] against ref[l*N + n], n < N. */

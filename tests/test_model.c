@@ -183,16 +183,16 @@ static const struct edit_case edits[] = {
      "required tensor missing: output_norm.weight"},
     {DREAM, DEL_TENSOR, "blk.0.attn_norm.weight", 0, NULL, DLLM_ERR_MISSING,
      "required tensor missing: blk.0.attn_norm.weight"},
-    {LLADA, SET_TYPE, "blk.0.attn_q.weight", 10 /* Q2_K */, NULL, DLLM_ERR_UNSUPPORTED,
-     "tensor blk.0.attn_q.weight is Q2_K: matrix kernels exist for Q4_K, Q5_K, Q6_K, Q8_0, "
-     "Q4_0, Q4_1, Q5_0, Q5_1, F16, BF16, F32; take a file quantized as Q4_K_M, Q5_K_M, Q6_K "
-     "or Q8_0 instead"},
+    {LLADA, SET_TYPE, "blk.0.attn_q.weight", 16 /* IQ2_XXS */, NULL, DLLM_ERR_UNSUPPORTED,
+     "tensor blk.0.attn_q.weight is IQ2_XXS: matrix kernels exist for Q4_K, Q5_K, Q6_K, Q3_K, "
+     "Q2_K, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, F16, BF16, F32; take a file quantized as Q4_K_M, "
+     "Q5_K_M, Q6_K or Q8_0 instead"},
     {DREAM, SET_TYPE, "output.weight", 23 /* IQ4_XS */, NULL, DLLM_ERR_UNSUPPORTED,
-     "tensor output.weight is IQ4_XS: matrix kernels exist for Q4_K, Q5_K, Q6_K, Q8_0, "
-     "Q4_0, Q4_1, Q5_0, Q5_1, F16, BF16, F32; take a file quantized as Q4_K_M, Q5_K_M, Q6_K "
-     "or Q8_0 instead"},
-    {LLADA, SET_TYPE, "blk.1.attn_norm.weight", 10, NULL, DLLM_ERR_UNSUPPORTED,
-     "unsupported GGUF tensor type: Q2_K (tensor blk.1.attn_norm.weight)"},
+     "tensor output.weight is IQ4_XS: matrix kernels exist for Q4_K, Q5_K, Q6_K, Q3_K, Q2_K, "
+     "Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, F16, BF16, F32; take a file quantized as Q4_K_M, Q5_K_M, "
+     "Q6_K or Q8_0 instead"},
+    {LLADA, SET_TYPE, "blk.1.attn_norm.weight", 16, NULL, DLLM_ERR_UNSUPPORTED,
+     "unsupported GGUF tensor type: IQ2_XXS (tensor blk.1.attn_norm.weight)"},
     /* Mixture-of-experts files: counts, sizes, expert tensors. */
     MISSING(MOE, "llada-moe.expert_count"),
     MISSING(RND1, "rnd1.expert_used_count"),
@@ -228,10 +228,10 @@ static const struct edit_case edits[] = {
      "required tensor missing: blk.0.ffn_gate_inp.weight"},
     {RND1, DEL_TENSOR, "blk.0.attn_k_norm.weight", 0, NULL, DLLM_ERR_MISSING,
      "required tensor missing: blk.0.attn_k_norm.weight"},
-    {RND1, SET_TYPE, "blk.1.ffn_up_exps.weight", 10 /* Q2_K */, NULL, DLLM_ERR_UNSUPPORTED,
-     "tensor blk.1.ffn_up_exps.weight is Q2_K: matrix kernels exist for Q4_K, Q5_K, Q6_K, Q8_0, "
-     "Q4_0, Q4_1, Q5_0, Q5_1, F16, BF16, F32; take a file quantized as Q4_K_M, Q5_K_M, Q6_K "
-     "or Q8_0 instead"},
+    {RND1, SET_TYPE, "blk.1.ffn_up_exps.weight", 16 /* IQ2_XXS */, NULL, DLLM_ERR_UNSUPPORTED,
+     "tensor blk.1.ffn_up_exps.weight is IQ2_XXS: matrix kernels exist for Q4_K, Q5_K, Q6_K, "
+     "Q3_K, Q2_K, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, F16, BF16, F32; take a file quantized as "
+     "Q4_K_M, Q5_K_M, Q6_K or Q8_0 instead"},
     /* Accepted edits: optional keys and tensors. */
     {LLADA, DEL_KEY, "llada.vocab_size", 0, NULL, DLLM_OK, NULL},
     {RND1, DEL_TENSOR, "output.weight", 0, NULL, DLLM_OK, NULL},

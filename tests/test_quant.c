@@ -6,6 +6,7 @@
 
 #include "dequant_fixture.h"
 #include "fixtures.h"
+#include "golden_kquants.h"
 #include "gguf/quant.h"
 
 #include <check.h>
@@ -58,7 +59,7 @@ static const struct {
     {2, "Q4_0", 32, 18, true},       {3, "Q4_1", 32, 20, true},
     {6, "Q5_0", 32, 22, true},       {7, "Q5_1", 32, 24, true},
     {8, "Q8_0", 32, 34, true},       {9, "Q8_1", 32, 36, false},
-    {10, "Q2_K", 256, 84, false},    {11, "Q3_K", 256, 110, false},
+    {10, "Q2_K", 256, 84, true},     {11, "Q3_K", 256, 110, true},
     {12, "Q4_K", 256, 144, true},    {13, "Q5_K", 256, 176, true},
     {14, "Q6_K", 256, 210, true},    {15, "Q8_K", 256, 292, false},
     {16, "IQ2_XXS", 256, 66, false}, {17, "IQ2_XS", 256, 74, false},
@@ -267,6 +268,39 @@ START_TEST(test_small_block)
 }
 END_TEST
 
+/* Q2_K and Q3_K blocks decode to ggml's values bit for bit (tests/golden_kquants.h). */
+static const struct {
+    uint32_t type;
+    const void *blocks;
+    size_t block_bytes;
+    const float (*values)[256];
+} golden[] = {
+    {DLLM_TYPE_Q2_K, golden_q2_K_blocks, sizeof golden_q2_K_blocks[0], golden_q2_K_values},
+    {DLLM_TYPE_Q3_K, golden_q3_K_blocks, sizeof golden_q3_K_blocks[0], golden_q3_K_values},
+};
+
+START_TEST(test_golden_kquants)
+{
+    const size_t n_blocks = 8;
+    struct dllm_gguf_tensor t = {
+        .name = "golden",
+        .type = golden[_i].type,
+        .n_dims = 2,
+        .ne = {256, (int64_t)n_blocks, 1, 1},
+        .size = n_blocks * golden[_i].block_bytes,
+        .data = golden[_i].blocks,
+    };
+    float got[8 * 256];
+    struct dllm_error err = {0};
+    ck_assert_msg(dllm_gguf_tensor_decode(&t, 0, 8 * 256, got, &err) == DLLM_OK, "%s", err.text);
+    for (size_t b = 0; b < n_blocks; b++)
+        for (int e = 0; e < 256; e++)
+            ck_assert_msg(memcmp(&got[256 * b + e], &golden[_i].values[b][e], sizeof(float)) == 0,
+                          "%s block %zu element %d: %a, ggml %a", dllm_type_name(t.type), b, e,
+                          got[256 * b + e], golden[_i].values[b][e]);
+}
+END_TEST
+
 /* ---- errors ---------------------------------------------------------------------------- */
 
 START_TEST(test_errors_unsupported)
@@ -366,6 +400,7 @@ static Suite *quant_suite(void)
     tc = tcase_create("decode");
     tcase_add_loop_test(tc, test_fixture, 0, (int)json_array_size(manifest));
     tcase_add_loop_test(tc, test_small_block, 0, N_OF(small_blocks));
+    tcase_add_loop_test(tc, test_golden_kquants, 0, N_OF(golden));
     suite_add_tcase(s, tc);
 
     tc = tcase_create("errors");

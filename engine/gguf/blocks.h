@@ -47,6 +47,21 @@ struct block_q5_1 {
 };
 static_assert(sizeof(struct block_q5_1) == 24, "Q5_1 block is 24 bytes");
 
+struct block_q2_K {
+    uint8_t scales[QK_K / 16]; /* per sub-block of 16: scale in the low nibble, min high */
+    uint8_t qs[QK_K / 4];
+    dllm_fp16 d, dmin;
+};
+static_assert(sizeof(struct block_q2_K) == 84, "Q2_K block is 84 bytes");
+
+struct block_q3_K {
+    uint8_t hmask[QK_K / 8]; /* the third bit of each element */
+    uint8_t qs[QK_K / 4];    /* the low two bits */
+    uint8_t scales[12];      /* 16 6-bit scales (dllm_q3_K_scales) */
+    dllm_fp16 d;
+};
+static_assert(sizeof(struct block_q3_K) == 110, "Q3_K block is 110 bytes");
+
 struct block_q4_K {
     dllm_fp16 d, dmin;
     uint8_t scales[12];

@@ -286,6 +286,62 @@ static void decode_q6_K(const void *src, float *dst, int64_t n)
     }
 }
 
+void dllm_q3_K_scales(const uint8_t s[12], int8_t sc[16])
+{
+    for (int j = 0; j < 4; j++) {
+        const int hi = s[8 + j];
+        sc[j] = (int8_t)(((s[j] & 15) | (hi & 3) << 4) - 32);
+        sc[j + 4] = (int8_t)(((s[4 + j] & 15) | (hi >> 2 & 3) << 4) - 32);
+        sc[j + 8] = (int8_t)(((s[j] >> 4) | (hi >> 4 & 3) << 4) - 32);
+        sc[j + 12] = (int8_t)(((s[4 + j] >> 4) | (hi >> 6) << 4) - 32);
+    }
+}
+
+/*
+ * Where element e of a Q2_K or Q3_K block keeps its low two bits: in qs[32 h + 16 k + l] from
+ * bit 2 j, for e = 128 h + 32 j + 16 k + l (h < 2, j < 4, k < 2, l < 16); its sub-block of 16 is
+ * e / 16. Q3_K's third bit is bit 4 h + j of hmask[16 k + l].
+ */
+static int k2_low_bits(const uint8_t *qs, int e)
+{
+    const int h = e / 128, j = e % 128 / 32, kl = e % 32;
+    return qs[32 * h + kl] >> (2 * j) & 3;
+}
+
+/* Q2_K: 16 sub-blocks of 16; y = (d * sc) * q - dmin * mn, sc and mn 4-bit, q 2-bit. */
+static void decode_q2_K(const void *src, float *dst, int64_t n)
+{
+    const uint8_t *p = src;
+    for (int64_t i = 0; i < n / QK_K; i++, p += sizeof(struct block_q2_K), dst += QK_K) {
+        struct block_q2_K b;
+        memcpy(&b, p, sizeof b);
+        const float d = dllm_fp16_to_f32(b.d), dmin = dllm_fp16_to_f32(b.dmin);
+        for (int e = 0; e < QK_K; e++) {
+            const int sc = b.scales[e / 16];
+            const float dl = d * (sc & 15), ml = dmin * (sc >> 4);
+            dst[e] = dl * k2_low_bits(b.qs, e) - ml;
+        }
+    }
+}
+
+/* Q3_K: 16 sub-blocks of 16 with signed 6-bit scales; y = (d * sc) * q, q = 3-bit - 4. */
+static void decode_q3_K(const void *src, float *dst, int64_t n)
+{
+    const uint8_t *p = src;
+    for (int64_t i = 0; i < n / QK_K; i++, p += sizeof(struct block_q3_K), dst += QK_K) {
+        struct block_q3_K b;
+        memcpy(&b, p, sizeof b);
+        const float d = dllm_fp16_to_f32(b.d);
+        int8_t sc[16];
+        dllm_q3_K_scales(b.scales, sc);
+        for (int e = 0; e < QK_K; e++) {
+            const int high = b.hmask[e % 32] >> (e / 32) & 1;
+            const float dl = d * sc[e / 16];
+            dst[e] = dl * (k2_low_bits(b.qs, e) - (high ? 0 : 4));
+        }
+    }
+}
+
 /*
  * Every type id GGML has defined, with its block geometry (ggml type_traits). Ids 4 and 5
  * (Q4_2, Q4_3), 31-33 (Q4_0_4_4, Q4_0_4_8, Q4_0_8_8) and 36-38 (IQ4_NL_4_4, IQ4_NL_4_8,
@@ -299,9 +355,9 @@ static const struct dllm_type_traits type_table[DLLM_TYPE_COUNT] = {
     [DLLM_TYPE_Q5_0] = {"Q5_0", QK8_0, sizeof(struct block_q5_0), decode_q5_0},
     [DLLM_TYPE_Q5_1] = {"Q5_1", QK8_0, sizeof(struct block_q5_1), decode_q5_1},
     [DLLM_TYPE_Q8_0] = {"Q8_0", QK8_0, sizeof(struct block_q8_0), decode_q8_0},
-    [DLLM_TYPE_Q8_1] = {"Q8_1", 32, 36, NULL},    /* fp16 d, s; 32 int8 */
-    [DLLM_TYPE_Q2_K] = {"Q2_K", QK_K, 84, NULL},  /* scales[16], qs[64], fp16 d, dmin */
-    [DLLM_TYPE_Q3_K] = {"Q3_K", QK_K, 110, NULL}, /* hmask[32], qs[64], scales[12], fp16 d */
+    [DLLM_TYPE_Q8_1] = {"Q8_1", 32, 36, NULL}, /* fp16 d, s; 32 int8 */
+    [DLLM_TYPE_Q2_K] = {"Q2_K", QK_K, sizeof(struct block_q2_K), decode_q2_K},
+    [DLLM_TYPE_Q3_K] = {"Q3_K", QK_K, sizeof(struct block_q3_K), decode_q3_K},
     [DLLM_TYPE_Q4_K] = {"Q4_K", QK_K, sizeof(struct block_q4_K), decode_q4_K},
     [DLLM_TYPE_Q5_K] = {"Q5_K", QK_K, sizeof(struct block_q5_K), decode_q5_K},
     [DLLM_TYPE_Q6_K] = {"Q6_K", QK_K, sizeof(struct block_q6_K), decode_q6_K},

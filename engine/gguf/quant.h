@@ -91,6 +91,14 @@ const struct dllm_type_traits *dllm_type_traits(uint32_t type);
  */
 void dllm_k4_scales_mins(const uint8_t s[12], uint8_t sc[8], uint8_t mn[8]);
 
+/*
+ * The sixteen scales of a Q3_K block, less their offset of 32 (-32..31). Scale j < 4 takes the
+ * low nibble of s[j], j + 4 that of s[4 + j], j + 8 the high nibble of s[j], j + 12 that of
+ * s[4 + j]; each gets bits 4-5 from s[8 + j % 4], its two bits 2 * (j / 4) up. This is how
+ * ggml's dequantize_row_q3_K unpacks them (kmask1, kmask2).
+ */
+void dllm_q3_K_scales(const uint8_t s[12], int8_t sc[16]);
+
 float dllm_fp16_to_f32(dllm_fp16 h);
 float dllm_bf16_to_f32(dllm_bf16 h);
 dllm_bf16 dllm_f32_to_bf16(float f);

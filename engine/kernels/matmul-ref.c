@@ -14,7 +14,8 @@
 /*
  * One K-quant super-block unpacked to integers. Element e of the block has the value
  *   d * sc[s] * (q[e] - off) - dmin * mn[s],   s = e / sub,
- * which covers Q4_K and Q5_K (sub = 32, off = 0) and Q6_K (sub = 16, off = 32, no min).
+ * which covers Q4_K and Q5_K (sub = 32, off = 0), Q6_K (sub = 16, off = 32, no min), Q3_K
+ * (sub = 16, off = 4, no min) and Q2_K (sub = 16, off = 0).
  */
 struct kblock {
     uint8_t q[QK_K];
@@ -112,6 +113,51 @@ static void unpack_q6_K(const void *blk, struct kblock *out)
     out->dmin = 0.0f;
 }
 
+/*
+ * The low two bits of element e of a Q2_K or Q3_K block: for e = 128h + 32j + 16k + l, bits 2j
+ * of qs[32h + 16k + l].
+ */
+static uint8_t k2_low_bits(const uint8_t qs[QK_K / 4], int e)
+{
+    return (uint8_t)(qs[32 * (e / 128) + e % 32] >> (2 * (e % 128 / 32)) & 3);
+}
+
+/* Q2_K: 2-bit values, 16 sub-blocks of 16 with 4-bit scales (low nibble) and mins (high). */
+static void unpack_q2_K(const void *blk, struct kblock *out)
+{
+    const struct block_q2_K *b = blk;
+    for (int e = 0; e < QK_K; e++) {
+        out->q[e] = k2_low_bits(b->qs, e);
+    }
+    for (int g = 0; g < QK_K / 16; g++) {
+        out->sc[g] = b->scales[g] & 15;
+        out->mn[g] = b->scales[g] >> 4;
+    }
+    out->sub = 16;
+    out->off = 0;
+    out->d = dllm_fp16_to_f32(b->d);
+    out->dmin = dllm_fp16_to_f32(b->dmin);
+}
+
+/* Q3_K: the two bits and a third, bit e / 32 of hmask[e % 32]; 16 signed scales, offset 4. */
+static void unpack_q3_K(const void *blk, struct kblock *out)
+{
+    const struct block_q3_K *b = blk;
+    for (int e = 0; e < QK_K; e++) {
+        out->q[e] = (uint8_t)(k2_low_bits(b->qs, e) | (b->hmask[e % 32] >> (e / 32) & 1) << 2);
+    }
+    int8_t sc[QK_K / 16];
+    dllm_q3_K_scales(b->scales, sc);
+    for (int g = 0; g < QK_K / 16; g++) {
+        out->sc[g] = sc[g];
+        out->mn[g] = 0;
+    }
+    out->sub = 16;
+    out->off = 4;
+    out->d = dllm_fp16_to_f32(b->d);
+    out->dmin = 0.0f;
+}
+
 /* Q8_0: the int8 values as they are. */
 static void unpack_q8_0(const void *blk, struct qblock *out)
 {
@@ -193,6 +239,8 @@ static const struct matmul_type matmul_types[] = {
     {DLLM_TYPE_Q4_K, DLLM_ACT_Q8_K128, KIND_K, unpack_q4_K, NULL, NULL},
     {DLLM_TYPE_Q5_K, DLLM_ACT_Q8_K128, KIND_K, unpack_q5_K, NULL, NULL},
     {DLLM_TYPE_Q6_K, DLLM_ACT_Q8_K128, KIND_K, unpack_q6_K, NULL, NULL},
+    {DLLM_TYPE_Q3_K, DLLM_ACT_Q8_K128, KIND_K, unpack_q3_K, NULL, NULL},
+    {DLLM_TYPE_Q2_K, DLLM_ACT_Q8_K128, KIND_K, unpack_q2_K, NULL, NULL},
     {DLLM_TYPE_Q8_0, DLLM_ACT_Q8_0, KIND_32, NULL, unpack_q8_0, NULL},
     {DLLM_TYPE_Q4_0, DLLM_ACT_Q8_0, KIND_32, NULL, unpack_q4_0, NULL},
     {DLLM_TYPE_Q4_1, DLLM_ACT_Q8_0, KIND_32, NULL, unpack_q4_1, NULL},
@@ -204,8 +252,8 @@ static const struct matmul_type matmul_types[] = {
 };
 
 /* The names of matmul_types, in its order. */
-static const char matmul_type_names[] = "Q4_K, Q5_K, Q6_K, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, F16, "
-                                        "BF16, F32";
+static const char matmul_type_names[] = "Q4_K, Q5_K, Q6_K, Q3_K, Q2_K, Q8_0, Q4_0, Q4_1, Q5_0, "
+                                        "Q5_1, F16, BF16, F32";
 
 static const struct matmul_type *matmul_type(uint32_t wtype)
 {
@@ -359,8 +407,8 @@ void dllm_matmul_quantize_ref(uint32_t wtype, const float *x, int64_t K, int64_t
  *   sumi_h = sum_{s in h} sc[s] * (sum_{e in s} q[e] * a[e] - off * asum_s),
  *   summ_h = sum_{s in h} mn[s] * asum_s,
  * where s runs over the weight sub-blocks inside h (four of 32 for Q4_K and Q5_K, eight of 16
- * for Q6_K) and asum_s is the sum of a over s. sumi_h and summ_h are exact int32 (below 2^27 in
- * magnitude); the rest is float.
+ * for Q6_K, Q3_K and Q2_K) and asum_s is the sum of a over s. sumi_h and summ_h are exact int32
+ * (below 2^27 in magnitude); the rest is float.
  */
 static float dot_kblock(const struct kblock *w, const struct block_q8_K128 *a)
 {

@@ -280,6 +280,23 @@ static void pack_q5_K(void *panel, const uint8_t *blk, const struct panel_rows *
 }
 
 /*
+ * With KSCALE_INT, the super-block scale d of a Q6_K or Q3_K block and its offset of 32 as mn:
+ * -32 times each of the 16 scales, against the activation sums over its sub-block.
+ */
+SIMD_INLINE void set_offsets32(struct kpanel *p, vf d, const vi scale[QK_K / 16])
+{
+#if KSCALE_INT
+    p->d = d;
+    for (int i = 0; i < QK_K / 32; i++) {
+        p->mn[i] = int16_pair(vi_sub(vi_zero(), vi_sll(scale[2 * i], 5)),
+                              vi_sub(vi_zero(), vi_sll(scale[2 * i + 1], 5)));
+    }
+#else
+    (void)p, (void)d, (void)scale;
+#endif
+}
+
+/*
  * Q6_K: in each half n, element 128n + 32i + l (i < 4, l < 32) takes a nibble of
  * ql[64n + 32(i & 1) + l] (the high one for i >= 2) and bits 2i, 2i+1 of qh[32n + l]; its value
  * is d * sc[g] * (q - 32) with 16 signed scales for sub-blocks g of 16. With KSCALE_INT the
@@ -309,13 +326,72 @@ static void pack_q6_K(void *panel, const uint8_t *blk, const struct panel_rows *
         scale[g] = vi_sra(vi_sll(sc[g / 4], 24 - 8 * (g % 4)), 24);
         set_scale(p, g, d, scale[g]);
     }
+    set_offsets32(p, d, scale);
+}
+
+/*
+ * Q3_K: element 128h + 32j + m (m < 32) takes bits 2j of qs[32h + m] and, as its third bit, bit
+ * 4h + j of hmask[m]; its value is d * sc[g] * (q - 4), g = e / 16, with 16 signed 6-bit scales
+ * (dllm_q3_K_scales). Packed as q + 28, Q6_K's q with its offset of 32, so that Q6_K's tile
+ * multiplies it: (q + 28) - 32 = q - 4.
+ */
+static void pack_q3_K(void *panel, const uint8_t *blk, const struct panel_rows *pr)
+{
+    struct kpanel *p = panel;
+    /* 27 words, then d, which ends the 110-byte block, in the low half of the last */
+    vi buf[offsetof(struct block_q3_K, d) / 4 + 1];
+    const vi *w = kwords(blk, pr, offsetof(struct block_q3_K, d) / 4, true, buf);
+    const vi *hm = w + offsetof(struct block_q3_K, hmask) / 4;
+    const vi *qs = w + offsetof(struct block_q3_K, qs) / 4;
+    const vi *sc = w + offsetof(struct block_q3_K, scales) / 4;
+    const vi m3 = vi_set1(0x03030303), m1 = vi_set1(0x01010101), bias = vi_set1(28 * 0x01010101);
+    for (int i = 0; i < QK_K / 4; i++) {
+        const int h = i / 32, j = i % 32 / 8, c = i % 8;
+        const vi low = vi_and(vi_srl(qs[8 * h + c], 2 * j), m3);
+        const vi high = vi_sll(vi_and(vi_srl(hm[c], 4 * h + j), m1), 2);
+        p->q[i] = vi_add(vi_or(low, high), bias);
+    }
+    const vf d = half_of(w[offsetof(struct block_q3_K, d) / 4], false);
+    vi scale[QK_K / 16];
+    for (int g = 0; g < QK_K / 16; g++) {
+        const vi lo = vi_and(vi_srl(byte_of(sc[g / 4 % 2], g % 4), g < 8 ? 0 : 4), vi_set1(15));
+        const vi hi = vi_and(vi_srl(byte_of(sc[2], g % 4), 2 * (g / 4)), vi_set1(3));
+        scale[g] = vi_sub(vi_or(lo, vi_sll(hi, 4)), vi_set1(32));
+        set_scale(p, g, d, scale[g]);
+    }
+    set_offsets32(p, d, scale);
+}
+
+/*
+ * Q2_K: element 128h + 32j + m takes bits 2j of qs[32h + m]; its value is d * sc[g] * q -
+ * dmin * mn[g], g = e / 16, sc the low and mn the high nibble of scales[g].
+ */
+static void pack_q2_K(void *panel, const uint8_t *blk, const struct panel_rows *pr)
+{
+    struct kpanel *p = panel;
+    vi buf[sizeof(struct block_q2_K) / 4];
+    const vi *w = kwords(blk, pr, sizeof(struct block_q2_K) / 4, false, buf);
+    const vi *qs = w + offsetof(struct block_q2_K, qs) / 4;
+    const vi *sc = w + offsetof(struct block_q2_K, scales) / 4;
+    const vi m3 = vi_set1(0x03030303);
+    for (int i = 0; i < QK_K / 4; i++) {
+        p->q[i] = vi_and(vi_srl(qs[8 * (i / 32) + i % 8], 2 * (i % 32 / 8)), m3);
+    }
+    const vi dd = w[offsetof(struct block_q2_K, d) / 4];
+    const vf d = half_of(dd, false);
+    vi mn[QK_K / 16];
+    for (int g = 0; g < QK_K / 16; g++) {
+        const vi b = byte_of(sc[g / 4], g % 4);
+        set_scale(p, g, d, vi_and(b, vi_set1(15)));
+        mn[g] = vi_srl(b, 4);
+    }
+    for (int i = 0; i < QK_K / 32; i++) {
+        p->mn[i] = int16_pair(mn[2 * i], mn[2 * i + 1]);
+    }
 #if KSCALE_INT
     p->d = d;
-    for (int i = 0; i < QK_K / 32; i++) {
-        p->mn[i] = int16_pair(vi_sub(vi_zero(), vi_sll(scale[2 * i], 5)),
-                              vi_sub(vi_zero(), vi_sll(scale[2 * i + 1], 5)));
-    }
 #endif
+    p->ndmin = vf_sub(vf_zero(), half_of(dd, true));
 }
 
 #if KSCALE_INT
@@ -429,18 +505,20 @@ SIMD_INLINE void subblock_dots(vi acc[KQ_PANELS][TT_K], const struct kpanel *con
 
 /*
  * A tile of TT activation rows a[t] (Q8_K128, from the panel's first super-block) times nb
- * packed super-blocks with nsub sub-blocks each, of weights 0..wmax, of np panels (panel j's
- * super-blocks from p + j * KQ_CHUNK; np is 1 without VNNI). Per activation scale da_h of 128
- * elements and row, with dot_s the integer dot product of sub-block s, sc[s] its scale, d the
- * super-block's and sums over s in h:
- *   Q4_K, Q5_K (nsub 8): y += da_h * (d * sum sc[s] * dot_s - dmin * sum mn[s] * sums[s])
- *   Q6_K (nsub 16):      y += da_h * d * sum sc[s] * (dot_s + q6off[s])
- * (q6off[s] = -32 times the sum of the activations of s). The sums over s are exact in int32
- * with KSCALE_INT, else d * sc[s] * dot_s is summed in float. Results go to y rows t < nt,
+ * packed super-blocks with nsub sub-blocks each, of weights 0..wmax, with mins or not, of np
+ * panels (panel j's super-blocks from p + j * KQ_CHUNK; np is 1 without VNNI). Per activation
+ * scale da_h of 128 elements and row, with dot_s the integer dot product of sub-block s, sc[s]
+ * its scale, d the super-block's and sums over s in h:
+ *   mins (Q4_K, Q5_K: nsub 8; Q2_K: nsub 16):
+ *                        y += da_h * (d * sum sc[s] * dot_s - dmin * sum mn[s] * sums[s])
+ *   no mins (Q6_K and Q3_K, packed as Q6_K: nsub 16):
+ *                        y += da_h * d * sum sc[s] * (dot_s + q6off[s])
+ * (sums[s] the sum of the activations of s, q6off[s] -32 times it). The sums over s are exact in
+ * int32 with KSCALE_INT, else d * sc[s] * dot_s is summed in float. Results go to y rows t < nt,
  * panel j's to columns j * NR on, nr columns in all.
  */
 SIMD_INLINE void ktile(const struct kpanel *p, int np, int nb, const uint8_t *const *a, int nsub,
-                       int wmax, float *y, int64_t ldy, int nt, int nr, bool accumulate)
+                       int wmax, bool mins, float *y, int64_t ldy, int nt, int nr, bool accumulate)
 {
     const int len = QK_K / nsub; /* elements per sub-block */
     vf facc[KQ_PANELS][TT_K];
@@ -501,11 +579,11 @@ SIMD_INLINE void ktile(const struct kpanel *p, int np, int nb, const uint8_t *co
                  */
                 int32_t q6off[TT_K];
 #pragma GCC unroll 16
-                for (int t = 0; t < TT_K && nsub == 16; t++) {
+                for (int t = 0; t < TT_K && !mins; t++) {
                     q6off[t] = ((const struct block_q8_K128 *)(const void *)(a[t] + ab))->q6off[s];
                 }
                 vi dots[KQ_PANELS][TT_K];
-                subblock_dots(dots, pb, np, s * len / 4, len / 4, a, at, nsub == 16 ? q6off : NULL);
+                subblock_dots(dots, pb, np, s * len / 4, len / 4, a, at, mins ? NULL : q6off);
 #pragma GCC unroll 2
                 for (int j = 0; j < np; j++) {
 #pragma GCC unroll 16
@@ -525,9 +603,18 @@ SIMD_INLINE void ktile(const struct kpanel *p, int np, int nb, const uint8_t *co
                         vi m = vi_dot16_bcast(vi_zero(), pb[j]->mn[2 * h], blk->sums + 4 * h);
                         m = vi_dot16_bcast(m, pb[j]->mn[2 * h + 1], blk->sums + 4 * h + 2);
                         f[j][t] = vf_fmadd(vf_cvt(m), pb[j]->ndmin, f[j][t]);
+                    } else if (mins) {
+                        /* Q2_K: the mins of the eight sub-blocks of h against their sums */
+                        const int16_t *sums = blk->sums16 + 8 * h;
+                        vi m = vi_dot16_bcast(vi_zero(), pb[j]->mn[4 * h], sums);
+#pragma GCC unroll 4
+                        for (int i = 1; i < 4; i++) {
+                            m = vi_dot16_bcast(m, pb[j]->mn[4 * h + i], sums + 2 * i);
+                        }
+                        f[j][t] = vf_fmadd(vf_cvt(m), pb[j]->ndmin, f[j][t]);
                     }
 #if KSCALE_INT
-                    if (nsub == 16) {
+                    if (!mins) {
                         /* the offset: -32 times the scales of h's 8 sub-blocks by their sums */
                         const int16_t *sums = blk->sums16 + 8 * h;
 #pragma GCC unroll 4
@@ -556,12 +643,12 @@ SIMD_INLINE void ktile(const struct kpanel *p, int np, int nb, const uint8_t *co
 
 /* ktile over the panels of one call: two where the variant pairs them and nr spans a second. */
 SIMD_INLINE void ktile_call(const void *panel, int nb, const uint8_t *const *a, int nsub, int wmax,
-                            float *y, int64_t ldy, int nt, int nr, bool accumulate)
+                            bool mins, float *y, int64_t ldy, int nt, int nr, bool accumulate)
 {
     if (KQ_PANELS > 1 && nr > NR) {
-        ktile(panel, 2, nb, a, nsub, wmax, y, ldy, nt, nr, accumulate);
+        ktile(panel, 2, nb, a, nsub, wmax, mins, y, ldy, nt, nr, accumulate);
     } else {
-        ktile(panel, 1, nb, a, nsub, wmax, y, ldy, nt, nr, accumulate);
+        ktile(panel, 1, nb, a, nsub, wmax, mins, y, ldy, nt, nr, accumulate);
     }
 }
 
@@ -569,21 +656,28 @@ static void ktile_q4(const void *panel, int nb, const void *acts, const uint8_t 
                      int64_t ldy, int nt, int nr, bool accumulate)
 {
     (void)acts;
-    ktile_call(panel, nb, a, 8, 15, y, ldy, nt, nr, accumulate);
+    ktile_call(panel, nb, a, 8, 15, true, y, ldy, nt, nr, accumulate);
 }
 
 static void ktile_q5(const void *panel, int nb, const void *acts, const uint8_t *const *a, float *y,
                      int64_t ldy, int nt, int nr, bool accumulate)
 {
     (void)acts;
-    ktile_call(panel, nb, a, 8, 31, y, ldy, nt, nr, accumulate);
+    ktile_call(panel, nb, a, 8, 31, true, y, ldy, nt, nr, accumulate);
 }
 
 static void ktile_q6(const void *panel, int nb, const void *acts, const uint8_t *const *a, float *y,
                      int64_t ldy, int nt, int nr, bool accumulate)
 {
     (void)acts;
-    ktile_call(panel, nb, a, 16, 63, y, ldy, nt, nr, accumulate);
+    ktile_call(panel, nb, a, 16, 63, false, y, ldy, nt, nr, accumulate);
+}
+
+static void ktile_q2(const void *panel, int nb, const void *acts, const uint8_t *const *a, float *y,
+                     int64_t ldy, int nt, int nr, bool accumulate)
+{
+    (void)acts;
+    ktile_call(panel, nb, a, 16, 3, true, y, ldy, nt, nr, accumulate);
 }
 
 /* ---- 32-element blocks ------------------------------------------------------------------- */
@@ -940,6 +1034,8 @@ struct kind {
 static const struct kind kind_q4_K = KQ(q4_K, pack_q4_K, NULL, ktile_q4);
 static const struct kind kind_q5_K = KQ(q5_K, pack_q5_K, NULL, ktile_q5);
 static const struct kind kind_q6_K = KQ(q6_K, pack_q6_K, NULL, ktile_q6);
+static const struct kind kind_q3_K = KQ(q3_K, pack_q3_K, NULL, ktile_q6);
+static const struct kind kind_q2_K = KQ(q2_K, pack_q2_K, NULL, ktile_q2);
 #if SIMD_DOT_ANY_U8
 static const struct kind kind_q8_0 = Q32(q8_0, pack_q8_0, NULL, qtile_plain);
 #else
@@ -1095,6 +1191,8 @@ static const struct kind *kind_of(uint32_t wtype, int64_t K)
     case DLLM_TYPE_Q4_K: return &kind_q4_K;
     case DLLM_TYPE_Q5_K: return &kind_q5_K;
     case DLLM_TYPE_Q6_K: return &kind_q6_K;
+    case DLLM_TYPE_Q3_K: return &kind_q3_K;
+    case DLLM_TYPE_Q2_K: return &kind_q2_K;
     case DLLM_TYPE_Q8_0: return &kind_q8_0;
     case DLLM_TYPE_Q4_0: return &kind_q4_0;
     case DLLM_TYPE_Q5_0: return &kind_q5_0;

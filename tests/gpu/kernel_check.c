@@ -199,8 +199,9 @@ static double bits_differ(const void *a, const void *b, int64_t n, size_t elem)
 /* ---- dequantization ------------------------------------------------------------------- */
 
 static const uint32_t types[] = {
-    DLLM_TYPE_F32,  DLLM_TYPE_F16,  DLLM_TYPE_BF16, DLLM_TYPE_Q4_0, DLLM_TYPE_Q4_1, DLLM_TYPE_Q5_0,
-    DLLM_TYPE_Q5_1, DLLM_TYPE_Q8_0, DLLM_TYPE_Q4_K, DLLM_TYPE_Q5_K, DLLM_TYPE_Q6_K,
+    DLLM_TYPE_F32,  DLLM_TYPE_F16,  DLLM_TYPE_BF16, DLLM_TYPE_Q4_0, DLLM_TYPE_Q4_1,
+    DLLM_TYPE_Q5_0, DLLM_TYPE_Q5_1, DLLM_TYPE_Q8_0, DLLM_TYPE_Q2_K, DLLM_TYPE_Q3_K,
+    DLLM_TYPE_Q4_K, DLLM_TYPE_Q5_K, DLLM_TYPE_Q6_K,
 };
 
 /* The CPU decoder over a whole buffer of rows. */
@@ -718,8 +719,8 @@ static void check_refusals(struct run *run)
     void *buf = dev_alloc(4096);
     float *f = buf;
     int bad = 0;
-    bad += dllm_cuda_type_supported(DLLM_TYPE_Q2_K);
-    bad += dllm_cuda_dequant_f16(DLLM_TYPE_Q2_K, buf, 1, 256, buf, 0) != cudaErrorInvalidValue;
+    bad += dllm_cuda_type_supported(DLLM_TYPE_IQ2_XXS);
+    bad += dllm_cuda_dequant_f16(DLLM_TYPE_IQ2_XXS, buf, 1, 256, buf, 0) != cudaErrorInvalidValue;
     bad += dllm_cuda_dequant_f16(DLLM_TYPE_Q4_K, buf, 1, 100, buf, 0) != cudaErrorInvalidValue;
     bad += dllm_cuda_get_rows(DLLM_TYPE_Q8_0, buf, 33, buf, 1, f, 0) != cudaErrorInvalidValue;
     bad += dllm_cuda_attention_pointers(f, f, f, f, f, 1, 1, 3, 2, 128, buf, 0) !=
