@@ -15,8 +15,8 @@
 
 const char cmd_synth_usage[] =
     "usage: dllm synth --arch llada|dream|llada-moe|rnd1 [--preset NAME] --out FILE\n"
-    "                  [--type Q4_K_M|Q5_K_M|Q6_K|Q8_0|F16] [--layers N] [--vocab N] [--seed N]\n"
-    "                  [--quiet]\n"
+    "                  [--type Q4_K_M|Q5_K_M|Q6_K|Q8_0|Q3_K_M|Q2_K|F16] [--layers N] [--vocab N]\n"
+    "                  [--seed N] [--quiet]\n"
     "\n"
     "Writes a GGUF model with random weights in the real layout of LLaDA-8B-Instruct,\n"
     "Dream-v0-Instruct-7B, LLaDA-MoE-7B-A1B-Instruct or RND1-30B-A3B: the tensors, shapes and\n"
@@ -35,8 +35,9 @@ const char cmd_synth_usage[] =
     "                      tiny (any: 2 layers, d_model 256, vocab 2048; MoE: 8 experts of\n"
     "                      128, 2 used)\n"
     "  -o, --out FILE      the file to write\n"
-    "  -t, --type TYPE     the tensor type mix: Q4_K_M (default), Q5_K_M, Q6_K, Q8_0 or\n"
-    "                      F16 (every matrix F16, as llama.cpp's converter writes)\n"
+    "  -t, --type TYPE     the tensor type mix: Q4_K_M (default), Q5_K_M, Q6_K, Q8_0,\n"
+    "                      Q3_K_M, Q2_K or F16 (every matrix F16, as llama.cpp's converter\n"
+    "                      writes)\n"
     "      --layers N      the number of layers instead of the preset's\n"
     "      --vocab N       the vocabulary size instead of the preset's; special tokens keep\n"
     "                      their real ids, or their distance from the top of the vocabulary\n"
@@ -134,7 +135,8 @@ int cmd_synth(const struct cli_command *cmd, int argc, char **argv)
     if (dllm_synth_params_init(&params, arch, preset, &err) != DLLM_OK)
         cli_usage_error(cmd, "%s", err.text);
     if (type && !dllm_synth_type_parse(type, &params.type))
-        cli_usage_error(cmd, "--type takes Q4_K_M, Q5_K_M, Q6_K, Q8_0 or F16, not '%s'", type);
+        cli_usage_error(
+            cmd, "--type takes Q4_K_M, Q5_K_M, Q6_K, Q8_0, Q3_K_M, Q2_K or F16, not '%s'", type);
     if (layers)
         params.n_layer = layers;
     if (vocab)

@@ -47,6 +47,25 @@ static void k4_scales(struct synth_rng *rng, uint8_t s[12])
 }
 
 /*
+ * Random Q3_K scales: signed, of size 8 to 31 (root mean square 20.7), stored plus 32 in six
+ * bits as dllm_q3_K_scales unpacks them.
+ */
+static void q3_scales(struct synth_rng *rng, uint8_t s[12])
+{
+    uint8_t raw[16];
+    for (int j = 0; j < 16; j++) {
+        const int v = 8 + (int)draw(rng, 24);
+        raw[j] = (uint8_t)(32 + (draw(rng, 2) ? v : -v));
+    }
+    for (int j = 0; j < 4; j++) {
+        s[j] = (uint8_t)((raw[j] & 15) | (raw[j + 8] & 15) << 4);
+        s[j + 4] = (uint8_t)((raw[j + 4] & 15) | (raw[j + 12] & 15) << 4);
+        s[j + 8] = (uint8_t)(raw[j] >> 4 | (raw[j + 4] >> 4) << 2 | (raw[j + 8] >> 4) << 4 |
+                             (raw[j + 12] >> 4) << 6);
+    }
+}
+
+/*
  * n random blocks of a type whose values have mean about 0 and standard deviation about sigma:
  * uniform quants (standard deviation sqrt((levels^2 - 1) / 12)) under random scales.
  */
@@ -83,6 +102,35 @@ void synth_random_blocks(uint32_t type, float sigma, struct synth_rng *rng, void
                 b->scales[j] = (int8_t)(draw(rng, 2) ? s : -s);
             }
             b->d = dllm_f32_to_fp16(sigma / (20.7f * 18.47f) * jitter(rng));
+            break;
+        }
+        case DLLM_TYPE_Q3_K: {
+            /* d sc (q - 4) with q uniform in [0, 7] (root mean square of q - 4: 2.35) */
+            struct block_q3_K *b = (struct block_q3_K *)out + i;
+            random_bytes(rng, b->hmask, sizeof b->hmask);
+            random_bytes(rng, b->qs, sizeof b->qs);
+            q3_scales(rng, b->scales);
+            b->d = dllm_f32_to_fp16(sigma / (20.7f * 2.35f) * jitter(rng));
+            break;
+        }
+        case DLLM_TYPE_Q2_K: {
+            /* d sc q - d mn with sc in {4, 6, 8, 10} and mn = 1.5 sc, centred: d sc (q - 1.5) */
+            struct block_q2_K *b = (struct block_q2_K *)out + i;
+            random_bytes(rng, b->qs, sizeof b->qs);
+            for (int j = 0; j < QK_K / 16; j++) {
+                const int sc = 2 * (2 + (int)draw(rng, 4));
+                b->scales[j] = (uint8_t)(sc | (3 * sc / 2) << 4);
+            }
+            const float d = sigma / (7.35f * 1.118f) * jitter(rng);
+            b->d = dllm_f32_to_fp16(d);
+            b->dmin = b->d;
+            break;
+        }
+        case DLLM_TYPE_Q4_0: {
+            /* d (q - 8) with q uniform in [0, 15] */
+            struct block_q4_0 *b = (struct block_q4_0 *)out + i;
+            b->d = dllm_f32_to_fp16(sigma / 4.61f * jitter(rng));
+            random_bytes(rng, b->qs, sizeof b->qs);
             break;
         }
         case DLLM_TYPE_Q5_0: {

@@ -307,13 +307,15 @@ static const struct {
     enum dllm_synth_type type;
     const char *name;
     uint32_t base; /* the matrices' type */
-    uint32_t more; /* attn_v and ffn_down in use_more_bits layers */
+    uint32_t more; /* attn_v and ffn_down in use_more_bits layers (0: low_bit_rule's) */
     uint32_t out;  /* output.weight */
 } type_mixes[] = {
     {DLLM_SYNTH_Q4_K_M, "Q4_K_M", DLLM_TYPE_Q4_K, DLLM_TYPE_Q6_K, DLLM_TYPE_Q6_K},
     {DLLM_SYNTH_Q5_K_M, "Q5_K_M", DLLM_TYPE_Q5_K, DLLM_TYPE_Q6_K, DLLM_TYPE_Q6_K},
     {DLLM_SYNTH_Q6_K, "Q6_K", DLLM_TYPE_Q6_K, DLLM_TYPE_Q6_K, DLLM_TYPE_Q6_K},
     {DLLM_SYNTH_Q8_0, "Q8_0", DLLM_TYPE_Q8_0, DLLM_TYPE_Q8_0, DLLM_TYPE_Q8_0},
+    {DLLM_SYNTH_Q3_K_M, "Q3_K_M", DLLM_TYPE_Q3_K, 0, DLLM_TYPE_Q6_K},
+    {DLLM_SYNTH_Q2_K, "Q2_K", DLLM_TYPE_Q2_K, 0, DLLM_TYPE_Q6_K},
     {DLLM_SYNTH_F16, "F16", DLLM_TYPE_F16, DLLM_TYPE_F16, DLLM_TYPE_F16},
 };
 #define N_TYPE_MIXES (sizeof type_mixes / sizeof type_mixes[0])
@@ -571,15 +573,39 @@ static int64_t dim_value(const struct dllm_synth_params *p, enum dim d)
 }
 
 /*
+ * The Q3_K_M and Q2_K mixes' rules for attn_v, attn_output and ffn_down (llama_tensor_get_type):
+ * Q3_K_M gives attn_v Q5_K in layers 0 and 1 and Q4_K after, ffn_down Q5_K in the first
+ * sixteenth of the layers and Q4_K after, attn_output Q4_K; Q2_K gives attn_v Q4_K where 4 or
+ * more query heads share a key head and Q3_K otherwise, ffn_down and attn_output Q3_K.
+ */
+static uint32_t low_bit_rule(const struct dllm_synth_params *p, enum role role, int64_t layer)
+{
+    const bool q3 = p->type == DLLM_SYNTH_Q3_K_M;
+    switch (role) {
+    case ROLE_ATTN_V:
+        if (q3)
+            return layer < 2 ? DLLM_TYPE_Q5_K : DLLM_TYPE_Q4_K;
+        return p->n_head / p->n_head_kv >= 4 ? DLLM_TYPE_Q4_K : DLLM_TYPE_Q3_K;
+    case ROLE_FFN_DOWN:
+        if (q3)
+            return layer < p->n_layer / 16 ? DLLM_TYPE_Q5_K : DLLM_TYPE_Q4_K;
+        return DLLM_TYPE_Q3_K;
+    default: return q3 ? DLLM_TYPE_Q4_K : DLLM_TYPE_Q3_K; /* attn_output */
+    }
+}
+
+/*
  * llama-quantize's type for a tensor of a role in layer `layer` (llama_tensor_get_type): the
  * mix's rule, the 8-expert rules, then the fallback for rows that are no multiple of 256 (a
- * K-quant's block): Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0. F16 is the converter's: every
+ * K-quant's block): Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, and Q2_K and Q3_K -> Q4_0 (where
+ * llama-quantize takes IQ4_NL, which dllm has no kernels for). F16 is the converter's: every
  * matrix F16, the vectors F32.
  */
 static uint32_t tensor_type(const struct dllm_synth_params *p, int mix, enum role role,
                             int64_t layer, int64_t ne0)
 {
     const bool eight = p->n_expert == 8, more = use_more_bits(layer, p->n_layer);
+    const bool low_bits = p->type == DLLM_SYNTH_Q3_K_M || p->type == DLLM_SYNTH_Q2_K;
     uint32_t t = type_mixes[mix].base;
     if (role == ROLE_NORM || role == ROLE_BIAS || role == ROLE_ROUTER)
         return DLLM_TYPE_F32;
@@ -591,9 +617,18 @@ static uint32_t tensor_type(const struct dllm_synth_params *p, int mix, enum rol
     case ROLE_ROUTER:
     case ROLE_MATRIX: break;
     case ROLE_ATTN_K: t = eight ? DLLM_TYPE_Q8_0 : t; break;
-    case ROLE_ATTN_V: t = eight ? DLLM_TYPE_Q8_0 : more ? type_mixes[mix].more : t; break;
-    case ROLE_ATTN_OUT: t = eight && p->type == DLLM_SYNTH_Q4_K_M ? DLLM_TYPE_Q5_K : t; break;
-    case ROLE_FFN_DOWN: t = more ? type_mixes[mix].more : t; break;
+    case ROLE_ATTN_V:
+    case ROLE_ATTN_OUT:
+    case ROLE_FFN_DOWN:
+        if (role == ROLE_ATTN_V && eight)
+            t = DLLM_TYPE_Q8_0;
+        else if (low_bits)
+            t = low_bit_rule(p, role, layer);
+        else if (role == ROLE_ATTN_OUT)
+            t = eight && p->type == DLLM_SYNTH_Q4_K_M ? DLLM_TYPE_Q5_K : t;
+        else if (more)
+            t = type_mixes[mix].more;
+        break;
     case ROLE_OUTPUT: t = type_mixes[mix].out; break;
     }
     if (ne0 % 256 == 0)
@@ -602,6 +637,8 @@ static uint32_t tensor_type(const struct dllm_synth_params *p, int mix, enum rol
     case DLLM_TYPE_Q4_K: return DLLM_TYPE_Q5_0;
     case DLLM_TYPE_Q5_K: return DLLM_TYPE_Q5_1;
     case DLLM_TYPE_Q6_K: return DLLM_TYPE_Q8_0;
+    case DLLM_TYPE_Q2_K:
+    case DLLM_TYPE_Q3_K: return DLLM_TYPE_Q4_0;
     default: return t;
     }
 }

@@ -32,6 +32,11 @@
 enum dllm_synth_type {
     DLLM_SYNTH_F16 = 1,     /* every matrix F16, as the converter writes with --outtype f16 */
     DLLM_SYNTH_Q8_0 = 7,    /* every matrix Q8_0 */
+    DLLM_SYNTH_Q2_K = 10,   /* Q2_K; Q3_K for attn_output, ffn_down and attn_v (Q4_K with 4 or
+                               more query heads a key head), Q6_K for output.weight */
+    DLLM_SYNTH_Q3_K_M = 12, /* Q3_K; Q4_K for attn_output, attn_v (Q5_K in layers 0 and 1) and
+                               ffn_down (Q5_K in the first sixteenth of the layers), Q6_K for
+                               output.weight */
     DLLM_SYNTH_Q4_K_M = 15, /* Q4_K; Q6_K for output.weight, and for attn_v and ffn_down in the
                                layers llama-quantize's use_more_bits picks */
     DLLM_SYNTH_Q5_K_M = 17, /* the same with Q5_K in place of Q4_K */

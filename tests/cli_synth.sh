@@ -49,8 +49,26 @@ run "unknown arch" 2 "$DLLM" synth --arch gpt2 --out "$TMP/x.gguf"
 expect_err "lists the architectures" "unknown architecture 'gpt2' \(synthetic models: llada, dream, llada-moe, rnd1\)"
 run "preset of the other arch" 2 "$DLLM" synth --arch llada --preset 7b --out "$TMP/x.gguf"
 expect_err "lists the presets" "unknown llada preset '7b' \(presets: 8b, tiny\)"
-run "unknown type" 2 "$DLLM" synth -a llada -p tiny -t Q2_K -o "$TMP/x.gguf"
-expect_err "lists the types" "--type takes Q4_K_M, Q5_K_M, Q6_K, Q8_0 or F16, not 'Q2_K'"
+# The low-bit mixes: Q3_K and Q2_K matrices beside other K-quants, and the model runs.
+for t in Q3_K_M Q2_K; do
+    run "synth $t" 0 "$DLLM" synth -a dream -p tiny -t $t -o "$TMP/$t.gguf" -q
+    run "inspect $t" 0 "$DLLM" inspect --json "$TMP/$t.gguf"
+    if python3 - "$TMP/out" "$t" <<'PY'
+import json, sys
+d, mix = json.load(open(sys.argv[1])), sys.argv[2]
+types = {t["name"]: t["type"] for t in d["tensors"]}
+low = "Q3_K" if mix == "Q3_K_M" else "Q2_K"
+assert types["blk.0.ffn_gate.weight"] == low and types["blk.1.attn_q.weight"] == low, types
+assert types["output.weight"] == "Q6_K", types
+assert types["blk.0.attn_v.weight"] == ("Q5_K" if mix == "Q3_K_M" else "Q3_K"), types
+assert types["blk.1.ffn_down.weight"] == ("Q4_K" if mix == "Q3_K_M" else "Q3_K"), types
+assert d["metadata"]["general.file_type"]["value"] == (12 if mix == "Q3_K_M" else 10)
+PY
+    then ok "$t: the mix's types"; else not_ok "$t: the mix's types"; fi
+    run "run $t" 0 "$DLLM" run -m "$TMP/$t.gguf" -p hi --max-tokens 16 --steps 4
+done
+run "unknown type" 2 "$DLLM" synth -a llada -p tiny -t IQ4_XS -o "$TMP/x.gguf"
+expect_err "lists the types" "--type takes Q4_K_M, Q5_K_M, Q6_K, Q8_0, Q3_K_M, Q2_K or F16, not 'IQ4_XS'"
 run "vocabulary too small" 2 "$DLLM" synth -a dream -p tiny --vocab 600 -o "$TMP/x.gguf"
 expect_err "says how small it may be" 'dream needs at least 685'
 run "zero layers" 2 "$DLLM" synth -a llada -p tiny --layers 0 -o "$TMP/x.gguf"
