@@ -263,6 +263,9 @@ DLLM_API enum dllm_status dllm_gguf_open(const char *path, struct dllm_gguf **ou
 
 /* The number of files the model was read from: 1, or a split model's parts. */
 DLLM_API int64_t dllm_gguf_n_parts(const struct dllm_gguf *gguf);
+/* The part (from 1) whose file holds tensor t of gguf; 1 for a model in one file. */
+DLLM_API int64_t dllm_gguf_tensor_part(const struct dllm_gguf *gguf,
+                                       const struct dllm_gguf_tensor *t);
 
 /* Validates a GGUF image held in memory, which must outlive the returned object. */
 DLLM_API enum dllm_status dllm_gguf_open_memory(const void *data, size_t size,

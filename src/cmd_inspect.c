@@ -21,7 +21,7 @@ const char cmd_inspect_usage[] =
     "type, shape (ne0 first), data offset and byte size; for a mixture-of-experts model\n"
     "also its experts (count, used per token, expert FFN size, router type). Works on any\n"
     "GGUF file. Part 1 of a split model (NAME-00001-of-0000N.gguf) shows the tensors of\n"
-    "every part, each tensor's offset in its own part.\n"
+    "every part, each with the part that holds it and its offset there.\n"
     "\n"
     "options:\n"
     "  --json          print one JSON document instead (arrays in full)\n"
@@ -191,8 +191,11 @@ static void print_text(const struct dllm_gguf *g, const struct dllm_model_expert
         const struct dllm_gguf_tensor *t = dllm_gguf_tensor(g, i);
         char shape[128];
         shape_text(t, shape, sizeof shape);
-        printf("  %-32s %-6s %-22s offset %-12" PRIu64 " size %zu\n", t->name,
+        printf("  %-32s %-6s %-22s offset %-12" PRIu64 " size %zu", t->name,
                type_name_or_id(t->type, buf, sizeof buf), shape, t->offset, t->size);
+        if (dllm_gguf_n_parts(g) > 1)
+            printf(" part %" PRId64, dllm_gguf_tensor_part(g, t));
+        putchar('\n');
     }
 }
 
@@ -283,9 +286,10 @@ static void print_json(const struct dllm_gguf *g, const struct dllm_model_expert
         for (int d = 0; d < t->n_dims; d++)
             json_array_append_new(shape, json_int(true, 0, t->ne[d]));
         json_array_append_new(tensors,
-                              json_pack("{s:s, s:s, s:o, s:o, s:o}", "name", t->name, "type", tn,
-                                        "shape", shape, "offset", json_int(false, t->offset, 0),
-                                        "size", json_int(false, t->size, 0)));
+                              json_pack("{s:s, s:s, s:o, s:o, s:o, s:I}", "name", t->name, "type",
+                                        tn, "shape", shape, "offset", json_int(false, t->offset, 0),
+                                        "size", json_int(false, t->size, 0), "part",
+                                        (json_int_t)dllm_gguf_tensor_part(g, t)));
     }
     json_object_set_new(doc, "tensor_type_counts", counts);
     json_object_set_new(doc, "tensors", tensors);

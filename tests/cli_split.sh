@@ -46,8 +46,14 @@ assert split["parts"] == 3 and whole["parts"] == 1
 key = lambda t: (t["name"], t["type"], t["shape"], t["size"])
 assert sorted(map(key, split["tensors"])) == sorted(map(key, whole["tensors"]))
 assert split["metadata"]["split.count"]["value"] == 3
+assert [t["part"] for t in split["tensors"]] == [1] * 7 + [2] * 7 + [3] * 7
+assert all(t["part"] == 1 for t in whole["tensors"])
 PY
-then ok "every part's tensors, as the whole file has them"; else not_ok "inspect's tensors"; fi
+then ok "every part's tensors, as the whole file has them, each with its part"
+else not_ok "inspect's tensors"; fi
+run "inspect part 1, text" 0 "$DLLM" inspect "$A1"
+expect_out "a tensor's part" '^  blk\.1\.ffn_up\.weight +Q4_K .* part 3$'
+
 
 # The wrong part, a missing part, parts of two splits, a renamed part 1.
 run "part 2 given" 1 "$DLLM" logits -m "$TMP/a/llada-00002-of-00003.gguf" $T --out "$TMP/x.f32"

@@ -674,16 +674,28 @@ void dllm_gguf_close(struct dllm_gguf *g)
     free(g);
 }
 
-/* The file of g (g itself or one of its parts) whose mapping holds p. */
-static const struct dllm_gguf *file_of(const struct dllm_gguf *g, const void *p)
+/* Which of g's other parts maps p: its index in g->parts, or -1 for g itself. */
+static int64_t part_of(const struct dllm_gguf *g, const void *p)
 {
     const uintptr_t at = (uintptr_t)p;
     for (int64_t i = 0; i < g->n_parts; i++) {
         const struct dllm_gguf *part = g->parts[i];
         if (at >= (uintptr_t)part->base && at < (uintptr_t)part->base + part->size)
-            return part;
+            return i;
     }
-    return g;
+    return -1;
+}
+
+/* The file of g (g itself or one of its parts) whose mapping holds p. */
+static const struct dllm_gguf *file_of(const struct dllm_gguf *g, const void *p)
+{
+    const int64_t i = part_of(g, p);
+    return i < 0 ? g : g->parts[i];
+}
+
+int64_t dllm_gguf_tensor_part(const struct dllm_gguf *g, const struct dllm_gguf_tensor *t)
+{
+    return 2 + part_of(g, t->data);
 }
 
 int dllm_gguf_read(const struct dllm_gguf *whole, const void *p, size_t n, void *dst)
