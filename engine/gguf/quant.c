@@ -297,15 +297,14 @@ void dllm_q3_K_scales(const uint8_t s[12], int8_t sc[16])
     }
 }
 
-/*
- * Where element e of a Q2_K or Q3_K block keeps its low two bits: in qs[32 h + 16 k + l] from
- * bit 2 j, for e = 128 h + 32 j + 16 k + l (h < 2, j < 4, k < 2, l < 16); its sub-block of 16 is
- * e / 16. Q3_K's third bit is bit 4 h + j of hmask[16 k + l].
- */
-static int k2_low_bits(const uint8_t *qs, int e)
+int dllm_k2_low_bits(const uint8_t qs[64], int e)
 {
-    const int h = e / 128, j = e % 128 / 32, kl = e % 32;
-    return qs[32 * h + kl] >> (2 * j) & 3;
+    return qs[32 * (e / 128) + e % 32] >> (2 * (e % 128 / 32)) & 3;
+}
+
+int dllm_q3_K_value(const uint8_t hmask[32], const uint8_t qs[64], int e)
+{
+    return dllm_k2_low_bits(qs, e) | (hmask[e % 32] >> (e / 32) & 1) << 2;
 }
 
 /* Q2_K: 16 sub-blocks of 16; y = (d * sc) * q - dmin * mn, sc and mn 4-bit, q 2-bit. */
@@ -319,7 +318,7 @@ static void decode_q2_K(const void *src, float *dst, int64_t n)
         for (int e = 0; e < QK_K; e++) {
             const int sc = b.scales[e / 16];
             const float dl = d * (sc & 15), ml = dmin * (sc >> 4);
-            dst[e] = dl * k2_low_bits(b.qs, e) - ml;
+            dst[e] = dl * dllm_k2_low_bits(b.qs, e) - ml;
         }
     }
 }
@@ -335,9 +334,8 @@ static void decode_q3_K(const void *src, float *dst, int64_t n)
         int8_t sc[16];
         dllm_q3_K_scales(b.scales, sc);
         for (int e = 0; e < QK_K; e++) {
-            const int high = b.hmask[e % 32] >> (e / 32) & 1;
             const float dl = d * sc[e / 16];
-            dst[e] = dl * (k2_low_bits(b.qs, e) - (high ? 0 : 4));
+            dst[e] = dl * (dllm_q3_K_value(b.hmask, b.qs, e) - 4);
         }
     }
 }

@@ -99,6 +99,16 @@ void dllm_k4_scales_mins(const uint8_t s[12], uint8_t sc[8], uint8_t mn[8]);
  */
 void dllm_q3_K_scales(const uint8_t s[12], int8_t sc[16]);
 
+/*
+ * The low two bits of element e of a Q2_K or Q3_K block, from its 64 qs bytes: for
+ * e = 128 h + 32 j + 16 k + l (h < 2, j < 4, k < 2, l < 16), bits 2 j of qs[32 h + 16 k + l].
+ */
+int dllm_k2_low_bits(const uint8_t qs[64], int e);
+
+/* The 3-bit value (0..7, 4 more than the signed one) of element e of a Q3_K block: its low
+ * two bits and, as the third, bit e / 32 of hmask[e % 32]. */
+int dllm_q3_K_value(const uint8_t hmask[32], const uint8_t qs[64], int e);
+
 float dllm_fp16_to_f32(dllm_fp16 h);
 float dllm_bf16_to_f32(dllm_bf16 h);
 dllm_bf16 dllm_f32_to_bf16(float f);

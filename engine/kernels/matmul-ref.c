@@ -113,21 +113,12 @@ static void unpack_q6_K(const void *blk, struct kblock *out)
     out->dmin = 0.0f;
 }
 
-/*
- * The low two bits of element e of a Q2_K or Q3_K block: for e = 128h + 32j + 16k + l, bits 2j
- * of qs[32h + 16k + l].
- */
-static uint8_t k2_low_bits(const uint8_t qs[QK_K / 4], int e)
-{
-    return (uint8_t)(qs[32 * (e / 128) + e % 32] >> (2 * (e % 128 / 32)) & 3);
-}
-
 /* Q2_K: 2-bit values, 16 sub-blocks of 16 with 4-bit scales (low nibble) and mins (high). */
 static void unpack_q2_K(const void *blk, struct kblock *out)
 {
     const struct block_q2_K *b = blk;
     for (int e = 0; e < QK_K; e++) {
-        out->q[e] = k2_low_bits(b->qs, e);
+        out->q[e] = (uint8_t)dllm_k2_low_bits(b->qs, e);
     }
     for (int g = 0; g < QK_K / 16; g++) {
         out->sc[g] = b->scales[g] & 15;
@@ -144,7 +135,7 @@ static void unpack_q3_K(const void *blk, struct kblock *out)
 {
     const struct block_q3_K *b = blk;
     for (int e = 0; e < QK_K; e++) {
-        out->q[e] = (uint8_t)(k2_low_bits(b->qs, e) | (b->hmask[e % 32] >> (e / 32) & 1) << 2);
+        out->q[e] = (uint8_t)dllm_q3_K_value(b->hmask, b->qs, e);
     }
     int8_t sc[QK_K / 16];
     dllm_q3_K_scales(b->scales, sc);
