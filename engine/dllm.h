@@ -266,6 +266,12 @@ DLLM_API int64_t dllm_gguf_n_parts(const struct dllm_gguf *gguf);
 /* The part (from 1) whose file holds tensor t of gguf; 1 for a model in one file. */
 DLLM_API int64_t dllm_gguf_tensor_part(const struct dllm_gguf *gguf,
                                        const struct dllm_gguf_tensor *t);
+/*
+ * Whether path names a part of a model split by llama.cpp's gguf-split,
+ * "PREFIX-NNNNN-of-MMMMM.gguf" (".gguf" in any case, PREFIX not empty, 1 <= NNNNN <= MMMMM):
+ * then *prefix_len is the length of PREFIX, *part NNNNN and *count MMMMM. Reads only the name.
+ */
+DLLM_API bool dllm_gguf_split_name(const char *path, size_t *prefix_len, int *part, int *count);
 
 /* Validates a GGUF image held in memory, which must outlive the returned object. */
 DLLM_API enum dllm_status dllm_gguf_open_memory(const void *data, size_t size,

@@ -130,13 +130,13 @@ static struct dllm_hub_entry *part_one(struct dllm_hub_entry *entries, int64_t n
 {
     size_t prefix;
     int part, count;
-    if (!dllm_hub_split_name(e->file, &prefix, &part, &count) || part == 1)
+    if (!dllm_gguf_split_name(e->file, &prefix, &part, &count) || part == 1)
         return NULL;
     for (int64_t i = n - 1; i >= 0 && strcmp(entries[i].repo, e->repo) == 0; i--) {
         size_t p1;
         int k, c;
         if (strcmp(entries[i].commit, e->commit) == 0 &&
-            dllm_hub_split_name(entries[i].file, &p1, &k, &c) && k == 1 && c == count &&
+            dllm_gguf_split_name(entries[i].file, &p1, &k, &c) && k == 1 && c == count &&
             p1 == prefix && strncmp(entries[i].file, e->file, prefix) == 0)
             return &entries[i];
     }
@@ -167,7 +167,7 @@ static void fold_split_parts(struct dllm_hub_list *list)
         struct dllm_hub_entry *e = &list->entries[i];
         size_t prefix;
         int part, count;
-        if (dllm_hub_split_name(e->file, &prefix, &part, &count) && part == 1 && e->parts < count)
+        if (dllm_gguf_split_name(e->file, &prefix, &part, &count) && part == 1 && e->parts < count)
             e->state = DLLM_HUB_STATE_BROKEN;
     }
 }

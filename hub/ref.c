@@ -107,25 +107,6 @@ enum dllm_status dllm_hub_ref_parse(const char *text, const struct dllm_hub_para
     return DLLM_OK;
 }
 
-bool dllm_hub_split_name(const char *path, size_t *prefix_len, int *part, int *count)
-{
-    size_t n = strlen(path);
-    static const char form[] = "-00000-of-00000.gguf";
-    size_t m = sizeof form - 1;
-    if (n <= m || !dllm_hub_ends_with_ci(path, ".gguf"))
-        return false;
-    const char *s = path + n - m;
-    for (size_t i = 0; i < m - 5; i++) {
-        bool digit = form[i] == '0';
-        if (digit ? !isdigit((unsigned char)s[i]) : s[i] != form[i])
-            return false;
-    }
-    *prefix_len = n - m;
-    *part = atoi(s + 1);
-    *count = atoi(s + 10);
-    return *part >= 1 && *count >= 1 && *part <= *count;
-}
-
 /* The first occurrence of needle in s, ignoring ASCII case, or NULL. */
 static const char *find_ci(const char *s, const char *needle)
 {
@@ -150,7 +131,7 @@ static bool model_gguf(const char *path)
             return false;
     size_t prefix;
     int part, count;
-    return !dllm_hub_split_name(path, &prefix, &part, &count) || part == 1;
+    return !dllm_gguf_split_name(path, &prefix, &part, &count) || part == 1;
 }
 
 /* Whether path has tag followed by '.' or '-', ignoring case. */
@@ -233,7 +214,7 @@ enum dllm_status dllm_hub_select(const struct dllm_hub_listing *l, const char *r
     int part, count;
     *n = 0;
     idx[(*n)++] = (size_t)pick;
-    if (!dllm_hub_split_name(path, &prefix, &part, &count))
+    if (!dllm_gguf_split_name(path, &prefix, &part, &count))
         return DLLM_OK;
     /* Every part of a split model, in order; part 1 first whatever the tag named. */
     *n = 0;

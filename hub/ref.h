@@ -1,6 +1,6 @@
 /*
- * Model references and file choice, without the network: hub repo ids, split GGUF names, and
- * the files a tag names in a listing (dllm_hub_ref_parse is public, in dllm-hub.h).
+ * Model references and file choice, without the network: hub repo ids and the files a tag names in
+ * a listing (dllm_hub_ref_parse is public, in dllm-hub.h).
  */
 #ifndef DLLM_HUB_REF_H
 #define DLLM_HUB_REF_H
@@ -16,12 +16,6 @@
  * '.' and '-' only between them (no "--" or ".."), each side 1 to 96 characters.
  */
 bool dllm_hub_repo_valid(const char *repo);
-
-/*
- * Whether path names a part of a split GGUF, "<prefix>-NNNNN-of-MMMMM.gguf": then *part and
- * *count are the numbers and *prefix_len the length of "<prefix>".
- */
-bool dllm_hub_split_name(const char *path, size_t *prefix_len, int *part, int *count);
 
 /*
  * Chooses the files a model tag names in a listing, in listing order:

@@ -273,19 +273,16 @@ char *model_ref_path(const char *ref, bool offline)
  */
 static double model_bytes(const char *path)
 {
-    static const char part1[] = "-00001-of-00000.gguf";
-    const size_t len = strlen(path), tail = sizeof part1 - 1;
-    unsigned count = 1;
-    int end = 0;
-    const bool split = len > tail &&
-                       sscanf(path + len - tail, "-00001-of-%5u.gguf%n", &count, &end) == 1 &&
-                       (size_t)end == tail;
+    size_t prefix_len;
+    int part, count;
+    if (!dllm_gguf_split_name(path, &prefix_len, &part, &count) || part != 1)
+        count = 0;
     double bytes = 0;
-    for (unsigned k = 1; k <= (split ? count : 1); k++) {
-        char part[PATH_MAX];
+    for (int k = count ? 1 : 0; k <= count; k++) {
+        char name[PATH_MAX];
         struct stat sb;
-        snprintf(part, sizeof part, "%.*s-%05u-of-%05u.gguf", (int)(len - tail), path, k, count);
-        if (stat(split ? part : path, &sb) != 0)
+        snprintf(name, sizeof name, "%.*s-%05d-of-%05d.gguf", (int)prefix_len, path, k, count);
+        if (stat(k ? name : path, &sb) != 0)
             return -1;
         bytes += (double)sb.st_size;
     }

@@ -613,6 +613,46 @@ START_TEST(file_errors)
 }
 END_TEST
 
+/*
+ * Names of the parts llama.cpp's gguf-split writes ("%s-%05d-of-%05d.gguf", llama_split_path in
+ * llama.cpp's src/llama.cpp) are recognised, with the prefix, part and count; other names are not.
+ */
+START_TEST(split_names)
+{
+    static const struct {
+        const char *path;
+        bool split;
+        size_t prefix_len;
+        int part, count;
+    } cases[] = {
+        {"m/LLaDA-8B-Q4_K_M-00001-of-00003.gguf", true, 17, 1, 3},
+        {"x-00003-of-00003.gguf", true, 1, 3, 3},
+        {"/a/b-00002-of-00010.GGUF", true, 4, 2, 10},
+        {"-00001-of-00002.gguf", false, 0, 0, 0},  /* no prefix */
+        {"x-00004-of-00003.gguf", false, 0, 0, 0}, /* part past the count */
+        {"x-00000-of-00003.gguf", false, 0, 0, 0}, /* parts count from 1 */
+        {"x-00001-of-00000.gguf", false, 0, 0, 0}, /* no parts */
+        {"x-0001-of-00003.gguf", false, 0, 0, 0},  /* four digits */
+        {"x-00001-of-00003.gguf.part", false, 0, 0, 0},
+        {"x-00001_of-00003.gguf", false, 0, 0, 0},
+        {"x-0000a-of-00003.gguf", false, 0, 0, 0},
+        {"model.gguf", false, 0, 0, 0},
+        {"", false, 0, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t prefix_len = 99;
+        int part = 99, count = 99;
+        const bool split = dllm_gguf_split_name(cases[i].path, &prefix_len, &part, &count);
+        ck_assert_msg(split == cases[i].split, "%s: %s a part", cases[i].path,
+                      split ? "read as" : "not read as");
+        if (split)
+            ck_assert_msg(prefix_len == cases[i].prefix_len && part == cases[i].part &&
+                              count == cases[i].count,
+                          "%s: prefix %zu, part %d of %d", cases[i].path, prefix_len, part, count);
+    }
+}
+END_TEST
+
 static Suite *gguf_suite(void)
 {
     Suite *s = suite_create("gguf");
@@ -623,6 +663,7 @@ static Suite *gguf_suite(void)
     tcase_add_test(tc, rebuild_roundtrip);
     tcase_add_test(tc, nested_arrays);
     tcase_add_test(tc, read_tensor_data);
+    tcase_add_test(tc, split_names);
     suite_add_tcase(s, tc);
     tc = tcase_create("errors");
     tcase_add_test(tc, malformed_truncation);

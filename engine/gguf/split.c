@@ -10,14 +10,16 @@
 #include "dllm.h"
 #include "gguf.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define SPLIT_NO      "split.no"
 #define SPLIT_COUNT   "split.count"
 #define SPLIT_TENSORS "split.tensors.count"
-#define SPLIT_DIGITS  5 /* "%05d" in the names, wider for parts past 99999 */
+#define SPLIT_DIGITS  5 /* "%05d" in the names */
 
 /* Reads an optional integer key into *out (left as is when absent). */
 static enum dllm_status optional_u32(const struct dllm_gguf *g, const char *key, uint32_t *out,
@@ -26,19 +28,34 @@ static enum dllm_status optional_u32(const struct dllm_gguf *g, const char *key,
     return dllm_gguf_find(g, key) ? dllm_gguf_get_u32(g, key, out, err) : DLLM_OK;
 }
 
+bool dllm_gguf_split_name(const char *path, size_t *prefix_len, int *part, int *count)
+{
+    static const char form[] = "-00000-of-00000.gguf"; /* '0': a digit */
+    const size_t len = strlen(path), tail = sizeof form - 1, dot = tail - 5;
+    if (len <= tail || strcasecmp(path + len - 5, ".gguf") != 0)
+        return false;
+    const char *s = path + len - tail;
+    for (size_t i = 0; i < dot; i++)
+        if (form[i] == '0' ? !isdigit((unsigned char)s[i]) : s[i] != form[i])
+            return false;
+    *prefix_len = len - tail;
+    *part = atoi(s + 1);
+    *count = atoi(s + 10);
+    return *part >= 1 && *part <= *count;
+}
+
 /*
  * The length of path's prefix when its name ends in -NNNNN-of-MMMMM.gguf for part `no` (from 1)
  * of `count`; 0 when it does not.
  */
 static size_t split_prefix_len(const char *path, uint32_t no, uint32_t count)
 {
-    char tail[64];
-    const int n =
-        snprintf(tail, sizeof tail, "-%0*u-of-%0*u.gguf", SPLIT_DIGITS, no, SPLIT_DIGITS, count);
-    const size_t len = strlen(path);
-    if (n <= 0 || (size_t)n >= len || strcmp(path + len - (size_t)n, tail) != 0)
-        return 0;
-    return len - (size_t)n;
+    size_t prefix_len;
+    int part, n;
+    return dllm_gguf_split_name(path, &prefix_len, &part, &n) && (uint32_t)part == no &&
+                   (uint32_t)n == count
+               ? prefix_len
+               : 0;
 }
 
 /* The malloc'd path of part `no` (from 1) of `count` beside the part whose prefix is given. */
