@@ -604,7 +604,11 @@ SIMD_INLINE void ktile(const struct kpanel *p, int np, int nb, const uint8_t *co
                         m = vi_dot16_bcast(m, pb[j]->mn[2 * h + 1], blk->sums + 4 * h + 2);
                         f[j][t] = vf_fmadd(vf_cvt(m), pb[j]->ndmin, f[j][t]);
                     } else if (mins) {
-                        /* Q2_K: the mins of the eight sub-blocks of h against their sums */
+                        /*
+                         * Q2_K: the mins of the eight sub-blocks of h against their sums. Kept
+                         * apart from the branch above on purpose: one loop over nsub / 4 dot
+                         * products changed the Q4_K tile's register allocation (objdump).
+                         */
                         const int16_t *sums = blk->sums16 + 8 * h;
                         vi m = vi_dot16_bcast(vi_zero(), pb[j]->mn[4 * h], sums);
 #pragma GCC unroll 4
