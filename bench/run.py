@@ -52,7 +52,7 @@ Parts (--parts, default gemm,forward,generate):
             blocks, ik_llama.cpp's fastest CPU layout. Needs one of the two folders or both.
 
 The models are written once by `dllm synth` (LLaDA-8B and Dream-7B shapes, Q4_K_M, random
-weights, about 5 GB each) into --cache (default ~/.cache/dllm-bench). Nothing here asserts a
+weights, about 5 GB each; the LLaDA-8B shape also in Q3_K_M and Q2_K) into --cache (default ~/.cache/dllm-bench). Nothing here asserts a
 speed; bench/table.py turns the result files into the README's table.
 """
 import argparse
@@ -74,14 +74,19 @@ import mix_bound
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = {
-    "llada": {"arch": "llada", "preset": "8b", "file": "llada-8b-q4km.gguf",
+    "llada": {"arch": "llada", "preset": "8b", "type": "Q4_K_M", "file": "llada-8b-q4km.gguf",
               "label": "LLaDA-8B shape"},
-    "dream": {"arch": "dream", "preset": "7b", "file": "dream-7b-q4km.gguf",
+    "dream": {"arch": "dream", "preset": "7b", "type": "Q4_K_M", "file": "dream-7b-q4km.gguf",
               "label": "Dream-7B shape"},
-    "llada-moe": {"arch": "llada-moe", "preset": "7b-a1b", "file": "llada-moe-7b-a1b-q4km.gguf",
-                  "label": "LLaDA-MoE-7B-A1B shape"},
-    "rnd1": {"arch": "rnd1", "preset": "30b-a3b", "file": "rnd1-30b-a3b-q4km.gguf",
-             "label": "RND1-30B-A3B shape"},
+    "llada-moe": {"arch": "llada-moe", "preset": "7b-a1b", "type": "Q4_K_M",
+                  "file": "llada-moe-7b-a1b-q4km.gguf", "label": "LLaDA-MoE-7B-A1B shape"},
+    "rnd1": {"arch": "rnd1", "preset": "30b-a3b", "type": "Q4_K_M",
+             "file": "rnd1-30b-a3b-q4km.gguf", "label": "RND1-30B-A3B shape"},
+    # the LLaDA-8B shape in the smaller K-quant mixes, for the forward and phases parts
+    "llada-q3km": {"arch": "llada", "preset": "8b", "type": "Q3_K_M",
+                   "file": "llada-8b-q3km.gguf", "label": "LLaDA-8B shape, Q3_K_M"},
+    "llada-q2k": {"arch": "llada", "preset": "8b", "type": "Q2_K", "file": "llada-8b-q2k.gguf",
+                  "label": "LLaDA-8B shape, Q2_K"},
 }
 # What the RND1-30B-A3B shape needs besides MemAvailable's 2 GB margin: its weights (the Q4_K_M
 # file) and about 1 GB of buffers and logits at canvas 160.
@@ -188,7 +193,7 @@ def synth_models(dllm, cache, names):
         m = MODELS[name]
         path = os.path.join(cache, m["file"])
         if not os.path.exists(path):
-            run([dllm, "synth", "--arch", m["arch"], "--preset", m["preset"], "--type", "Q4_K_M",
+            run([dllm, "synth", "--arch", m["arch"], "--preset", m["preset"], "--type", m["type"],
                  "--out", path, "--quiet"])
         paths[name] = path
     return paths
@@ -914,7 +919,8 @@ def main():
                     help="comma-separated: gemm, forward, generate, sampling, cache, divergence, "
                          "kvf16, moe, compare")
     ap.add_argument("--models", default="llada,dream",
-                    help="comma-separated: llada, dream, llada-moe, rnd1; '' (divergence: the "
+                    help="comma-separated: llada, dream, llada-moe, rnd1, llada-q3km, "
+                         "llada-q2k (forward and phases); '' (divergence: the "
                          "fixture models only)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--reps", type=int, default=3, help="timed passes per figure (default 3)")
@@ -1020,7 +1026,7 @@ def main():
     if "gemm" in parts:
         bg = os.path.abspath(a.bench_gemm or os.path.join(build, "bench", "bench_gemm"))
         try:
-            res["gemm"] = part_gemm(bg, names, a.threads, a.reps,
+            res["gemm"] = part_gemm(bg, [n for n in names if n in GEMM_SHAPES], a.threads, a.reps,
                                     best_probe(a.out, res["machine"], a.threads))
         except RunError as e:
             res["gemm_error"] = str(e)
