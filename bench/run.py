@@ -269,6 +269,15 @@ def int8_peak(gemm, threads):
     return max(peaks) if peaks else None
 
 
+def probe(bench_gemm, threads):
+    """bench_gemm's int8 peak probe (beside a product too small to take time), for a run
+    without the gemm part: bench/table.py passes over a run whose probe reads below 90% of the
+    best on its CPU, as this part's figures then come from a busy or throttled machine."""
+    doc, _, _ = run([bench_gemm, "--threads", str(threads), "--types", "Q4_K", "--shapes",
+                     "256x256", "--rows", "16", "--reps", "1"])
+    return int8_peak({"probe": json.loads(doc)}, threads)
+
+
 def cat_file(path, times=3):
     """Reads the file `times` times with cat to /dev/null (the page cache warm after the first);
     returns {"cat_ms": [wall ms], "cat_cpu_ms": [CPU ms], "cat_median_ms": median wall ms}."""
@@ -1023,8 +1032,8 @@ def main():
             f.write("\n")
 
     paths = synth_models(dllm, a.cache, names) if set(parts) - {"gemm", "moe"} else {}
+    bg = os.path.abspath(a.bench_gemm or os.path.join(build, "bench", "bench_gemm"))
     if "gemm" in parts:
-        bg = os.path.abspath(a.bench_gemm or os.path.join(build, "bench", "bench_gemm"))
         try:
             res["gemm"] = part_gemm(bg, [n for n in names if n in GEMM_SHAPES], a.threads, a.reps,
                                     best_probe(a.out, res["machine"], a.threads))
@@ -1038,6 +1047,16 @@ def main():
             res["gemm_mix_bound"] = {"error": str(e)}
         res["gemm_ports"] = part_ports(os.path.join(build, "bench", "bench_ports"))
         save()
+    if "gemm" not in parts and {"forward", "phases"} & set(parts):
+        try:
+            res["probe_gops"] = probe(bg, a.threads)
+            best = best_probe(a.out, res["machine"], a.threads)
+            if best and res["probe_gops"] < 0.9 * best:
+                log("the int8 probe read %.0f GOPS, below 90%% of the best on this CPU (%.0f): "
+                    "the machine is busy or throttled, and bench/table.py will pass over this "
+                    "run's forward and phases figures" % (res["probe_gops"], best))
+        except RunError as e:
+            res["probe_error"] = str(e)
     peak = int8_peak(res.get("gemm"), a.threads) or latest_peak(a.out, res["machine"], a.threads)
     res["int8_peak_gops"] = peak
     if "phases" in parts:

@@ -7,9 +7,9 @@
 
 Each section (gemm, forward, phases, generate, sampling, kvf16, moe; gpu, from the documents
 tests/gpu/run.sh's bench stage writes) comes from the newest of the result files that hold the
-most entries of it (cache, divergence and compare: each model's newest rows; gemm and forward
-pass over a run whose int8 peak probe read below 90% of the best on its CPU); the
-line under each table names that file's commit, date and machine.
+most entries of it (cache, divergence and compare: each model's newest rows; gemm, forward
+and phases pass over a run whose own int8 peak probe read below 90% of the best on its CPU);
+the line under each table names that file's commit, date and machine.
 """
 import argparse
 import json
@@ -25,13 +25,18 @@ START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 ISA_CLASSES = ("avx512_vnni", "avx_vnni", "avx2")
 PER_ISA = ("forward", "phases", "sampling", "gemm", "compare")
 
-LABEL = {"llada": "LLaDA-8B shape", "dream": "Dream-7B shape",
-         "llada-moe": "LLaDA-MoE-7B-A1B shape"}
+LABEL = {name: m["label"] for name, m in run.MODELS.items()}
 
 
 def peak_of(doc):
     """The run's int8 peak: the highest bench_gemm measured in it, else the one it recorded."""
     return run.int8_peak(doc.get("gemm"), doc["threads"]) or doc.get("int8_peak_gops")
+
+
+def own_probe(doc):
+    """The int8 peak probe taken in the run itself (its gemm part, or the probe run.py takes
+    before the forward and phases parts without it), or None."""
+    return run.int8_peak(doc.get("gemm"), doc["threads"]) or doc.get("probe_gops")
 
 
 def failed(msg):
@@ -46,26 +51,27 @@ def pct(gops, peak):
 
 
 def probe_ok(docs, doc):
-    """Whether a run's int8 peak probe read at least 90% of the best of docs' runs on the same
-    CPU (the rule by which bench/run.py repeats a run: below it the machine was busy or
-    throttled); a run without a probe passes."""
-    peak = peak_of(doc)
-    best = max((peak_of(d) or 0 for d in docs
+    """Whether a run's own int8 peak probe read at least 90% of the best of docs' runs on the
+    same CPU (the rule by which bench/run.py repeats a run: below it the machine was busy or
+    throttled); a run without a probe of its own passes."""
+    peak = own_probe(doc)
+    best = max((own_probe(d) or 0 for d in docs
                 if run.cpu_key(d.get("machine")) == run.cpu_key(doc.get("machine"))), default=0)
     return not peak or peak >= 0.9 * best
 
 
 def newest(docs, section):
-    """The newest of the runs with the most entries in section (for the tables that give shares
-    of the peak, gemm and forward, among those with a probe that passes probe_ok where any
-    has one): a partial run (a before/after check of one model or canvas) does not hide a whole
-    one, nor a run on a busy machine or one without a peak (--parts forward alone) a run on a
-    quiet one."""
+    """The newest of the runs with the most entries in section (for gemm, forward and phases,
+    among those that pass probe_ok, and for the two that give shares of the peak, gemm and
+    forward, that have a peak, where any does): a partial run (a before/after check of one
+    model or canvas) does not hide a whole one, nor a run on a busy machine or one without a
+    peak (--parts forward alone) a run on a quiet one."""
     have = [d for d in docs if d.get(section)]
     most = max((len(d[section]) for d in have), default=0)
     full = [d for d in have if len(d[section]) == most]
-    if section in ("gemm", "forward"):
-        full = [d for d in full if peak_of(d) and probe_ok(docs, d)] or full
+    if section in ("gemm", "forward", "phases"):
+        full = [d for d in full
+                if probe_ok(docs, d) and (section == "phases" or peak_of(d))] or full
     return max(full, key=lambda d: d["date"]) if full else None
 
 
