@@ -52,8 +52,9 @@ Parts (--parts, default gemm,forward,generate):
             blocks, ik_llama.cpp's fastest CPU layout. Needs one of the two folders or both.
 
 The models are written once by `dllm synth` (LLaDA-8B and Dream-7B shapes, Q4_K_M, random
-weights, about 5 GB each; the LLaDA-8B shape also in Q3_K_M and Q2_K) into --cache (default ~/.cache/dllm-bench). Nothing here asserts a
-speed; bench/table.py turns the result files into the README's table.
+weights, about 5 GB each; the LLaDA-8B shape also in Q3_K_M and Q2_K) into --cache (default
+~/.cache/dllm-bench). Nothing here asserts a speed; bench/table.py turns the result files into
+the README's table.
 """
 import argparse
 import datetime
@@ -1035,8 +1036,8 @@ def main():
     bg = os.path.abspath(a.bench_gemm or os.path.join(build, "bench", "bench_gemm"))
     if "gemm" in parts:
         try:
-            res["gemm"] = part_gemm(bg, [n for n in names if n in GEMM_SHAPES], a.threads, a.reps,
-                                    best_probe(a.out, res["machine"], a.threads))
+            res["gemm"] = part_gemm(bg, [n for n in names if n in GEMM_SHAPES], a.threads,
+                                    a.reps, best_probe(a.out, res["machine"], a.threads))
         except RunError as e:
             res["gemm_error"] = str(e)
         mca = mix_bound.find_mca(None)

@@ -272,6 +272,12 @@ DLLM_API int64_t dllm_gguf_tensor_part(const struct dllm_gguf *gguf,
  * then *prefix_len is the length of PREFIX, *part NNNNN and *count MMMMM. Reads only the name.
  */
 DLLM_API bool dllm_gguf_split_name(const char *path, size_t *prefix_len, int *part, int *count);
+/*
+ * The path of part `part` (from 1) of `count` of the split model one of whose parts is path,
+ * PREFIX being its first prefix_len bytes (from dllm_gguf_split_name): a malloc'd string the
+ * caller frees with free(), or NULL when out of memory.
+ */
+DLLM_API char *dllm_gguf_split_part_path(const char *path, size_t prefix_len, int part, int count);
 
 /* Validates a GGUF image held in memory, which must outlive the returned object. */
 DLLM_API enum dllm_status dllm_gguf_open_memory(const void *data, size_t size,

@@ -219,7 +219,7 @@ enum dllm_status dllm_hub_select(const struct dllm_hub_listing *l, const char *r
     /* Every part of a split model, in order; part 1 first whatever the tag named. */
     *n = 0;
     for (int k = 1; k <= count; k++) {
-        char *name = dllm_hub_fmt("%.*s-%05d-of-%05d.gguf", (int)prefix, path, k, count);
+        char *name = dllm_gguf_split_part_path(path, prefix, k, count);
         if (!name)
             return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
         long i = -1;

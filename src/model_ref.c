@@ -5,7 +5,6 @@
 
 #include "cli.h"
 
-#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -278,11 +277,12 @@ static double model_bytes(const char *path)
     if (!dllm_gguf_split_name(path, &prefix_len, &part, &count) || part != 1)
         count = 0;
     double bytes = 0;
-    for (int k = count ? 1 : 0; k <= count; k++) {
-        char name[PATH_MAX];
+    for (int k = count ? 1 : 0; k <= count; k++) { /* k 0: the one file */
+        char *name = k ? dllm_gguf_split_part_path(path, prefix_len, k, count) : NULL;
         struct stat sb;
-        snprintf(name, sizeof name, "%.*s-%05d-of-%05d.gguf", (int)prefix_len, path, k, count);
-        if (stat(k ? name : path, &sb) != 0)
+        const int st = k && !name ? -1 : stat(k ? name : path, &sb);
+        free(name);
+        if (st != 0)
             return -1;
         bytes += (double)sb.st_size;
     }

@@ -650,6 +650,13 @@ START_TEST(split_names)
                               count == cases[i].count,
                           "%s: prefix %zu, part %d of %d", cases[i].path, prefix_len, part, count);
     }
+    /* The other parts' paths, as gguf-split names them. */
+    char *p = dllm_gguf_split_part_path("m/LLaDA-8B-Q4_K_M-00001-of-00003.gguf", 17, 2, 3);
+    ck_assert_str_eq(p, "m/LLaDA-8B-Q4_K_M-00002-of-00003.gguf");
+    free(p);
+    p = dllm_gguf_split_part_path("x-00003-of-00012.gguf", 1, 10, 12);
+    ck_assert_str_eq(p, "x-00010-of-00012.gguf");
+    free(p);
 }
 END_TEST
 

@@ -58,13 +58,12 @@ static size_t split_prefix_len(const char *path, uint32_t no, uint32_t count)
                : 0;
 }
 
-/* The malloc'd path of part `no` (from 1) of `count` beside the part whose prefix is given. */
-static char *part_path(const char *path, size_t prefix_len, uint32_t no, uint32_t count)
+char *dllm_gguf_split_part_path(const char *path, size_t prefix_len, int part, int count)
 {
     const size_t size = prefix_len + 64;
     char *p = malloc(size);
     if (p)
-        snprintf(p, size, "%.*s-%0*u-of-%0*u.gguf", (int)prefix_len, path, SPLIT_DIGITS, no,
+        snprintf(p, size, "%.*s-%0*d-of-%0*d.gguf", (int)prefix_len, path, SPLIT_DIGITS, part,
                  SPLIT_DIGITS, count);
     return p;
 }
@@ -73,7 +72,7 @@ static char *part_path(const char *path, size_t prefix_len, uint32_t no, uint32_
 static enum dllm_status join_part(struct dllm_gguf *g, const char *path, size_t prefix_len,
                                   uint32_t no, uint32_t count, struct dllm_error *err)
 {
-    char *p = part_path(path, prefix_len, no, count);
+    char *p = dllm_gguf_split_part_path(path, prefix_len, (int)no, (int)count);
     if (!p)
         return dllm_error_set(err, DLLM_ERR_NOMEM, "out of memory");
     const char *name = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
