@@ -171,8 +171,8 @@ START_TEST(test_rng_uniform)
     double sum = 0.0;
     for (int k = 0; k < 100000; k++) {
         double u = dllm_sampler_rng_uniform(&rng), w = dllm_sampler_rng_uniform_open(&rng);
-        ck_assert(u >= 0.0 && u < 1.0);
-        ck_assert(w > 0.0 && w < 1.0);
+        if (!(u >= 0.0 && u < 1.0) || !(w > 0.0 && w < 1.0))
+            ck_abort_msg("draw %d: uniform %.17g, open %.17g", k, u, w);
         sum += u;
     }
     ck_assert_double_eq_tol(sum / 100000, 0.5, 0.005);
@@ -679,9 +679,12 @@ START_TEST(test_gumbel_statistics)
     for (int k = 0; k < n; k++) {
         int32_t tok;
         double conf;
-        ck_assert_int_eq(dllm_sampler_propose_llada(s, row, &rng, &tok, &conf, NULL), DLLM_OK);
-        ck_assert(tok >= 0 && tok < 4);
-        ck_assert_double_eq_tol(conf, exp(row[tok]) / z1, 1e-9);
+        if (dllm_sampler_propose_llada(s, row, &rng, &tok, &conf, NULL) != DLLM_OK)
+            ck_abort_msg("draw %d: the proposal failed", k);
+        if (!(tok >= 0 && tok < 4))
+            ck_abort_msg("draw %d: token %d outside the row", k, (int)tok);
+        if (!(fabs(conf - exp(row[tok]) / z1) < 1e-9))
+            ck_abort_msg("draw %d: confidence %.17g, expected %.17g", k, conf, exp(row[tok]) / z1);
         count[tok]++;
     }
     double chi2 = 0.0;
@@ -916,9 +919,12 @@ START_TEST(test_dream_sampling_statistics)
     for (int k = 0; k < n; k++) {
         int32_t tok;
         double conf;
-        ck_assert_int_eq(dllm_sampler_propose_dream(s, row, &rng, &tok, &conf, NULL), DLLM_OK);
-        ck_assert(tok >= 0 && tok < 3);
-        ck_assert_double_eq_tol(conf, probs[tok], TOL);
+        if (dllm_sampler_propose_dream(s, row, &rng, &tok, &conf, NULL) != DLLM_OK)
+            ck_abort_msg("draw %d: the proposal failed", k);
+        if (!(tok >= 0 && tok < 3))
+            ck_abort_msg("draw %d: token %d outside the row", k, (int)tok);
+        if (!(fabs(conf - probs[tok]) < TOL))
+            ck_abort_msg("draw %d: confidence %.17g, expected %.17g", k, conf, probs[tok]);
         count[tok]++;
     }
     double chi2 = 0.0;
