@@ -12,8 +12,9 @@ Parts (--parts, default gemm,forward,generate):
             each load's time over the median of 3 `cat FILE` made just before (load_vs_cat);
             then a load from disk beside a cat from disk (load_cold: each time the file is
             dropped from the page cache first with posix_fadvise POSIX_FADV_DONTNEED)
-  phases    `dllm bench --threads 1 --threads-sweep 2` at canvas 160: each phase of a pass (gemm,
-            attention, norms_rope, output) on 1 and 2 threads, and 2-thread over 1-thread
+  phases    `dllm bench --threads 1 --threads-sweep 2` at canvas 160, --rounds times, the
+            order of 1 and 2 threads alternating: each phase of a pass (gemm, attention,
+            norms_rope, output) on 1 and 2 threads, and 2-thread over 1-thread
   generate  `dllm run --json --trace` end to end: 128 tokens, 32 steps, block 32, with and
             without --threshold 0.9; ms per step, tokens/s, time outside the forward pass
   sampling  the sampler's share of a step, `dllm run --no-chat --trace` on the synth models
@@ -355,34 +356,57 @@ def part_forward(dllm, paths, threads, reps, peak, canvases):
 PHASES = ("gemm", "attention", "norms_rope", "output")
 
 
-def part_phases(dllm, paths, reps, canvas=160):
-    """Each phase of a pass on 1 and on 2 threads, from one `dllm bench --threads 1
-    --threads-sweep 2` run per model (its own passes on 1 thread, the sweep's on 2): the median
-    of each phase's milliseconds and the 2-thread time over the 1-thread time (the issue's
-    target: at most 0.6 for every phase)."""
+def part_phases(dllm, paths, reps, rounds, canvas=160):
+    """Each phase of a pass on 1 and on 2 threads: `rounds` runs of `dllm bench` per model, each
+    timing both (--threads A --threads-sweep B), the first thread count alternating from run to
+    run (1 then 2, 2 then 1, ...) so that a drift in the machine's speed falls on both sides;
+    the passes of all rounds pooled, each phase's median, and the 2-thread time over the
+    1-thread time (the issue's target: at most 0.6 for every phase), with each round's own
+    ratio beside it to show the spread."""
     out = []
     for name, path in paths.items():
-        rec = {"model": name, "canvas": canvas, "rows": 32}
+        rec = {"model": name, "canvas": canvas, "rows": 32, "rounds": []}
         try:
-            doc, _, _ = run([dllm, "bench", "-m", path, "--canvas", str(canvas), "--rows", "32",
-                             "--reps", str(reps), "--threads", "1", "--threads-sweep", "2",
-                             "--json"])
-            d = json.loads(doc)
-            rec["kernel"] = d["kernel"]
-            for s in [d] + d["threads_sweep"]:
-                rec["threads_%d" % s["threads"]] = {
-                    "median_ms": s["median_ms"], "pass_ms": s["pass_ms"], "cpu_ms": s["cpu_ms"],
-                    "phases_median_ms": {p: statistics.median(x[p] for x in s["phases_ms"])
+            pooled = {1: [], 2: []}
+            for r in range(rounds):
+                first, second = (1, 2) if r % 2 == 0 else (2, 1)
+                doc, _, _ = run([dllm, "bench", "-m", path, "--canvas", str(canvas), "--rows",
+                                 "32", "--reps", str(reps), "--threads", str(first),
+                                 "--threads-sweep", str(second), "--json"])
+                d = json.loads(doc)
+                rec["kernel"] = d["kernel"]
+                runs = {s["threads"]: s for s in [d] + d["threads_sweep"]}
+                for t in (1, 2):
+                    pooled[t].append(runs[t])
+                rec["rounds"].append({"order": [first, second],
+                                      "ratio": phase_ratios(runs[1], runs[2])})
+            for t in (1, 2):
+                passes = [p for s in pooled[t] for p in s["pass_ms"]]
+                phases = [x for s in pooled[t] for x in s["phases_ms"]]
+                rec["threads_%d" % t] = {
+                    "median_ms": statistics.median(passes), "pass_ms": passes,
+                    "cpu_ms": [c for s in pooled[t] for c in s["cpu_ms"]],
+                    "phases_median_ms": {p: statistics.median(x[p] for x in phases)
                                          for p in PHASES}}
-            one, two = rec["threads_1"], rec["threads_2"]
-            rec["ratio"] = {p: round(two["phases_median_ms"][p] / one["phases_median_ms"][p], 3)
-                            for p in PHASES if one["phases_median_ms"][p] > 0}
-            rec["ratio"]["pass"] = round(two["median_ms"] / one["median_ms"], 3)
+            rec["ratio"] = phase_ratios(rec["threads_1"], rec["threads_2"])
         except RunError as e:
             rec["error"] = str(e)
         rec["loadavg"] = loadavg()
         out.append(rec)
     return out
+
+
+def phase_ratios(one, two):
+    """Each phase's median 2-thread time over its 1-thread time, and the pass's, from two
+    `dllm bench` timings (their phases_ms, or the phases_median_ms pooled from several)."""
+    def med(s, p):
+        if p == "pass":
+            return s["median_ms"]
+        if "phases_median_ms" in s:
+            return s["phases_median_ms"][p]
+        return statistics.median(x[p] for x in s["phases_ms"])
+    return {p: round(med(two, p) / med(one, p), 3) for p in PHASES + ("pass",)
+            if med(one, p) > 0}
 
 
 def part_moe(dllm, bench_gemm, paths, threads, rounds, reps):
@@ -941,7 +965,8 @@ def main():
     ap.add_argument("--ik-llama", help="folder with ik_llama.cpp's llama-bench (compare)")
     ap.add_argument("--ik-rtr", action="store_true",
                     help="run ik_llama.cpp's llama-bench with -rtr 1 (its run-time repack)")
-    ap.add_argument("--rounds", type=int, default=2, help="alternating rounds for compare")
+    ap.add_argument("--rounds", type=int, default=2,
+                    help="alternating rounds for compare, cache, moe and phases (default 2)")
     ap.add_argument("--compare-canvas", type=int, default=160)
     ap.add_argument("--forward-canvas", default="160,512",
                     help="the canvases of the forward part (default 160,512)")
@@ -1061,7 +1086,7 @@ def main():
     peak = int8_peak(res.get("gemm"), a.threads) or latest_peak(a.out, res["machine"], a.threads)
     res["int8_peak_gops"] = peak
     if "phases" in parts:
-        res["phases"] = part_phases(dllm, paths, a.reps)
+        res["phases"] = part_phases(dllm, paths, a.reps, a.rounds)
         save()
     if "forward" in parts:
         res["forward"] = part_forward(dllm, paths, a.threads, a.reps, peak,

@@ -135,21 +135,30 @@ def forward_section(doc):
 
 
 def phases_section(doc):
+    n = len(doc["phases"][0].get("rounds", []))
     rows = []
     for f in doc["phases"]:
         if "error" in f:
-            rows.append([LABEL[f["model"]], failed(f["error"])] + [""] * 5)
+            rows.append([LABEL[f["model"]], failed(f["error"])] + [""] * (5 if n > 1 else 4))
             continue
         one, two = f["threads_1"], f["threads_2"]
         for p in ("gemm", "attention", "norms_rope", "output", "pass"):
             a = one["median_ms"] if p == "pass" else one["phases_median_ms"][p]
             b = two["median_ms"] if p == "pass" else two["phases_median_ms"][p]
-            rows.append([LABEL[f["model"]], p, fmt(a), fmt(b), fmt(f["ratio"].get(p), 2)])
+            row = [LABEL[f["model"]], p, fmt(a), fmt(b), fmt(f["ratio"].get(p), 2)]
+            each = [r["ratio"][p] for r in f.get("rounds", []) if p in r["ratio"]]
+            if n > 1:
+                row.append("%s-%s" % (fmt(min(each), 2), fmt(max(each), 2)) if each else "")
+            rows.append(row)
+    rounds = (", %d rounds, the order of 1 and 2 threads alternating; median ms of each phase "
+              "over the rounds' passes" % n if n > 1 else "; median ms of each phase")
     lines = ["**Phases on 1 and 2 threads** (`dllm bench` with `--threads-sweep`, canvas %d, "
-             "logits for 32 rows; median ms of each phase; 2 / 1: the 2-thread time over the "
-             "1-thread time, 0.5 when the phase divides perfectly)" % doc["phases"][0]["canvas"],
-             ""]
-    lines += table(["model", "phase", "1 thread ms", "2 threads ms", "2 / 1"], rows)
+             "logits for 32 rows%s; 2 / 1: the 2-thread time over the 1-thread time, 0.5 when "
+             "the phase divides perfectly%s)"
+             % (doc["phases"][0]["canvas"], rounds,
+                "; each round's own 2 / 1 beside it" if n > 1 else ""), ""]
+    lines += table(["model", "phase", "1 thread ms", "2 threads ms", "2 / 1"]
+                   + (["rounds' 2 / 1"] if n > 1 else []), rows)
     return lines + ["", source(doc)]
 
 
