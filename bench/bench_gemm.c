@@ -30,6 +30,7 @@
 
 #include <getopt.h>
 #include <immintrin.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,28 +142,47 @@ PEAK_LOOP_256(maddubs, "avx2", OP_M)
 
 struct peak_job {
     double (*loop)(void);
-    double ops[MAX_THREADS]; /* per item */
+    int n;                   /* the pool's threads */
+    _Atomic int arrived;     /* threads at the start line */
+    double ops[MAX_THREADS]; /* per thread */
+    double t0[MAX_THREADS];  /* when each thread's loop began and ended */
+    double t1[MAX_THREADS];
 };
 
+/*
+ * One thread's loop, begun once every thread of the pool has arrived: a worker woken late
+ * (on a virtual machine an idle processor may take milliseconds to wake) delays every start
+ * instead of running alone after the others, so the loops run at the same time.
+ */
 static void peak_item(void *ctx, int64_t item, int thread)
 {
+    (void)thread;
     struct peak_job *job = ctx;
+    atomic_fetch_add(&job->arrived, 1);
+    while (atomic_load(&job->arrived) < job->n) {
+        __builtin_ia32_pause();
+    }
+    job->t0[item] = now_s();
     job->ops[item] = job->loop();
+    job->t1[item] = now_s();
 }
 
-/* GOPS of loop run once on each thread of the pool at the same time. */
+/*
+ * GOPS of loop run once on each thread of the pool at the same time: all their operations over
+ * the time from the first loop's start to the last one's end (the wait for the threads to
+ * arrive not counted).
+ */
 static double peak_gops(struct dllm_threadpool *pool, double (*loop)(void))
 {
-    struct peak_job job = {.loop = loop};
-    const int n = dllm_threadpool_size(pool);
-    const double t0 = now_s();
-    dllm_threadpool_run(pool, n, peak_item, &job);
-    const double t = now_s() - t0;
-    double ops = 0.0;
-    for (int i = 0; i < n; i++) {
+    struct peak_job job = {.loop = loop, .n = dllm_threadpool_size(pool)};
+    dllm_threadpool_run_each(pool, peak_item, &job);
+    double ops = 0.0, first = job.t0[0], last = job.t1[0];
+    for (int i = 0; i < job.n; i++) {
         ops += job.ops[i];
+        first = job.t0[i] < first ? job.t0[i] : first;
+        last = job.t1[i] > last ? job.t1[i] : last;
     }
-    return ops / t / 1e9;
+    return ops / (last - first) / 1e9;
 }
 
 /* ---- GEMM timing ------------------------------------------------------------------------- */
