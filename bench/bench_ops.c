@@ -6,18 +6,24 @@
  *   elementwise  the layer's other block kernels: two RMSNorms and two additions of L rows,
  *                RoPE of q and k for each token, SwiGLU of L ffn rows
  * Each figure is the median of --reps runs after one warm-up run, in ms, with the speedup
- * over the reference.
+ * over the reference. With --threads N, then the attention of the fastest variant on a pool of
+ * 1 and of N threads, in work items of one kv head (as the CPU backend cuts it on 2 threads),
+ * wall time, in two states: its inputs resident (the same run again), and rewritten before each run
+ * by the pool's threads, each a share of the columns as the matrix products leave them, so that a
+ * thread reads the rows another core wrote.
  *
- *   bench_ops [--rows 160,512] [--reps N]
+ *   bench_ops [--rows 160,512] [--reps N] [--threads N]
  */
 #include "config.h"
 
 #include "bench_util.h"
 #include "kernels/ops.h"
 #include "lines.h"
+#include "threadpool.h"
 
 #include <getopt.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,12 +138,109 @@ static double median_ms(void (*fn)(const struct dllm_ops *, const struct layer *
     return t[reps / 2];
 }
 
+/* The attention of a layer on a pool: one kv head an item, each thread its own scratch. */
+struct pool_attention {
+    struct dllm_threadpool *pool;
+    const struct dllm_ops *ops;
+    const struct layer *ly;
+    int64_t L;
+    struct buffers *b;
+    float *scratch; /* [threads][per_thread] */
+    int64_t per_thread;
+};
+
+static void attention_item(void *ctx, int64_t g, int thread)
+{
+    const struct pool_attention *j = ctx;
+    const struct layer *ly = j->ly;
+    j->ops->attention(j->b->q, j->b->k, j->b->v, j->L, ly->n_head, ly->n_kv, ly->head_dim,
+                      1.0f / sqrtf((float)ly->head_dim), 0, j->L, g, g + 1,
+                      j->scratch + thread * j->per_thread, j->b->out);
+}
+
+/*
+ * Thread t's share of the columns of q, k and v negated in every row (a write that keeps the
+ * scores and flips the outputs' sign): the rows as the products leave them, each row written
+ * by every core.
+ */
+static void rewrite_item(void *ctx, int64_t t, int thread)
+{
+    (void)thread;
+    const struct pool_attention *j = ctx;
+    const int64_t hd = j->ly->head_dim;
+    float *m[] = {j->b->q, j->b->k, j->b->v};
+    const int64_t width[] = {j->ly->n_head * hd, j->ly->n_kv * hd, j->ly->n_kv * hd};
+    for (int x = 0; x < 3; x++) {
+        int64_t c0, c1;
+        dllm_threadpool_part(j->pool, width[x], (int)t, &c0, &c1);
+        for (int64_t i = 0; i < j->L; i++) {
+            for (int64_t c = c0; c < c1; c++) {
+                m[x][i * width[x] + c] = -m[x][i * width[x] + c];
+            }
+        }
+    }
+}
+
+/*
+ * The median wall time in ms of reps runs of the job's attention on its pool after a warm-up
+ * run, the inputs rewritten by the pool's threads before each run when rewrite is set (that
+ * time not counted).
+ */
+static double pool_attention_ms(struct pool_attention *j, bool rewrite, int reps)
+{
+    const int64_t items = j->ly->n_kv;
+    double t[MAX_REPS];
+    dllm_threadpool_run(j->pool, items, attention_item, j);
+    for (int r = 0; r < reps; r++) {
+        if (rewrite) {
+            dllm_threadpool_run_each(j->pool, rewrite_item, j);
+        }
+        const double t0 = clock_s(CLOCK_MONOTONIC);
+        dllm_threadpool_run(j->pool, items, attention_item, j);
+        t[r] = 1e3 * (clock_s(CLOCK_MONOTONIC) - t0);
+    }
+    qsort(t, (size_t)reps, sizeof t[0], cmp_double);
+    return t[reps / 2];
+}
+
+/*
+ * Prints the attention of ops at L rows on pools of 1 and of `threads` threads, with its
+ * inputs resident and rewritten (pool_attention_ms); 1 when out of memory.
+ */
+static int print_pool_attention(const struct dllm_ops *ops, const struct layer *ly, int64_t L,
+                                struct buffers *b, int threads, int reps)
+{
+    const int counts[] = {1, threads};
+    double ms[2][2];
+    for (int k = 0; k < 2; k++) {
+        struct pool_attention j = {.ops = ops, .ly = ly, .L = L, .b = b};
+        j.per_thread = dllm_ops_attention_scratch(L, ly->head_dim);
+        j.scratch = dllm_alloc_lines((size_t)(counts[k] * j.per_thread) * sizeof(float));
+        if (!j.scratch || dllm_threadpool_new(counts[k], &j.pool, NULL) != DLLM_OK) {
+            free(j.scratch);
+            return 1;
+        }
+        ms[k][0] = pool_attention_ms(&j, false, reps);
+        ms[k][1] = pool_attention_ms(&j, true, reps);
+        dllm_threadpool_free(j.pool);
+        free(j.scratch);
+    }
+    printf("%s L=%ld %-6s attention, wall ms: resident %.2f on 1 thread, %.2f on %d (%.2f); "
+           "rewritten %.2f on 1, %.2f on %d (%.2f)\n",
+           ly->name, (long)L, ops->name, ms[0][0], ms[1][0], threads, ms[1][0] / ms[0][0], ms[0][1],
+           ms[1][1], threads, ms[1][1] / ms[0][1]);
+    fflush(stdout);
+    return 0;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: bench_ops [--rows LIST] [--reps N]\n"
+            "usage: bench_ops [--rows LIST] [--reps N] [--threads N]\n"
             "  --rows LIST  canvas lengths, comma-separated (default 160,512)\n"
-            "  --reps N     timed runs per figure, the median printed (default 3, at most %d)\n",
+            "  --reps N     timed runs per figure, the median printed (default 3, at most %d)\n"
+            "  --threads N  then the fastest variant's attention on 1 and N threads, its\n"
+            "               inputs resident and rewritten by the threads (default 1: not run)\n",
             MAX_REPS);
 }
 
@@ -146,11 +249,12 @@ int main(int argc, char **argv)
     static const struct option opts[] = {
         {"rows", required_argument, NULL, 'r'},
         {"reps", required_argument, NULL, 'n'},
+        {"threads", required_argument, NULL, 't'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int64_t rows[MAX_ROWS] = {160, 512};
-    int n_rows = 2, reps = 3;
+    int n_rows = 2, reps = 3, threads = 1;
     for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         switch (c) {
         case 'r':
@@ -165,11 +269,13 @@ int main(int argc, char **argv)
             }
             break;
         case 'n': reps = atoi(optarg); break;
+        case 't': threads = atoi(optarg); break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
     }
-    if (optind != argc || n_rows == 0 || reps < 1 || reps > MAX_REPS) {
+    if (optind != argc || n_rows == 0 || reps < 1 || reps > MAX_REPS || threads < 1 ||
+        threads > 1024) {
         usage(stderr);
         return 2;
     }
@@ -186,12 +292,14 @@ int main(int argc, char **argv)
             }
             const double flop = 4.0 * (double)(L * L * ly->n_head * ly->head_dim);
             double ref_att = 0.0, ref_elt = 0.0;
+            const struct dllm_ops *fastest = &all[0];
             for (size_t oi = 0; oi < n_ops; oi++) {
                 if (!dllm_ops_usable(&all[oi])) {
                     printf("%s L=%ld %s: SKIP (this CPU lacks it)\n", ly->name, (long)L,
                            all[oi].name);
                     continue;
                 }
+                fastest = &all[oi];
                 const double att = median_ms(run_attention, &all[oi], ly, L, &b, reps);
                 const double elt = median_ms(run_elementwise, &all[oi], ly, L, &b, reps);
                 ref_att = oi == 0 ? att : ref_att;
@@ -201,6 +309,11 @@ int main(int argc, char **argv)
                        ly->name, (long)L, all[oi].name, att, flop / att * 1e-6, ref_att / att, elt,
                        ref_elt / elt);
                 fflush(stdout);
+            }
+            if (threads > 1 && print_pool_attention(fastest, ly, L, &b, threads, reps) != 0) {
+                fprintf(stderr, "bench_ops: out of memory\n");
+                buffers_free(&b);
+                return 1;
             }
             buffers_free(&b);
         }
