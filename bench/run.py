@@ -8,7 +8,8 @@ Parts (--parts, default gemm,forward,generate):
             and the share of it the inner loops' instruction mix allows (bench/mix_bound.py,
             when an llvm-mca is installed), with bench/bench_ports' measure of which
             instructions share the 512-bit dot products' pipes (AVX512-VNNI CPUs)
-  forward   `dllm bench` on the synth models at canvas 160 and 512 (--forward-canvas), with
+  forward   `dllm bench` on the synth models at canvas 160 and 512 (--forward-canvas), each
+            between two int8 peak probes (probes_gops), with
             each load's time over the median of 3 `cat FILE` made just before (load_vs_cat);
             then a load from disk beside a cat from disk (load_cold: each time the file is
             dropped from the page cache first with posix_fadvise POSIX_FADV_DONTNEED)
@@ -339,12 +340,29 @@ def part_load_cold(dllm, paths, threads):
     return out
 
 
-def part_forward(dllm, paths, threads, reps, peak, canvases):
+def bracket_probes(bench_gemm, threads, measure):
+    """measure() between two int8 peak probes: its result and [probe before, probe after] in
+    GOPS (None for a probe that failed). The machine's speed swings within minutes; a probe
+    a second away from the passes shows the speed they ran at better than one taken minutes
+    before (bench/table.py gates a run on its lowest probe)."""
+    def one():
+        try:
+            return probe(bench_gemm, threads)
+        except RunError:
+            return None
+    before = one()
+    result = measure()
+    return result, [before, one()]
+
+
+def part_forward(dllm, bench_gemm, paths, threads, reps, peak, canvases):
     out = []
     for name, path in paths.items():
         for canvas in canvases:
             try:
-                d = dllm_bench(dllm, path, canvas, 32, reps, threads)
+                d, probes = bracket_probes(
+                    bench_gemm, threads, lambda: dllm_bench(dllm, path, canvas, 32, reps, threads))
+                d["probes_gops"] = probes
                 d["pct_int8_peak"] = round(100 * d["gops"] / peak, 1) if peak else None
             except RunError as e:
                 d = {"canvas": canvas, "error": str(e)}
@@ -356,13 +374,14 @@ def part_forward(dllm, paths, threads, reps, peak, canvases):
 PHASES = ("gemm", "attention", "norms_rope", "output")
 
 
-def part_phases(dllm, paths, reps, rounds, canvas=160):
+def part_phases(dllm, bench_gemm, threads, paths, reps, rounds, canvas=160):
     """Each phase of a pass on 1 and on 2 threads: `rounds` runs of `dllm bench` per model, each
     timing both (--threads A --threads-sweep B), the first thread count alternating from run to
     run (1 then 2, 2 then 1, ...) so that a drift in the machine's speed falls on both sides;
     the passes of all rounds pooled, each phase's median, and the 2-thread time over the
     1-thread time (the issue's target: at most 0.6 for every phase), with each round's own
-    ratio beside it to show the spread."""
+    ratio beside it to show the spread; each round between two int8 peak probes on `threads`
+    threads, the run's (bracket_probes)."""
     out = []
     for name, path in paths.items():
         rec = {"model": name, "canvas": canvas, "rows": 32, "rounds": []}
@@ -370,15 +389,16 @@ def part_phases(dllm, paths, reps, rounds, canvas=160):
             pooled = {1: [], 2: []}
             for r in range(rounds):
                 first, second = (1, 2) if r % 2 == 0 else (2, 1)
-                doc, _, _ = run([dllm, "bench", "-m", path, "--canvas", str(canvas), "--rows",
-                                 "32", "--reps", str(reps), "--threads", str(first),
-                                 "--threads-sweep", str(second), "--json"])
+                cmd = [dllm, "bench", "-m", path, "--canvas", str(canvas), "--rows", "32",
+                       "--reps", str(reps), "--threads", str(first), "--threads-sweep",
+                       str(second), "--json"]
+                (doc, _, _), probes = bracket_probes(bench_gemm, threads, lambda: run(cmd))
                 d = json.loads(doc)
                 rec["kernel"] = d["kernel"]
                 runs = {s["threads"]: s for s in [d] + d["threads_sweep"]}
                 for t in (1, 2):
                     pooled[t].append(runs[t])
-                rec["rounds"].append({"order": [first, second],
+                rec["rounds"].append({"order": [first, second], "probes_gops": probes,
                                       "ratio": phase_ratios(runs[1], runs[2])})
             for t in (1, 2):
                 passes = [p for s in pooled[t] for p in s["pass_ms"]]
@@ -1086,10 +1106,10 @@ def main():
     peak = int8_peak(res.get("gemm"), a.threads) or latest_peak(a.out, res["machine"], a.threads)
     res["int8_peak_gops"] = peak
     if "phases" in parts:
-        res["phases"] = part_phases(dllm, paths, a.reps, a.rounds)
+        res["phases"] = part_phases(dllm, bg, a.threads, paths, a.reps, a.rounds)
         save()
     if "forward" in parts:
-        res["forward"] = part_forward(dllm, paths, a.threads, a.reps, peak,
+        res["forward"] = part_forward(dllm, bg, paths, a.threads, a.reps, peak,
                                       [int(c) for c in a.forward_canvas.split(",")])
         res["load_cold"] = part_load_cold(dllm, paths, a.threads)
         save()

@@ -50,14 +50,27 @@ def pct(gops, peak):
     return fmt(100 * gops / peak if peak else None) + "%"
 
 
-def probe_ok(docs, doc):
-    """Whether a run's own int8 peak probe read at least 90% of the best of docs' runs on the
-    same CPU (the rule by which bench/run.py repeats a run: below it the machine was busy or
-    throttled); a run without a probe of its own passes."""
-    peak = own_probe(doc)
-    best = max((own_probe(d) or 0 for d in docs
+def section_probes(doc, section):
+    """The int8 peak probes of a run that speak for a section's figures: its own probe, and
+    for forward and phases those bench/run.py took right before and after each measurement
+    (probes_gops)."""
+    probes = [own_probe(doc)]
+    records = (doc.get(section) or []) if section in ("forward", "phases") else []
+    for f in records:
+        probes += f.get("probes_gops") or []
+        probes += [p for r in f.get("rounds", []) for p in r.get("probes_gops") or []]
+    return [p for p in probes if p]
+
+
+def probe_ok(docs, doc, section):
+    """Whether a run's probes for a section (section_probes) all read at least 90% of the best
+    probe of docs' runs on the same CPU (the rule by which bench/run.py repeats a run: below it
+    the machine was busy or throttled); a run without a probe of its own passes."""
+    low = min(section_probes(doc, section), default=None)
+    best = max((max(section_probes(d, s), default=0) for d in docs
+                for s in ("gemm", "forward", "phases")
                 if run.cpu_key(d.get("machine")) == run.cpu_key(doc.get("machine"))), default=0)
-    return not peak or peak >= 0.9 * best
+    return not low or low >= 0.9 * best
 
 
 def newest(docs, section):
@@ -71,7 +84,7 @@ def newest(docs, section):
     full = [d for d in have if len(d[section]) == most]
     if section in ("gemm", "forward", "phases"):
         full = [d for d in full
-                if probe_ok(docs, d) and (section == "phases" or peak_of(d))] or full
+                if probe_ok(docs, d, section) and (section == "phases" or peak_of(d))] or full
     return max(full, key=lambda d: d["date"]) if full else None
 
 
