@@ -4,11 +4,7 @@
 # extraction are tested in tests/eval_stats.py.
 . "$(dirname "$0")/lib.sh"
 need_fixtures
-if ! command -v python3 >/dev/null; then
-    echo "SKIP: python3 is needed for bench/eval.py"
-    if [ "${CI:-}" = true ]; then exit 1; fi
-    exit 77
-fi
+need_python3 "bench/eval.py"
 SRC=${DLLM_TESTS_SRC:-$(dirname "$0")}
 EVAL="$SRC/../bench/eval.py"
 L="$FIX/models/llada-tiny-q4km.gguf"

@@ -8,11 +8,7 @@
 # biases, both RoPE layouts, grouped-query attention) it gives the fixtures' float64 logits.
 . "${DLLM_TESTS_SRC:-$(dirname "$0")}/lib.sh"
 need_fixtures
-if ! command -v python3 >/dev/null; then
-    echo "SKIP: python3 is needed for the float64 reference"
-    if [ "${CI:-}" = true ]; then exit 1; fi
-    exit 77
-fi
+need_python3 "the float64 reference"
 SRC=${DLLM_TESTS_SRC:-$(dirname "$0")}
 REF="python3 $SRC/f64_forward.py"
 

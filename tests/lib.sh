@@ -17,6 +17,16 @@ need_fixtures() {
     FIX=$DLLM_FIXTURES
 }
 
+# need_python3 WHAT: SKIP (exit 77) without python3, naming what needs it; with CI=true that is
+# a failure.
+need_python3() {
+    if ! command -v python3 >/dev/null; then
+        echo "SKIP: python3 is needed for $1"
+        if [ "${CI:-}" = true ]; then echo "FAIL: CI=true, where a missing python3 is a failure"; exit 1; fi
+        exit 77
+    fi
+}
+
 ok() { passed=$((passed + 1)); echo "ok: $1"; }
 not_ok() { failed=$((failed + 1)); echo "FAIL: $1"; }
 
@@ -51,11 +61,7 @@ finish() {
 # exit) and points HF_ENDPOINT at it, HF_HOME and XDG_CACHE_HOME into $TMP; sets PORT and CACHE
 # (the hub cache). SKIP (exit 77) without python3; with CI=true that is a failure.
 start_fake_hub() {
-    if ! command -v python3 >/dev/null; then
-        echo "SKIP: python3 is needed for the fake hub"
-        if [ "${CI:-}" = true ]; then exit 1; fi
-        exit 77
-    fi
+    need_python3 "the fake hub"
     python3 "${DLLM_TESTS_SRC:-$(dirname "$0")}/fake_hub.py" --port-file "$TMP/port" --idle 60 "$@" &
     HUB=$!
     trap 'kill $HUB 2>/dev/null; rm -rf "$TMP"' EXIT
