@@ -133,28 +133,40 @@ END_TEST
 
 static const struct {
     const char *text;
-    int cols;
+    int cols, hang;
     size_t n;
     struct ui_row rows[4];
 } wraps[] = {
     /* Breaks after the space; the space stays on the first row. */
-    {"hello world", 8, 2, {{0, 6, 6}, {6, 11, 5}}},
+    {"hello world", 8, 0, 2, {{0, 6, 6, 0}, {6, 11, 5, 0}}},
     /* A word longer than the row breaks inside. */
-    {"abcdefghij", 4, 3, {{0, 4, 4}, {4, 8, 4}, {8, 10, 2}}},
+    {"abcdefghij", 4, 0, 3, {{0, 4, 4, 0}, {4, 8, 4, 0}, {8, 10, 2, 0}}},
     /* A wide character that would overflow moves, at the space before it. */
-    {"ab " CJK_SHI CJK_JIE, 4, 2, {{0, 3, 3}, {3, 9, 4}}},
+    {"ab " CJK_SHI CJK_JIE, 4, 0, 2, {{0, 3, 3, 0}, {3, 9, 4, 0}}},
     /* ... and with no space, where it stands. */
-    {"a" CJK_SHI, 2, 2, {{0, 1, 1}, {1, 4, 2}}},
+    {"a" CJK_SHI, 2, 0, 2, {{0, 1, 1, 0}, {1, 4, 2, 0}}},
     /* Newlines, including an empty line and a final one. */
-    {"ab\n\ncd\n", 10, 4, {{0, 2, 2}, {3, 3, 0}, {4, 6, 2}, {7, 7, 0}}},
+    {"ab\n\ncd\n", 10, 0, 4, {{0, 2, 2, 0}, {3, 3, 0, 0}, {4, 6, 2, 0}, {7, 7, 0, 0}}},
     /* A space that overflows ends the row and is not drawn. */
-    {"abcd efg", 4, 2, {{0, 4, 4}, {5, 8, 3}}},
+    {"abcd efg", 4, 0, 2, {{0, 4, 4, 0}, {5, 8, 3, 0}}},
     /* Marks stay with their base. */
-    {E_ACUTE E_ACUTE E_ACUTE, 2, 2, {{0, 6, 2}, {6, 9, 1}}},
-    {"", 5, 1, {{0, 0, 0}}},
+    {E_ACUTE E_ACUTE E_ACUTE, 2, 0, 2, {{0, 6, 2, 0}, {6, 9, 1, 0}}},
+    {"", 5, 0, 1, {{0, 0, 0, 0}}},
     /* A tab from column 1 reaches column 8; in 5 columns it is cut at the row's end. */
-    {"a\tb", 20, 1, {{0, 3, 9}}},
-    {"a\tb", 5, 2, {{0, 2, 5}, {2, 3, 1}}},
+    {"a\tb", 20, 0, 1, {{0, 3, 9, 0}}},
+    {"a\tb", 5, 0, 2, {{0, 2, 5, 0}, {2, 3, 1, 0}}},
+    /* A hanging indent: the rows that continue a line are 2 narrower and hang 2; a newline
+       starts a line again. */
+    {"aaaa bbbb cccc dddd eeee\nff", 18, 2, 3, {{0, 15, 15, 0}, {15, 24, 9, 2}, {25, 27, 2, 0}}},
+    {"aaaa bbbb cccc dddd", 18, 2, 2, {{0, 15, 15, 0}, {15, 19, 4, 2}}},
+    /* "eeee ffff gggg hhhh" would fit a row of 20, not one of 20 - 4 */
+    {"aaaa bbbb cccc dddd eeee ffff gggg hhhh",
+     20,
+     4,
+     3,
+     {{0, 20, 20, 0}, {20, 35, 15, 4}, {35, 39, 4, 4}}},
+    /* A hang that would leave fewer than UI_WRAP_HANG_MIN columns is dropped. */
+    {"aaaa bbbb cccc", 10, 2, 2, {{0, 10, 10, 0}, {10, 14, 4, 0}}},
 };
 
 /* ui_wrap_chars: rows break where they fill; spaces are ordinary characters. */
@@ -183,18 +195,21 @@ END_TEST
 START_TEST(test_wrap)
 {
     struct ui_row rows[8];
-    size_t n = ui_wrap(wraps[_i].text, strlen(wraps[_i].text), wraps[_i].cols, rows, 8);
+    const char *t = wraps[_i].text;
+    size_t n = ui_wrap_hang(t, strlen(t), wraps[_i].cols, wraps[_i].hang, rows, 8);
     ck_assert_uint_eq(n, wraps[_i].n);
     for (size_t r = 0; r < n; r++) {
-        ck_assert_msg(rows[r].start == wraps[_i].rows[r].start &&
-                          rows[r].end == wraps[_i].rows[r].end &&
-                          rows[r].width == wraps[_i].rows[r].width,
-                      "row %zu: [%zu, %zu) width %d, expected [%zu, %zu) width %d", r,
-                      rows[r].start, rows[r].end, rows[r].width, wraps[_i].rows[r].start,
-                      wraps[_i].rows[r].end, wraps[_i].rows[r].width);
+        const struct ui_row *want = &wraps[_i].rows[r];
+        ck_assert_msg(rows[r].start == want->start && rows[r].end == want->end &&
+                          rows[r].width == want->width && rows[r].hang == want->hang,
+                      "row %zu: [%zu, %zu) width %d hang %d, expected [%zu, %zu) width %d hang %d",
+                      r, rows[r].start, rows[r].end, rows[r].width, rows[r].hang, want->start,
+                      want->end, want->width, want->hang);
     }
-    /* Counting without rows gives the same number. */
-    ck_assert_uint_eq(ui_wrap(wraps[_i].text, strlen(wraps[_i].text), wraps[_i].cols, NULL, 0), n);
+    /* Counting without rows gives the same number; with no hang, ui_wrap gives the same rows. */
+    ck_assert_uint_eq(ui_wrap_hang(t, strlen(t), wraps[_i].cols, wraps[_i].hang, NULL, 0), n);
+    if (wraps[_i].hang == 0)
+        ck_assert_uint_eq(ui_wrap(t, strlen(t), wraps[_i].cols, NULL, 0), n);
 }
 END_TEST
 
@@ -483,7 +498,7 @@ static size_t digit_blocks(struct ui_sb_block *blocks, size_t extra)
     static const char digits[] = "0123456789abcdef";
     size_t n = 10 + extra;
     for (size_t i = 0; i < n; i++)
-        blocks[i] = (struct ui_sb_block){digits + i, 1, UI_STYLE_TEXT, 0, NULL};
+        blocks[i] = (struct ui_sb_block){digits + i, 1, UI_STYLE_TEXT, 0, NULL, 0};
     return n;
 }
 
@@ -530,8 +545,8 @@ END_TEST
 START_TEST(test_scroll_rewrap)
 {
     /* "aaaa bbbb cccc dddd" wraps to 4 rows at 5 columns and 2 at 10. */
-    struct ui_sb_block blocks[2] = {{"x", 1, UI_STYLE_TEXT, 0, NULL},
-                                    {"aaaa bbbb cccc dddd", 19, UI_STYLE_TEXT, 0, NULL}};
+    struct ui_sb_block blocks[2] = {{"x", 1, UI_STYLE_TEXT, 0, NULL, 0},
+                                    {"aaaa bbbb cccc dddd", 19, UI_STYLE_TEXT, 0, NULL, 0}};
     struct ui_scrollback sb;
     ui_scrollback_init(&sb);
     ui_scrollback_set_view(&sb, 1);
@@ -550,7 +565,7 @@ START_TEST(test_scroll_rewrap)
     ck_assert_uint_eq(sb.top, 3);
 
     /* An indented block wraps at the width less the indent, and its cells start blank. */
-    struct ui_sb_block ind = {"abcdef", 6, UI_STYLE_USER, 2, NULL};
+    struct ui_sb_block ind = {"abcdef", 6, UI_STYLE_USER, 2, NULL, 0};
     ck_assert(ui_scrollback_layout(&sb, &ind, 1, 6));
     ck_assert_uint_eq(sb.n_rows, 2);
     struct ui_cell cells[6];
@@ -560,6 +575,22 @@ START_TEST(test_scroll_rewrap)
     ck_assert_uint_eq(cells[2].ch[0], 'e');
     ck_assert_uint_eq(cells[3].ch[0], 'f');
     ck_assert_uint_eq(cells[3].style, UI_STYLE_USER);
+
+    /* A hanging block: the row that continues its line starts indent + hang columns in. */
+    struct ui_sb_block hung = {"aaaa bbbb cccc dddd eeee", 24, UI_STYLE_TEXT, 1, NULL, 4};
+    ck_assert(ui_scrollback_layout(&sb, &hung, 1, 22));
+    ck_assert_uint_eq(sb.n_rows, 2);
+    ck_assert_uint_eq(sb.rows[1].start, 20);
+    struct ui_cell wide[22];
+    ui_scrollback_cells(&sb, &hung, 0, wide, 22);
+    ck_assert_uint_eq(wide[0].ch[0], ' ');
+    ck_assert_uint_eq(wide[1].ch[0], 'a');
+    ui_scrollback_cells(&sb, &hung, 1, wide, 22);
+    for (int c = 0; c < 5; c++)
+        ck_assert_uint_eq(wide[c].ch[0], ' ');
+    ck_assert_uint_eq(wide[5].ch[0], 'e');
+    ck_assert_uint_eq(wide[8].ch[0], 'e');
+    ck_assert_uint_eq(wide[9].ch[0], ' ');
     ui_scrollback_fini(&sb);
 }
 END_TEST
@@ -2754,9 +2785,9 @@ END_TEST
 START_TEST(test_find)
 {
     const struct ui_sb_block blocks[] = {
-        {"aAa aa", 6, UI_STYLE_TEXT, 0, NULL},
-        {"", 0, UI_STYLE_TEXT, 0, NULL},
-        {"xAAx", 4, UI_STYLE_TEXT, 0, NULL},
+        {"aAa aa", 6, UI_STYLE_TEXT, 0, NULL, 0},
+        {"", 0, UI_STYLE_TEXT, 0, NULL, 0},
+        {"xAAx", 4, UI_STYLE_TEXT, 0, NULL, 0},
     };
     struct ui_match m[8];
     ck_assert_uint_eq(ui_find(blocks, 3, "aa", m, 8), 3);

@@ -18,7 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The legend of the canvas, after the keys and commands on the help screen. */
+/*
+ * The legend of the canvas, after the keys and commands on the help screen; what a line says
+ * continues from column LEGEND_COLUMN.
+ */
+#define LEGEND_COLUMN 5
 static const char legend[] =
     "The live canvas\n"
     "  \u2591  a masked position, not decided yet\n"
@@ -171,8 +175,9 @@ bool ui_app_init(struct ui_app *app, struct ui_engine *engine, struct ui_frame_s
 
     char commands[4096];
     ui_keys_help(app->help_text, sizeof app->help_text);
+    app->help_commands = strlen(app->help_text);
     ui_commands_help(commands, sizeof commands);
-    ui_addf(app->help_text, sizeof app->help_text, "Commands\n%s%s", commands, legend);
+    ui_addf(app->help_text, sizeof app->help_text, "Commands\n%s", commands);
 
     if (history_path) {
         app->history_path = strdup(history_path);
@@ -245,14 +250,24 @@ static void cancel(struct ui_app *app, const char *extra)
 /* Shows the help screen from its top, under the whole message when there is one. */
 static void open_help(struct ui_app *app)
 {
-    const struct ui_sb_block help = {app->help_text, strlen(app->help_text), UI_STYLE_TEXT, 1,
-                                     NULL};
+    const size_t split = app->help_commands;
     app->n_help_blocks = 0;
     if (app->note[0])
         app->help_blocks[app->n_help_blocks++] =
-            (struct ui_sb_block){app->note, strlen(app->note),
-                                 app->note_error ? UI_STYLE_ERROR : UI_STYLE_NOTICE, 1, NULL};
-    app->help_blocks[app->n_help_blocks++] = help;
+            (struct ui_sb_block){app->note,
+                                 strlen(app->note),
+                                 app->note_error ? UI_STYLE_ERROR : UI_STYLE_NOTICE,
+                                 1,
+                                 NULL,
+                                 0};
+    /* each part's descriptions wrap under their own column */
+    app->help_blocks[app->n_help_blocks++] =
+        (struct ui_sb_block){app->help_text, split, UI_STYLE_TEXT, 1, NULL, UI_KEYS_HELP_COLUMN};
+    app->help_blocks[app->n_help_blocks++] = (struct ui_sb_block){
+        app->help_text + split, strlen(app->help_text) - split, UI_STYLE_TEXT, 1, NULL,
+        UI_COMMANDS_HELP_COLUMN};
+    app->help_blocks[app->n_help_blocks++] =
+        (struct ui_sb_block){legend, strlen(legend), UI_STYLE_TEXT, 1, NULL, LEGEND_COLUMN};
     app->help = true;
     app->help_cols = 0; /* lay the blocks out again */
     app->help_view.top = 0;

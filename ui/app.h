@@ -55,9 +55,11 @@ struct ui_app {
     /* The help screen. */
     bool help;
     struct ui_scrollback help_view;
-    struct ui_sb_block help_blocks[2]; /* the whole message (when there is one), the help */
+    /* the whole message (when there is one), the keys, the commands, the canvas's legend */
+    struct ui_sb_block help_blocks[4];
     size_t n_help_blocks;
-    char help_text[8192];
+    char help_text[8192]; /* the keys, then from byte help_commands the commands */
+    size_t help_commands;
     int help_cols;
 
     /* Search in the conversation (/find): the text, which occurrence is shown (SIZE_MAX: the

@@ -96,6 +96,6 @@ void ui_commands_help(char *buf, size_t size)
         const struct command *c = &commands[i];
         char usage[32];
         snprintf(usage, sizeof usage, "/%s%s%s", c->name, c->arg ? " " : "", c->arg ? c->arg : "");
-        ui_addf(buf, size, "%-18s%s\n", usage, c->help);
+        ui_addf(buf, size, "%-*s%s\n", UI_COMMANDS_HELP_COLUMN, usage, c->help);
     }
 }

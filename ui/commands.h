@@ -39,9 +39,11 @@ struct ui_cmd {
 void ui_command_parse(const char *line, struct ui_cmd *cmd);
 
 /*
- * One line per command ("/undo             remove the last message and its answer"),
- * for the help screen, truncated to size - 1 bytes.
+ * One line per command ("/undo             remove the last message and its answer", what it
+ * does from column UI_COMMANDS_HELP_COLUMN on), for the help screen, truncated to size - 1
+ * bytes.
  */
+#define UI_COMMANDS_HELP_COLUMN 18
 void ui_commands_help(char *buf, size_t size);
 
 #endif

@@ -228,7 +228,7 @@ static void help_section(char *buf, size_t size, const char *title, unsigned pan
             ui_key_name(table[j].key, name, sizeof name);
             ui_addf(keys, sizeof keys, "%s%s", keys[0] ? ", " : "", name);
         }
-        ui_addf(buf, size, "  %-22s %s\n", keys, table[i].help);
+        ui_addf(buf, size, "  %-*s %s\n", UI_KEYS_HELP_COLUMN - 3, keys, table[i].help);
     }
 }
 

@@ -109,8 +109,9 @@ void ui_key_name(uint32_t key, char *buf, size_t size);
 
 /*
  * The help text: for each pane ("Everywhere" first) its keys, several keys for one action on
- * one line, with what they do. Truncated to size - 1 bytes.
+ * one line, with what they do from column UI_KEYS_HELP_COLUMN on. Truncated to size - 1 bytes.
  */
+#define UI_KEYS_HELP_COLUMN 25
 void ui_keys_help(char *buf, size_t size);
 
 #endif

@@ -40,7 +40,8 @@ bool ui_scrollback_layout(struct ui_scrollback *sb, const struct ui_sb_block *bl
 {
     size_t total = 0, most = 1;
     for (size_t b = 0; b < n_blocks; b++) {
-        size_t n = ui_wrap(blocks[b].text, blocks[b].len, text_cols(&blocks[b], cols), NULL, 0);
+        size_t n = ui_wrap_hang(blocks[b].text, blocks[b].len, text_cols(&blocks[b], cols),
+                                blocks[b].hang, NULL, 0);
         total += n;
         most = n > most ? n : most;
     }
@@ -51,10 +52,10 @@ bool ui_scrollback_layout(struct ui_scrollback *sb, const struct ui_sb_block *bl
 
     size_t k = 0;
     for (size_t b = 0; b < n_blocks; b++) {
-        size_t n =
-            ui_wrap(blocks[b].text, blocks[b].len, text_cols(&blocks[b], cols), wrapped, most);
+        size_t n = ui_wrap_hang(blocks[b].text, blocks[b].len, text_cols(&blocks[b], cols),
+                                blocks[b].hang, wrapped, most);
         for (size_t r = 0; r < n; r++)
-            rows[k++] = (struct ui_sb_row){b, wrapped[r].start, wrapped[r].end};
+            rows[k++] = (struct ui_sb_row){b, wrapped[r].start, wrapped[r].end, wrapped[r].hang};
     }
     /* The anchor: the block and byte at the top of the view, found again in the new rows. */
     size_t top = 0;
@@ -114,7 +115,7 @@ void ui_scrollback_cells(const struct ui_scrollback *sb, const struct ui_sb_bloc
 {
     const struct ui_sb_row *row = &sb->rows[i];
     const struct ui_sb_block *b = &blocks[row->block];
-    int indent = b->indent < cols ? b->indent : cols;
+    int indent = b->indent + row->hang < cols ? b->indent + row->hang : cols;
     for (int c = 0; c < indent; c++)
         cells[c] = (struct ui_cell){{' '}, 1, b->style};
     ui_cells_fill(cells + indent, cols - indent, b->text, row->start, row->end, b->styles,

@@ -250,19 +250,19 @@ size_t ui_transcript_blocks(const struct ui_transcript *t, bool raw, char (*head
 {
     size_t k = 0;
     if (t->system) {
-        blocks[k++] = (struct ui_sb_block){"system prompt", 13, UI_STYLE_HEADER, 0, NULL};
-        blocks[k++] = (struct ui_sb_block){t->system, strlen(t->system), UI_STYLE_DIM, 2, NULL};
-        blocks[k++] = (struct ui_sb_block){"", 0, UI_STYLE_TEXT, 0, NULL};
+        blocks[k++] = (struct ui_sb_block){"system prompt", 13, UI_STYLE_HEADER, 0, NULL, 0};
+        blocks[k++] = (struct ui_sb_block){t->system, strlen(t->system), UI_STYLE_DIM, 2, NULL, 0};
+        blocks[k++] = (struct ui_sb_block){"", 0, UI_STYLE_TEXT, 0, NULL, 0};
     }
     for (size_t i = 0; i < t->n; i++) {
         const struct ui_turn *turn = &t->turns[i];
         size_t len = strlen(turn->text);
         if (turn->role == UI_ROLE_NOTICE) {
-            blocks[k++] = (struct ui_sb_block){turn->text, len, UI_STYLE_NOTICE, 0, NULL};
+            blocks[k++] = (struct ui_sb_block){turn->text, len, UI_STYLE_NOTICE, 0, NULL, 0};
         } else {
             turn_header(turn, headers[i], UI_HEADER_MAX);
             blocks[k++] =
-                (struct ui_sb_block){headers[i], strlen(headers[i]), UI_STYLE_HEADER, 0, NULL};
+                (struct ui_sb_block){headers[i], strlen(headers[i]), UI_STYLE_HEADER, 0, NULL, 0};
             uint8_t style = turn->dropped                ? UI_STYLE_DIM
                             : turn->role == UI_ROLE_USER ? UI_STYLE_USER
                                                          : UI_STYLE_TEXT;
@@ -270,9 +270,9 @@ size_t ui_transcript_blocks(const struct ui_transcript *t, bool raw, char (*head
             const bool plain = turn->dropped || (raw && turn->shown);
             const char *text = turn->shown && !plain ? turn->shown : turn->text;
             blocks[k++] =
-                (struct ui_sb_block){text, strlen(text), style, 2, plain ? NULL : turn->styles};
+                (struct ui_sb_block){text, strlen(text), style, 2, plain ? NULL : turn->styles, 0};
         }
-        blocks[k++] = (struct ui_sb_block){"", 0, UI_STYLE_TEXT, 0, NULL};
+        blocks[k++] = (struct ui_sb_block){"", 0, UI_STYLE_TEXT, 0, NULL, 0};
     }
     return k;
 }

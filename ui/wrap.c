@@ -13,35 +13,42 @@ static int glyph_cols(const struct ui_glyph *g, int col, int cols)
     return g->width;
 }
 
-/* Appends the row [start, end) of width w to rows, counting it even when rows is full. */
-static void emit(struct ui_row *rows, size_t max, size_t *n, size_t start, size_t end, int w)
+/* Appends the row [start, end) of width w after hang blanks to rows, counting it even when
+ * rows is full. */
+static void emit(struct ui_row *rows, size_t max, size_t *n, size_t start, size_t end, int w,
+                 int hang)
 {
     if (*n < max)
-        rows[*n] = (struct ui_row){start, end, w};
+        rows[*n] = (struct ui_row){start, end, w, hang};
     (*n)++;
 }
 
-/* Wraps as ui_wrap does, or when words is false as ui_wrap_chars does. */
-static size_t wrap(const char *text, size_t len, int cols, bool words, struct ui_row *rows,
-                   size_t max)
+/*
+ * Wraps as ui_wrap_hang does, or when words is false as ui_wrap_chars does: a line's first row
+ * cols wide, the rows that continue it cols - hang.
+ */
+static size_t wrap(const char *text, size_t len, int cols, int hang, bool words,
+                   struct ui_row *rows, size_t max)
 {
     if (cols < 2)
         cols = 2;
+    if (hang < 0 || cols - hang < UI_WRAP_HANG_MIN)
+        hang = 0;
     size_t n = 0, start = 0, i = 0;
     size_t brk = 0; /* the byte after the row's last space, or 0 when it has none */
-    int col = 0, brk_col = 0;
+    int col = 0, brk_col = 0, lead = 0, limit = cols; /* this row's hang and width */
     while (i < len) {
         struct ui_glyph g;
         ui_glyph_next(text + i, len - i, col, &g);
-        int w = glyph_cols(&g, col, cols);
-        if (g.newline || (col + w > cols && g.space && words)) {
-            emit(rows, max, &n, start, i, col);
+        int w = glyph_cols(&g, col, limit);
+        if (g.newline || (col + w > limit && g.space && words)) {
+            emit(rows, max, &n, start, i, col, lead);
             i += g.len;
-        } else if (col + w > cols && brk > start) {
-            emit(rows, max, &n, start, brk, brk_col);
+        } else if (col + w > limit && brk > start) {
+            emit(rows, max, &n, start, brk, brk_col, lead);
             i = brk;
-        } else if (col + w > cols) {
-            emit(rows, max, &n, start, i, col);
+        } else if (col + w > limit) {
+            emit(rows, max, &n, start, i, col, lead);
         } else {
             i += g.len;
             col += w;
@@ -53,19 +60,27 @@ static size_t wrap(const char *text, size_t len, int cols, bool words, struct ui
         }
         start = i;
         col = 0;
+        lead = g.newline ? 0 : hang;
+        limit = cols - lead;
     }
-    emit(rows, max, &n, start, len, col);
+    emit(rows, max, &n, start, len, col, lead);
     return n;
 }
 
 size_t ui_wrap(const char *text, size_t len, int cols, struct ui_row *rows, size_t max)
 {
-    return wrap(text, len, cols, true, rows, max);
+    return wrap(text, len, cols, 0, true, rows, max);
+}
+
+size_t ui_wrap_hang(const char *text, size_t len, int cols, int hang, struct ui_row *rows,
+                    size_t max)
+{
+    return wrap(text, len, cols, hang, true, rows, max);
 }
 
 size_t ui_wrap_chars(const char *text, size_t len, int cols, struct ui_row *rows, size_t max)
 {
-    return wrap(text, len, cols, false, rows, max);
+    return wrap(text, len, cols, 0, false, rows, max);
 }
 
 void ui_wrap_locate(const char *text, const struct ui_row *rows, size_t n, int cols, size_t pos,

@@ -40,10 +40,14 @@ struct ui_cell {
     uint8_t style;               /* enum ui_style */
 };
 
-/* One row of wrapped text: the bytes [start, end) of the text, `width` columns wide. */
+/*
+ * One row of wrapped text: the bytes [start, end) of the text, `width` columns wide, after
+ * `hang` blank columns the caller draws first (ui_wrap_hang).
+ */
 struct ui_row {
     size_t start, end;
     int width;
+    int hang;
 };
 
 /*
@@ -53,6 +57,16 @@ struct ui_row {
  * rows and writes the first `max` of them to rows (which may be NULL when max is 0).
  */
 size_t ui_wrap(const char *text, size_t len, int cols, struct ui_row *rows, size_t max);
+
+/*
+ * Wraps like ui_wrap with a hanging indent: the rows that continue a line (all but the first
+ * after each newline) are hang columns narrower and say so in their hang, for the caller to
+ * draw them that much further right. Where that would leave fewer than UI_WRAP_HANG_MIN
+ * columns, no row hangs.
+ */
+#define UI_WRAP_HANG_MIN 16
+size_t ui_wrap_hang(const char *text, size_t len, int cols, int hang, struct ui_row *rows,
+                    size_t max);
 
 /*
  * Wraps like ui_wrap but breaks rows where they fill, between any two glyphs (a space is drawn
