@@ -18,11 +18,17 @@ as a second reference for the quantization types the fixtures' float64 logits do
 tests/cli_f64.sh checks this file against the fixtures' float64 logits before it trusts it.
 """
 import math
+import os
 import re
 import struct
 import sys
 from array import array
 from operator import mul
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "gpu")]
+from gguf_split import read_gguf  # noqa: E402  (tests/: the GGUF reader of the split tests)
+from logits_check import row_error  # noqa: E402  (tests/gpu/: the GPU check's row distance)
 
 FLOAT32 = struct.Struct("<f")
 
@@ -35,52 +41,6 @@ def f32(x):
 def f32s(xs):
     """Each of xs rounded to the nearest float32 (array's conversion rounds to nearest)."""
     return array("f", xs).tolist()
-
-
-def read_gguf(path):
-    """(bytes, metadata dict, {tensor name: (ne, type, absolute offset)}) of a GGUF v2/v3 file."""
-    d = open(path, "rb").read()
-    pos = 4
-    if d[:4] != b"GGUF":
-        raise SystemExit("%s: not a GGUF file" % path)
-
-    def take(fmt):
-        nonlocal pos
-        v = struct.unpack_from("<" + fmt, d, pos)[0]
-        pos += struct.calcsize("<" + fmt)
-        return v
-
-    def string():
-        nonlocal pos
-        n = take("Q")
-        pos += n
-        return d[pos - n:pos].decode("utf-8", "replace")
-
-    scalar = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q",
-              12: "d"}
-
-    def value(t):
-        if t == 8:
-            return string()
-        if t == 9:
-            et, n = take("I"), take("Q")
-            return [value(et) for _ in range(n)]
-        return take(scalar[t])
-
-    take("I")
-    n_tensors, n_kv = take("Q"), take("Q")
-    meta = {}
-    for _ in range(n_kv):
-        key = string()
-        meta[key] = value(take("I"))
-    infos = []
-    for _ in range(n_tensors):
-        name = string()
-        ne = [take("Q") for _ in range(take("I"))]
-        infos.append((name, ne, take("I"), take("Q")))
-    align = meta.get("general.alignment", 32)
-    base = (pos + align - 1) // align * align
-    return d, meta, {name: (ne, t, base + off) for name, ne, t, off in infos}
 
 
 def half(b, o):
@@ -177,23 +137,29 @@ K_QUANTS = {10: (84, decode_q2_k), 11: (110, decode_q3_k), 12: (144, decode_q4_k
             13: (176, decode_q5_k), 14: (210, decode_q6_k)}
 
 
+def load(path):
+    """(metadata, {tensor name: (ne, type, data bytes)}) of a GGUF file."""
+    _, _, _, tensors, meta = read_gguf(path)
+    return meta, {name: (ne, t, blob) for name, ne, t, blob in tensors}
+
+
 def tensor(model, name, required=True):
     """A tensor's values: a list (1-D) or a list of rows of ne[0] values; None when absent and
     not required."""
-    d, _, tensors = model
+    tensors = model[1]
     if name not in tensors:
         if required:
             raise SystemExit("no tensor %s" % name)
         return None
-    ne, t, off = tensors[name]
+    ne, t, d = tensors[name]
     n = math.prod(ne)
     if t == 0:
-        v = list(struct.unpack_from("<%df" % n, d, off))
+        v = list(struct.unpack("<%df" % n, d))
     elif t == 1:
-        v = list(struct.unpack_from("<%de" % n, d, off))
+        v = list(struct.unpack("<%de" % n, d))
     elif t in K_QUANTS:
         size, decode = K_QUANTS[t]
-        v = [x for blk in range(n // 256) for x in decode(d, off + blk * size)]
+        v = [x for blk in range(n // 256) for x in decode(d, blk * size)]
     else:
         raise SystemExit("tensor %s: type %d is not one this reference decodes" % (name, t))
     return v if len(ne) == 1 else [v[r * ne[0]:(r + 1) * ne[0]] for r in range(n // ne[0])]
@@ -224,8 +190,8 @@ def rope(v, pos, head_dim, n_rot, base, neox):
 
 def forward(path, ids):
     """The logits of every position of ids, bidirectional attention over all of them."""
-    model = read_gguf(path)
-    meta = model[1]
+    model = load(path)
+    meta = model[0]
     arch = meta["general.architecture"]
     if arch not in ("llada", "dream"):
         raise SystemExit("%s: architecture %s; this reference runs llada and dream" % (path, arch))
@@ -304,8 +270,7 @@ def compare(got_path, ref_path, n_vocab, limit):
     got, ref = rows(got_path), rows(ref_path)
     if len(got) != len(ref) or not ref:
         raise SystemExit("%d rows against %d" % (len(got), len(ref)))
-    rel = [math.sqrt(sum((a - b) ** 2 for a, b in zip(g, r))) / math.sqrt(sum(b * b for b in r))
-           for g, r in zip(got, ref)]
+    rel = [row_error(g, r)[1] for g, r in zip(got, ref)]
     agree = sum(g.index(max(g)) == r.index(max(r)) for g, r in zip(got, ref)) / len(ref)
     print("%d rows: relative L2 max %.3g, median %.3g (limit %.3g); argmax agrees in %.3f"
           % (len(rel), max(rel), sorted(rel)[len(rel) // 2], limit, agree))

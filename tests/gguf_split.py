@@ -13,7 +13,9 @@ usage: gguf_split.py [--no-tensor-first-split] [--split-max-tensors N] IN.gguf O
 import argparse
 import struct
 
-SCALAR = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+# struct formats of the scalar value types
+SCALAR = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q",
+          12: "d"}
 STRING, ARRAY, UINT16, INT32, UINT32 = 8, 9, 2, 5, 4
 # Bytes per block and elements per block of the tensor types the fixtures hold.
 BLOCKS = {0: (4, 1), 1: (2, 1), 30: (2, 1), 8: (34, 32), 2: (18, 32), 3: (20, 32), 6: (22, 32),
@@ -36,15 +38,15 @@ class Reader:
     def u64(self):
         return struct.unpack("<Q", self.take(8))[0]
 
-    def skip_value(self, t):
+    def value(self, t):
+        """The next value, of GGUF type t: a number, a str, or a list."""
         if t == STRING:
-            self.take(self.u64())
-        elif t == ARRAY:
+            return self.take(self.u64()).decode("utf-8", "replace")
+        if t == ARRAY:
             et, n = self.u32(), self.u64()
-            for _ in range(n):
-                self.skip_value(et)
-        else:
-            self.take(SCALAR[t])
+            return [self.value(et) for _ in range(n)]
+        fmt = "<" + SCALAR[t]
+        return struct.unpack(fmt, self.take(struct.calcsize(fmt)))[0]
 
 
 def string(s):
@@ -57,20 +59,19 @@ def pad(n, a):
 
 
 def read_gguf(path):
+    """(version, [(key, the key-value's bytes)], alignment, [(name, dims, type, data bytes)],
+    {key: value}) of a GGUF file."""
     data = open(path, "rb").read()
     r = Reader(data)
     assert r.take(4) == b"GGUF", path
     version, n_tensors, n_kv = r.u32(), r.u64(), r.u64()
-    kvs, alignment = [], 32
+    kvs, meta = [], {}
     for _ in range(n_kv):
         start = r.off
         key = r.take(r.u64()).decode()
-        t = r.u32()
-        vstart = r.off
-        r.skip_value(t)
-        if key == "general.alignment":
-            alignment = struct.unpack("<I", data[vstart:vstart + 4])[0]
+        meta[key] = r.value(r.u32())
         kvs.append((key, data[start:r.off]))
+    alignment = meta.get("general.alignment", 32)
     tensors = []
     for _ in range(n_tensors):
         name = r.take(r.u64()).decode()
@@ -86,7 +87,7 @@ def read_gguf(path):
             n *= d
         size = n // block_elems * block_bytes
         out.append((name, dims, ttype, data[data_start + offset:data_start + offset + size]))
-    return version, kvs, alignment, out
+    return version, kvs, alignment, out, meta
 
 
 def write_part(path, version, kvs, alignment, tensors):
@@ -108,7 +109,7 @@ def main():
     ap.add_argument("input")
     ap.add_argument("prefix")
     a = ap.parse_args()
-    version, kvs, alignment, tensors = read_gguf(a.input)
+    version, kvs, alignment, tensors, _ = read_gguf(a.input)
     n = a.split_max_tensors
     groups = [tensors[i:i + n] for i in range(0, len(tensors), n)]
     if a.no_tensor_first_split:
