@@ -167,6 +167,18 @@ static const struct {
      {{0, 20, 20, 0}, {20, 35, 15, 4}, {35, 39, 4, 4}}},
     /* A hang that would leave fewer than UI_WRAP_HANG_MIN columns is dropped. */
     {"aaaa bbbb cccc", 10, 2, 2, {{0, 10, 10, 0}, {10, 14, 4, 0}}},
+    /* UI_WRAP_HANG_ITEMS: a list item continues under its text, each line by its own marker;
+       an indented line under its indent; "3.14" is no marker. */
+    {"- aaaa bbbb cccc dddd eeee", 18, UI_WRAP_HANG_ITEMS, 2, {{0, 17, 17, 0}, {17, 26, 9, 2}}},
+    {"1. aaaa bbbb cccc dddd\n  \u2022 eeee ffff gggg hhhh",
+     20,
+     UI_WRAP_HANG_ITEMS,
+     4,
+     {{0, 18, 18, 0}, {18, 22, 4, 3}, {23, 44, 19, 0}, {44, 48, 4, 4}}},
+    {"    aaaa bbbb cccc dddd", 20, UI_WRAP_HANG_ITEMS, 2, {{0, 19, 19, 0}, {19, 23, 4, 4}}},
+    {"3.14 aaaa bbbb cccc dddd", 18, UI_WRAP_HANG_ITEMS, 2, {{0, 15, 15, 0}, {15, 24, 9, 0}}},
+    /* ... and like a fixed hang, not where that leaves fewer than UI_WRAP_HANG_MIN columns. */
+    {"- aaaa bbbb cccc", 12, UI_WRAP_HANG_ITEMS, 2, {{0, 12, 12, 0}, {12, 16, 4, 0}}},
 };
 
 /* ui_wrap_chars: rows break where they fill; spaces are ordinary characters. */
@@ -1169,6 +1181,38 @@ START_TEST(test_transcript_drop)
     ck_assert_uint_eq(blocks[4].style, UI_STYLE_DIM); /* a dropped message */
     ck_assert_uint_eq(blocks[4].indent, 2);
     ck_assert_uint_eq(blocks[9].style, UI_STYLE_NOTICE);
+    ui_transcript_fini(&t);
+}
+END_TEST
+
+/* An answer's list items, Markdown or raw, wrap under their text in the conversation. */
+START_TEST(test_transcript_list_hang)
+{
+    struct ui_transcript t;
+    struct dllm_sampler_params s = base_settings();
+    struct ui_timing_totals a = {.steps = 1, .total_ms = 1, .tokens = 1};
+    ui_transcript_init(&t);
+    ck_assert(ui_transcript_add(&t, UI_ROLE_USER, "List"));
+    ck_assert(ui_transcript_answer(&t, "- aaaa bbbb cccc dddd eeee", NULL, 0, false, &s, &a));
+    for (int raw = 0; raw < 2; raw++) {
+        char headers[2][UI_HEADER_MAX];
+        struct ui_sb_block blocks[3 * 3];
+        size_t nb = ui_transcript_blocks(&t, raw, headers, blocks);
+        struct ui_scrollback sb;
+        ui_scrollback_init(&sb);
+        ck_assert(ui_scrollback_layout(&sb, blocks, nb, 20)); /* the answer: 18 columns */
+        size_t row = 0;
+        while (row < sb.n_rows && sb.rows[row].block != 4)
+            row++;
+        ck_assert_uint_lt(row + 1, sb.n_rows);
+        ck_assert_uint_eq(sb.rows[row + 1].block, 4);
+        struct ui_cell cells[20];
+        ui_scrollback_cells(&sb, blocks, row + 1, cells, 20);
+        for (int c = 0; c < 4; c++) /* the answer's indent 2, then the marker's 2 */
+            ck_assert_msg(cells[c].ch[0] == ' ', "raw %d: column %d is not blank", raw, c);
+        ck_assert_msg(cells[4].ch[0] == 'd', "raw %d: the item continues at column 4", raw);
+        ui_scrollback_fini(&sb);
+    }
     ui_transcript_fini(&t);
 }
 END_TEST
@@ -2936,6 +2980,7 @@ static Suite *ui_suite(void)
     tc = tcase_create("transcript");
     tcase_add_test(tc, test_transcript_edits);
     tcase_add_test(tc, test_transcript_drop);
+    tcase_add_test(tc, test_transcript_list_hang);
     tcase_add_test(tc, test_transcript_markdown);
     tcase_add_test(tc, test_jsonl_parse);
     tcase_add_test(tc, test_jsonl_round_trip);

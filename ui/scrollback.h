@@ -19,8 +19,9 @@ struct ui_sb_block {
     uint8_t style;         /* enum ui_style: the indent's, and the text's without styles */
     uint8_t indent;        /* blank columns before each row */
     const uint8_t *styles; /* [len] enum ui_style of each byte, or NULL: all `style` */
-    uint8_t hang;          /* more blank columns before the rows that continue a line
-                              (ui_wrap_hang), such as a description under its own column */
+    int8_t hang;           /* more blank columns before the rows that continue a line
+                              (ui_wrap_hang), such as a description under its own column, or
+                              UI_WRAP_HANG_ITEMS: list items continue under their text */
 };
 
 /* A row of the scrollback: the bytes [start, end) of block `block`, after hang more blanks. */

@@ -251,7 +251,8 @@ size_t ui_transcript_blocks(const struct ui_transcript *t, bool raw, char (*head
     size_t k = 0;
     if (t->system) {
         blocks[k++] = (struct ui_sb_block){"system prompt", 13, UI_STYLE_HEADER, 0, NULL, 0};
-        blocks[k++] = (struct ui_sb_block){t->system, strlen(t->system), UI_STYLE_DIM, 2, NULL, 0};
+        blocks[k++] = (struct ui_sb_block){t->system, strlen(t->system), UI_STYLE_DIM, 2,
+                                           NULL,      UI_WRAP_HANG_ITEMS};
         blocks[k++] = (struct ui_sb_block){"", 0, UI_STYLE_TEXT, 0, NULL, 0};
     }
     for (size_t i = 0; i < t->n; i++) {
@@ -269,8 +270,8 @@ size_t ui_transcript_blocks(const struct ui_transcript *t, bool raw, char (*head
             /* Dropped turns are all dim; the raw view shows answers without Markdown. */
             const bool plain = turn->dropped || (raw && turn->shown);
             const char *text = turn->shown && !plain ? turn->shown : turn->text;
-            blocks[k++] =
-                (struct ui_sb_block){text, strlen(text), style, 2, plain ? NULL : turn->styles, 0};
+            blocks[k++] = (struct ui_sb_block){
+                text, strlen(text), style, 2, plain ? NULL : turn->styles, UI_WRAP_HANG_ITEMS};
         }
         blocks[k++] = (struct ui_sb_block){"", 0, UI_STYLE_TEXT, 0, NULL, 0};
     }

@@ -3,6 +3,7 @@
 
 #include "wrap.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 /* The columns glyph g takes at column col of a row cols wide: a tab stops at the row's end. */
@@ -24,20 +25,53 @@ static void emit(struct ui_row *rows, size_t max, size_t *n, size_t start, size_
 }
 
 /*
+ * The hang UI_WRAP_HANG_ITEMS gives the line text[0 .. len-1]: the columns of its leading
+ * blanks and of a list marker after them ("- ", "* ", "+ ", "\u2022 ", "12. ", "3) ") with
+ * its space.
+ */
+static int item_hang(const char *text, size_t len)
+{
+    size_t lead = 0;
+    while (lead < len && text[lead] == ' ')
+        lead++;
+    const char *s = text + lead;
+    const size_t rest = len - lead;
+    size_t digits = 0, bytes = 0; /* the marker's bytes; each is a column but U+2022's three */
+    while (digits < rest && digits < 9 && s[digits] >= '0' && s[digits] <= '9')
+        digits++;
+    int width = 0;
+    if (digits > 0 && digits < rest && (s[digits] == '.' || s[digits] == ')'))
+        bytes = digits + 1, width = (int)bytes;
+    else if (digits == 0 && rest > 0 && memchr("-*+", s[0], 3))
+        bytes = 1, width = 1;
+    else if (rest >= 3 && memcmp(s, "\u2022", 3) == 0)
+        bytes = 3, width = 1;
+    if (width > 0 && bytes < rest && s[bytes] == ' ')
+        return (int)lead + width + 1;
+    return (int)lead;
+}
+
+/*
  * Wraps as ui_wrap_hang does, or when words is false as ui_wrap_chars does: a line's first row
- * cols wide, the rows that continue it cols - hang.
+ * cols wide, the rows that continue it cols less the line's hang.
  */
 static size_t wrap(const char *text, size_t len, int cols, int hang, bool words,
                    struct ui_row *rows, size_t max)
 {
     if (cols < 2)
         cols = 2;
-    if (hang < 0 || cols - hang < UI_WRAP_HANG_MIN)
-        hang = 0;
+    const bool items = hang == UI_WRAP_HANG_ITEMS;
     size_t n = 0, start = 0, i = 0;
     size_t brk = 0; /* the byte after the row's last space, or 0 when it has none */
     int col = 0, brk_col = 0, lead = 0, limit = cols; /* this row's hang and width */
+    int line_hang = -1; /* the hang of the line being wrapped, -1 until it starts */
     while (i < len) {
+        if (line_hang < 0) {
+            const char *nl = memchr(text + i, '\n', len - i);
+            line_hang = items ? item_hang(text + i, nl ? (size_t)(nl - text) - i : len - i) : hang;
+            if (line_hang < 0 || cols - line_hang < UI_WRAP_HANG_MIN)
+                line_hang = 0;
+        }
         struct ui_glyph g;
         ui_glyph_next(text + i, len - i, col, &g);
         int w = glyph_cols(&g, col, limit);
@@ -60,8 +94,10 @@ static size_t wrap(const char *text, size_t len, int cols, int hang, bool words,
         }
         start = i;
         col = 0;
-        lead = g.newline ? 0 : hang;
+        lead = g.newline ? 0 : line_hang;
         limit = cols - lead;
+        if (g.newline)
+            line_hang = -1;
     }
     emit(rows, max, &n, start, len, col, lead);
     return n;

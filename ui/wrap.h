@@ -62,9 +62,12 @@ size_t ui_wrap(const char *text, size_t len, int cols, struct ui_row *rows, size
  * Wraps like ui_wrap with a hanging indent: the rows that continue a line (all but the first
  * after each newline) are hang columns narrower and say so in their hang, for the caller to
  * draw them that much further right. Where that would leave fewer than UI_WRAP_HANG_MIN
- * columns, no row hangs.
+ * columns, the line's rows do not hang. With hang UI_WRAP_HANG_ITEMS each line hangs by its
+ * own leading blanks and list marker ("- ", "* ", "+ ", "\u2022 ", "1. ", "1) "), so that a
+ * list item continues under its text and an indented line under its indent.
  */
-#define UI_WRAP_HANG_MIN 16
+#define UI_WRAP_HANG_MIN   16
+#define UI_WRAP_HANG_ITEMS (-1)
 size_t ui_wrap_hang(const char *text, size_t len, int cols, int hang, struct ui_row *rows,
                     size_t max);
 
