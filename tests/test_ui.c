@@ -11,6 +11,7 @@
 #include "canvas.h"
 #include "clipboard.h"
 #include "commands.h"
+#include "complete.h"
 #include "editor.h"
 #include "find.h"
 #include "fixtures.h"
@@ -993,6 +994,47 @@ START_TEST(test_command)
 }
 END_TEST
 
+/* ui_complete: what the input becomes, how many names fit, and which; NULL line: no completion. */
+static const struct {
+    const char *input, *line;
+    size_t n;
+    const char *names;
+} completions[] = {
+    {"/sa", "/save ", 1, "/save"},
+    {"/s", "/s", 3, "/save  /system  /set"},
+    {"  /he", "  /help ", 1, "/help"},
+    {"/set", "/set ", 1, "/set"},
+    {"/", "/", 11,
+     "/clear  /regen  /undo  /save  /load  /system  /set  /find  /copy  /help  /quit"},
+    {"/xy", "/xy", 0, ""},
+    {"/set te", "/set temp ", 1, "temp"},
+    {"/set  c", "/set  c", 3, "cache  cfg  cache-type"},
+    {"/set cache", "/set cache", 2, "cache  cache-type"},
+    {"/set cache-", "/set cache-type ", 1, "cache-type"},
+    {"/set al", "/set al", 0, ""}, /* Dream's alg: not LLaDA's */
+    {"/set re", "/set remasking ", 1, "remasking"},
+    {"hello", NULL, 0, NULL},
+    {"//sa", NULL, 0, NULL},
+    {"/save notes", NULL, 0, NULL},
+    {"/set steps 3", NULL, 0, NULL},
+    {"/sa\nx", NULL, 0, NULL},
+};
+
+START_TEST(test_complete)
+{
+    struct dllm_sampler_params s = base_settings();
+    struct ui_completion c;
+    const bool done = ui_complete(completions[_i].input, &s, &c);
+    ck_assert_msg(done == (completions[_i].line != NULL), "'%s'", completions[_i].input);
+    if (!done)
+        return;
+    ck_assert_str_eq(c.line, completions[_i].line);
+    ck_assert_uint_eq(c.n, completions[_i].n);
+    ck_assert_str_eq(c.names, completions[_i].names);
+    ck_assert(c.setting == (strncmp(completions[_i].input, "/set ", 5) == 0));
+}
+END_TEST
+
 START_TEST(test_commands_help)
 {
     char help[4096];
@@ -1066,7 +1108,8 @@ START_TEST(test_key_table)
     for (int f = 0; f < UI_FOCUS_COUNT; f++) {
         ck_assert_int_eq(ui_keys_lookup((enum ui_focus)f, 3), UI_ACT_INTERRUPT);
         ck_assert_int_eq(ui_keys_lookup((enum ui_focus)f, UI_KEY_F1), UI_ACT_HELP);
-        ck_assert_int_eq(ui_keys_lookup((enum ui_focus)f, UI_KEY_TAB), UI_ACT_FOCUS_NEXT);
+        ck_assert_int_eq(ui_keys_lookup((enum ui_focus)f, UI_KEY_TAB),
+                         f == UI_FOCUS_INPUT ? UI_ACT_COMPLETE_OR_FOCUS : UI_ACT_FOCUS_NEXT);
     }
 
     char help[8192];
@@ -2060,14 +2103,20 @@ static void press(struct app_fixture *f, uint32_t key)
     ui_app_key(&f->app, key, f->now);
 }
 
-/* Types text and presses Enter. */
-static void enter(struct app_fixture *f, const char *text)
+/* Types text, a key a character. */
+static void type(struct app_fixture *f, const char *text)
 {
     for (size_t i = 0; i < strlen(text);) {
         uint32_t cp;
         i += ui_utf8_decode(text + i, strlen(text) - i, &cp);
         press(f, cp);
     }
+}
+
+/* Types text and presses Enter. */
+static void enter(struct app_fixture *f, const char *text)
+{
+    type(f, text);
     press(f, UI_KEY_ENTER);
 }
 
@@ -2887,6 +2936,34 @@ START_TEST(test_app_input)
     ck_assert(app->help);
     press(&f, UI_KEY_F1);
     ck_assert(!app->help);
+    /* Tab completes a /command's name, lists the choices where several fit, and moves the
+       focus when nothing is being completed (or the cursor is not at the end). */
+    type(&f, "/sy");
+    press(&f, UI_KEY_TAB);
+    ck_assert_str_eq(app->editor.buf, "/system ");
+    ui_editor_clear(&app->editor);
+    type(&f, "/s");
+    press(&f, UI_KEY_TAB);
+    ck_assert_str_eq(app->editor.buf, "/s");
+    ck_assert_str_eq(app->note, "/save  /system  /set");
+    press(&f, 'e');
+    press(&f, UI_KEY_TAB);
+    ck_assert_str_eq(app->editor.buf, "/set ");
+    ck_assert_str_eq(app->note, "");
+    type(&f, "thr");
+    press(&f, UI_KEY_TAB);
+    ck_assert_str_eq(app->editor.buf, "/set threshold ");
+    ck_assert_int_eq(app->focus, UI_FOCUS_INPUT);
+    ui_editor_clear(&app->editor);
+    type(&f, "/zz");
+    press(&f, UI_KEY_TAB);
+    ck_assert_str_eq(app->note, "no command starts so: /help lists them");
+    ck_assert_int_eq(app->focus, UI_FOCUS_INPUT);
+    press(&f, UI_KEY_LEFT);
+    press(&f, UI_KEY_TAB);
+    ck_assert_int_eq(app->focus, UI_FOCUS_CONVERSATION);
+    press(&f, UI_KEY_BTAB);
+    ui_editor_clear(&app->editor);
     /* Ctrl+D quits on an empty input only. */
     press(&f, 'z');
     press(&f, UI_KEY_CTRL('d'));
@@ -2970,6 +3047,7 @@ static Suite *ui_suite(void)
     tc = tcase_create("commands");
     tcase_add_loop_test(tc, test_command, 0, N_OF(commands));
     tcase_add_test(tc, test_commands_help);
+    tcase_add_loop_test(tc, test_complete, 0, N_OF(completions));
     suite_add_tcase(s, tc);
 
     tc = tcase_create("keys");

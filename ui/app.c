@@ -4,6 +4,7 @@
 #include "app.h"
 #include "clipboard.h"
 #include "commands.h"
+#include "complete.h"
 #include "find.h"
 #include "format.h"
 #include "jsonl.h"
@@ -750,6 +751,44 @@ static void paste_key(struct ui_app *app, uint32_t key)
         note(app, true, "out of memory");
 }
 
+/* Moves the focus to the next pane (dir 1) or the previous (-1), past a hidden timing pane. */
+static void focus_step(struct ui_app *app, int dir)
+{
+    const int step = dir > 0 ? 1 : UI_FOCUS_COUNT - 1;
+    do
+        app->focus = (enum ui_focus)((app->focus + step) % UI_FOCUS_COUNT);
+    while (app->focus == UI_FOCUS_TIMING && !app->timing_shown);
+}
+
+/*
+ * Tab in the input box: completes the /command or /set's setting name being typed at the end
+ * of the input, naming the choices where several remain; with anything else typed it moves
+ * the focus.
+ */
+static void complete(struct ui_app *app)
+{
+    struct ui_editor *ed = &app->editor;
+    struct ui_completion c;
+    if (ed->cursor != ed->len || !ui_complete(ed->buf ? ed->buf : "", &app->settings, &c)) {
+        focus_step(app, 1);
+        return;
+    }
+    if (c.n == 0) {
+        note(app, true,
+             c.setting ? "no setting starts so: /set lists them"
+                       : "no command starts so: /help lists them");
+        return;
+    }
+    if (strcmp(c.line, ed->buf) != 0 && !ui_editor_set(ed, c.line)) {
+        note(app, true, "out of memory");
+        return;
+    }
+    if (c.n > 1)
+        note(app, false, "%s", c.names);
+    else
+        app->note[0] = '\0';
+}
+
 void ui_app_key(struct ui_app *app, uint32_t key, double now_ms)
 {
     if (app->paste) {
@@ -806,14 +845,9 @@ void ui_app_key(struct ui_app *app, uint32_t key, double now_ms)
         break;
     case UI_ACT_FIND_NEXT:
     case UI_ACT_FIND_PREV: find_show(app, act == UI_ACT_FIND_NEXT ? 1 : -1); break;
+    case UI_ACT_COMPLETE_OR_FOCUS: complete(app); break;
     case UI_ACT_FOCUS_NEXT:
-    case UI_ACT_FOCUS_PREV: {
-        int step = act == UI_ACT_FOCUS_NEXT ? 1 : UI_FOCUS_COUNT - 1;
-        do
-            app->focus = (enum ui_focus)((app->focus + step) % UI_FOCUS_COUNT);
-        while (app->focus == UI_FOCUS_TIMING && !app->timing_shown);
-        break;
-    }
+    case UI_ACT_FOCUS_PREV: focus_step(app, act == UI_ACT_FOCUS_NEXT ? 1 : -1); break;
     case UI_ACT_PAGE_UP:
     case UI_ACT_PAGE_DOWN: page(app, act == UI_ACT_PAGE_UP ? -1 : 1); break;
     case UI_ACT_REDRAW: app->redraw_all = true; break;

@@ -89,6 +89,11 @@ void ui_command_parse(const char *line, struct ui_cmd *cmd)
              (int)(len > 40 ? 40 : len), name);
 }
 
+const char *ui_command_name(size_t i)
+{
+    return i < n_commands ? commands[i].name : NULL;
+}
+
 void ui_commands_help(char *buf, size_t size)
 {
     buf[0] = '\0';

@@ -38,6 +38,9 @@ struct ui_cmd {
  */
 void ui_command_parse(const char *line, struct ui_cmd *cmd);
 
+/* The name of command i ("clear", "regen", ...), or NULL past the last. */
+const char *ui_command_name(size_t i);
+
 /*
  * One line per command ("/undo             remove the last message and its answer", what it
  * does from column UI_COMMANDS_HELP_COLUMN on), for the help screen, truncated to size - 1

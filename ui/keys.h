@@ -55,6 +55,7 @@ enum ui_action {
     UI_ACT_INTERRUPT,     /* cancel; a second press within a second quits */
     UI_ACT_CANCEL,
     UI_ACT_FOCUS_NEXT,
+    UI_ACT_COMPLETE_OR_FOCUS, /* complete a /command's or setting's name, else UI_ACT_FOCUS_NEXT */
     UI_ACT_FOCUS_PREV,
     UI_ACT_PAGE_UP,
     UI_ACT_PAGE_DOWN,

@@ -384,6 +384,14 @@ void ui_settings_list(const struct dllm_sampler_params *s, char *buf, size_t siz
     }
 }
 
+const char *ui_settings_name(const struct dllm_sampler_params *s, size_t i)
+{
+    for (int k = 0; k < SET_COUNT; k++)
+        if (applies(k, s->kind) && i-- == 0)
+            return set_names[k];
+    return NULL;
+}
+
 const char *ui_slider_name(enum ui_slider slider)
 {
     static const char *const names[UI_SLIDER_COUNT] = {"steps",     "max",  "block",

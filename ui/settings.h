@@ -52,6 +52,10 @@ bool ui_settings_adjust(struct dllm_sampler_params *s, enum ui_slider slider, in
 bool ui_settings_set(struct dllm_sampler_params *s, const char *name, const char *value,
                      int64_t cap, bool busy, char *note, size_t size);
 
+/* The name of setting i of those /set takes for this sampler ("steps", ..., "cache-type"), or
+ * NULL past the last. */
+const char *ui_settings_name(const struct dllm_sampler_params *s, size_t i);
+
 /* Every setting /set takes for this sampler with its value: "steps 64, max 128, ...". */
 void ui_settings_list(const struct dllm_sampler_params *s, char *buf, size_t size);
 
