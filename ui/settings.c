@@ -394,9 +394,7 @@ const char *ui_settings_name(const struct dllm_sampler_params *s, size_t i)
 
 const char *ui_slider_name(enum ui_slider slider)
 {
-    static const char *const names[UI_SLIDER_COUNT] = {"steps",     "max",  "block",
-                                                       "threshold", "temp", "cache"};
-    return slider < UI_SLIDER_COUNT ? names[slider] : "?";
+    return slider < UI_SLIDER_COUNT ? set_names[slider] : "?";
 }
 
 void ui_slider_value(const struct dllm_sampler_params *s, enum ui_slider slider, char *buf,
