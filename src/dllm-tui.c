@@ -10,6 +10,7 @@
 #include "app.h"
 #include "cli.h"
 #include "commands.h"
+#include "edit_external.h"
 #include "engine.h"
 #include "frame.h"
 #include "gen_options.h"
@@ -195,13 +196,39 @@ struct player {
     double wait_since; /* < 0: not waiting */
 };
 
+/* Ctrl+O: the input in the user's editor, the terminal handed over to it meanwhile. */
+static void edit_input(struct ui_app *app, struct ui_screen *scr)
+{
+    char why[DLLM_ERROR_TEXT_MAX] = "";
+    ui_screen_leave(scr);
+    char *text = edit_external(app->editor.buf ? app->editor.buf : "", why, sizeof why);
+    ui_screen_return(scr);
+    ui_app_edited(app, text, why);
+    free(text);
+}
+
+/* A key to the app, and what it asks of the program: Ctrl+Z's stop, Ctrl+O's editor. */
+static void press(struct ui_app *app, struct ui_screen *scr, uint32_t key, double now)
+{
+    ui_app_key(app, key, now);
+    if (app->suspend) {
+        app->suspend = false;
+        ui_screen_suspend(scr);
+    }
+    if (app->edit_external) {
+        app->edit_external = false;
+        edit_input(app, scr);
+    }
+}
+
 /* Types each character of text as a key (newline and tab as their keys). */
-static void type_text(struct ui_app *app, const char *text, size_t len, double now)
+static void type_text(struct ui_app *app, struct ui_screen *scr, const char *text, size_t len,
+                      double now)
 {
     for (size_t i = 0; i < len;) {
         uint32_t cp;
         i += ui_utf8_decode(text + i, len - i, &cp);
-        ui_app_key(app, cp == '\n' ? UI_KEY_CTRL('j') : cp == '\t' ? UI_KEY_TAB : cp, now);
+        press(app, scr, cp == '\n' ? UI_KEY_CTRL('j') : cp == '\t' ? UI_KEY_TAB : cp, now);
     }
 }
 
@@ -217,19 +244,19 @@ static bool play(struct player *p, struct ui_app *app, struct ui_screen *scr, ch
         double now = cli_now_ms();
         bool wait = false;
         switch (cmd->op) {
-        case UI_SCRIPT_TEXT: type_text(app, cmd->text, cmd->len, now); break;
+        case UI_SCRIPT_TEXT: type_text(app, scr, cmd->text, cmd->len, now); break;
         case UI_SCRIPT_PASTE:
-            ui_app_key(app, UI_KEY_PASTE_BEGIN, now);
-            type_text(app, cmd->text, cmd->len, now);
-            ui_app_key(app, UI_KEY_PASTE_END, now);
+            press(app, scr, UI_KEY_PASTE_BEGIN, now);
+            type_text(app, scr, cmd->text, cmd->len, now);
+            press(app, scr, UI_KEY_PASTE_END, now);
             break;
         case UI_SCRIPT_KEY:
             for (int i = 0; i < cmd->count; i++)
-                ui_app_key(app, cmd->key, now);
+                press(app, scr, cmd->key, now);
             break;
         case UI_SCRIPT_RESIZE:
             ui_screen_resize(scr, cmd->rows, cmd->cols);
-            ui_app_key(app, UI_KEY_RESIZE, now);
+            press(app, scr, UI_KEY_RESIZE, now);
             break;
         case UI_SCRIPT_WAIT_IDLE: wait = app->generating; break;
         case UI_SCRIPT_WAIT_STEP: wait = app->generating && app->frame.step + 1 < cmd->count; break;
@@ -275,7 +302,7 @@ static bool run(struct ui_app *app, struct ui_screen *scr, struct player *player
     while (!app->quit && got_signal != SIGTERM && got_signal != SIGHUP && got_signal != SIGQUIT) {
         if (got_signal == SIGINT) {
             got_signal = 0;
-            ui_app_key(app, UI_KEY_CTRL('c'), cli_now_ms());
+            press(app, scr, UI_KEY_CTRL('c'), cli_now_ms());
             dirty = true;
         }
         if (player) {
@@ -309,12 +336,8 @@ static bool run(struct ui_app *app, struct ui_screen *scr, struct player *player
         bool look = !player && (rc < 0 || (fds[1].revents & POLLIN) || typed);
         typed = look && (fds[1].revents & POLLIN);
         while (look && ui_screen_read_key(scr, &key)) {
-            ui_app_key(app, key, cli_now_ms());
+            press(app, scr, key, cli_now_ms());
             dirty = true;
-        }
-        if (app->suspend) {
-            app->suspend = false;
-            ui_screen_suspend(scr);
         }
     }
     return true;

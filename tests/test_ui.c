@@ -2964,6 +2964,19 @@ START_TEST(test_app_input)
     ck_assert_int_eq(app->focus, UI_FOCUS_CONVERSATION);
     press(&f, UI_KEY_BTAB);
     ui_editor_clear(&app->editor);
+    /* Ctrl+O asks the program for the user's editor; what it made of the input comes back. */
+    type(&f, "draft");
+    press(&f, UI_KEY_CTRL('o'));
+    ck_assert(app->edit_external);
+    app->edit_external = false;
+    ui_app_edited(app, NULL, "the editor 'false' failed (exit status 1): the input is as it was");
+    ck_assert_str_eq(app->editor.buf, "draft");
+    ck_assert(app->note_error);
+    ui_app_edited(app, "draft\nedited", "");
+    ck_assert_str_eq(app->editor.buf, "draft\nedited");
+    ck_assert_uint_eq(app->editor.cursor, app->editor.len);
+    ck_assert_str_eq(app->note, "the message as the editor left it: Enter sends it");
+    ui_editor_clear(&app->editor);
     /* Ctrl+D quits on an empty input only. */
     press(&f, 'z');
     press(&f, UI_KEY_CTRL('d'));

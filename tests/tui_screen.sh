@@ -342,6 +342,30 @@ wait-idle'
 has "notice of the dropped turn" dropped.txt "^1 earlier message no longer fits the model's context"
 has "dropped turn marked" dropped.txt '^you · not in context +│'
 
+# ---- Ctrl+O: the input in the user's editor ---------------------------------------------------
+# The editor gets the input as a file ending in a newline and its text comes back, less that
+# newline; VISUAL comes before EDITOR; an editor that fails, or cannot be run, leaves the input
+# as it was and says why.
+printf '#!/bin/sh\nprintf "from the editor\\n" >>"$1"\ncp "$1" "%s/seen"\n' "$TMP" >"$TMP/append.sh"
+chmod +x "$TMP/append.sh"
+VISUAL="$TMP/append.sh" EDITOR=false tui editor 'text draft
+key C-o
+dump edited.txt
+key Enter
+wait-idle'
+equal "the editor gets the input and a newline" "$(cat "$TMP/seen")" "$(printf 'draft\nfrom the editor')"
+has "the edited text is in the input" edited.txt '^> draft$'
+has "... its second line too" edited.txt '^  from the editor$'
+has "the message line says so" edited.txt '^the message as the editor left it: Enter sends it'
+has "Enter sends the edited text" editor.txt '^  You said: draft'
+VISUAL= EDITOR=false tui editor-fails 'text kept
+key C-o'
+has "a failing editor is named" editor-fails.txt "^the editor 'false' failed \(exit status 1\): the input is as it was"
+has "the input is kept" editor-fails.txt '^> kept$'
+VISUAL= EDITOR="$TMP/no-such-editor" tui editor-missing 'key C-o'
+has "a missing editor names the variables" editor-missing.txt \
+    "^cannot run the editor '.*/no-such-editor': set VISUAL or EDITOR to one"
+
 # ---- bad input ---------------------------------------------------------------------------------
 printf 'key Entr\n' >"$TMP/bad.script"
 run "unknown key in a script" 2 "$TUI" "${FLAGS[@]}" --script "$TMP/bad.script"

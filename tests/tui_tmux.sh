@@ -124,6 +124,25 @@ wait_for "fg brings the screen back" '─ message · Enter sends'
 if grep -q '^  fg$' "$TMP/pane"; then not_ok "fg went out as a message"; else ok "fg is no message"; fi
 "${T[@]}" send-keys -t tui C-c C-c
 wait_for "quits back to the shell" '^shell> ?$'
+# Ctrl+O hands the terminal to the editor (here a script that asks for a line on the terminal
+# and appends it to the file) and takes it back, the edited text in the input.
+printf '#!/bin/sh\nprintf "editing %%s> " "$(basename "$1")"\nread -r line\nprintf "%%s\\n" "$line" >>"$1"\n' \
+    >"$TMP/ask.sh"
+chmod +x "$TMP/ask.sh"
+"${T[@]}" kill-session -t tui
+"${T[@]}" new-session -d -s tui -x 100 -y 30 \
+    "env LANG=C.UTF-8 TERM=xterm-256color VISUAL='$TMP/ask.sh' XDG_STATE_HOME='$TMP/state' '$TUI' -m '$MODEL'; \
+     echo \"exit status \$?\"; sleep 60"
+wait_for "starts for the editor" '─ message · Enter sends'
+"${T[@]}" send-keys -t tui -l "first line"
+"${T[@]}" send-keys -t tui C-o
+wait_for "Ctrl+O hands the terminal to the editor" '^editing dllm-message-[A-Za-z0-9]+\.md>'
+"${T[@]}" send-keys -t tui -l "typed in the editor"
+"${T[@]}" send-keys -t tui Enter
+wait_for "the chat comes back with the edited input" '^  typed in the editor *$'
+wait_for "... the first line kept" '^> first line *$'
+"${T[@]}" send-keys -t tui C-c C-c
+wait_for "quits after the editor" '^exit status 0$'
 # NO_COLOR in a real terminal: attributes only, no colour escapes; without it, colours.
 for nc in 1 ""; do
     "${T[@]}" kill-session -t tui

@@ -751,6 +751,16 @@ static void paste_key(struct ui_app *app, uint32_t key)
         note(app, true, "out of memory");
 }
 
+void ui_app_edited(struct ui_app *app, const char *text, const char *why)
+{
+    if (!text)
+        note(app, true, "%s", why);
+    else if (!ui_editor_set(&app->editor, text))
+        note(app, true, "out of memory");
+    else
+        note(app, false, "the message as the editor left it: Enter sends it");
+}
+
 /* Moves the focus to the next pane (dir 1) or the previous (-1), past a hidden timing pane. */
 static void focus_step(struct ui_app *app, int dir)
 {
@@ -852,6 +862,7 @@ void ui_app_key(struct ui_app *app, uint32_t key, double now_ms)
     case UI_ACT_PAGE_DOWN: page(app, act == UI_ACT_PAGE_UP ? -1 : 1); break;
     case UI_ACT_REDRAW: app->redraw_all = true; break;
     case UI_ACT_SUSPEND: app->suspend = true; break;
+    case UI_ACT_EDIT_EXTERNAL: app->edit_external = true; break;
     case UI_ACT_COPY: copy(app, "", 0); break;
     case UI_ACT_RAW:
         app->raw = !app->raw;

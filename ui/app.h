@@ -74,13 +74,15 @@ struct ui_app {
     bool timing_shown;     /* the screen has room for the timing pane */
     bool paste;            /* inside a bracketed paste */
     bool quit;
-    bool redraw_all;   /* Ctrl+L: repaint the whole terminal */
-    bool suspend;      /* Ctrl+Z: the program is to stop itself (the screen's to do) */
-    bool unsaved;      /* the conversation changed since the last /save */
-    bool raw;          /* answers as the model wrote them, not rendered as Markdown (F2) */
-    char *copy;        /* text for the clipboard, sent by the screen's next draw (NULL: none) */
-    bool confirm_quit; /* Ctrl+D asked about an unsaved conversation: a second one quits */
-    bool confirm_load; /* /load asked about an unsaved conversation: the next command loads */
+    bool redraw_all;    /* Ctrl+L: repaint the whole terminal */
+    bool suspend;       /* Ctrl+Z: the program is to stop itself (the screen's to do) */
+    bool edit_external; /* Ctrl+O: the program is to run the user's editor on the input, then
+                           hand ui_app_edited what it made of it */
+    bool unsaved;       /* the conversation changed since the last /save */
+    bool raw;           /* answers as the model wrote them, not rendered as Markdown (F2) */
+    char *copy;         /* text for the clipboard, sent by the screen's next draw (NULL: none) */
+    bool confirm_quit;  /* Ctrl+D asked about an unsaved conversation: a second one quits */
+    bool confirm_load;  /* /load asked about an unsaved conversation: the next command loads */
     char note[DLLM_ERROR_TEXT_MAX + 64]; /* the message line: the latest refusal, error or
                                             confirmation, kept until a key edits the input
                                             or Esc ("": none) */
@@ -103,6 +105,12 @@ void ui_app_key(struct ui_app *app, uint32_t key, double now_ms);
 
 /* Takes what the engine reported since the last call. Returns whether anything changed. */
 bool ui_app_poll(struct ui_app *app);
+
+/*
+ * After edit_external: the input becomes text, the cursor at its end; or, where text is NULL,
+ * the message line says why (the input stays as it was).
+ */
+void ui_app_edited(struct ui_app *app, const char *text, const char *why);
 
 /*
  * Lays the conversation out for a pane cols x rows (again only when it or the width changed),

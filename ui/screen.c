@@ -205,22 +205,36 @@ void ui_screen_close(struct ui_screen *s)
     ui_canvas_text_fini(&s->canvas);
 }
 
-void ui_screen_suspend(struct ui_screen *s)
+void ui_screen_leave(struct ui_screen *s)
 {
     if (s->headless || !s->term)
         return;
     fputs("\033[?2004l", s->out); /* bracketed paste off */
     fflush(s->out);
     endwin();
+}
+
+void ui_screen_return(struct ui_screen *s)
+{
+    if (s->headless || !s->term)
+        return;
+    fputs("\033[?2004h", s->out);
+    fflush(s->out);
+    clearok(curscr, TRUE);
+    refresh();
+}
+
+void ui_screen_suspend(struct ui_screen *s)
+{
+    if (s->headless || !s->term)
+        return;
+    ui_screen_leave(s);
     struct sigaction dfl = {.sa_handler = SIG_DFL}, old;
     sigemptyset(&dfl.sa_mask);
     sigaction(SIGTSTP, &dfl, &old);
     raise(SIGTSTP); /* stops here until SIGCONT */
     sigaction(SIGTSTP, &old, NULL);
-    fputs("\033[?2004h", s->out);
-    fflush(s->out);
-    clearok(curscr, TRUE);
-    refresh();
+    ui_screen_return(s);
 }
 
 void ui_screen_resize(struct ui_screen *s, int rows, int cols)

@@ -64,8 +64,15 @@ void ui_screen_draw(struct ui_screen *s, struct ui_app *app);
 bool ui_screen_read_key(struct ui_screen *s, uint32_t *key);
 
 /*
- * Ctrl+Z: restores the terminal and stops the program (SIGTSTP) until the shell continues it,
- * then takes the terminal back (the next draw repaints all of it). Nothing for a headless one.
+ * Hands the terminal back as it was before the chat (for another program to use it), and
+ * takes it again (the next draw repaints all of it). Nothing for a headless screen.
+ */
+void ui_screen_leave(struct ui_screen *s);
+void ui_screen_return(struct ui_screen *s);
+
+/*
+ * Ctrl+Z: leaves the terminal and stops the program (SIGTSTP) until the shell continues it,
+ * then takes the terminal back. Nothing for a headless screen.
  */
 void ui_screen_suspend(struct ui_screen *s);
 
