@@ -44,8 +44,10 @@ static const char usage[] =
     "\n"
     "options:\n" GEN_OPTIONS_HELP
     "  --batch              one answer on stdout without the screen: dllm run's options\n"
-    "                       (dllm run --help), not the three below\n"
+    "                       (dllm run --help), not the four below\n"
     "  --color WHEN         auto (default: colours unless NO_COLOR is set), always, never\n"
+    "  --no-mouse           leave the mouse to the terminal (its own selection) instead of\n"
+    "                       scrolling with the wheel; F4 switches it inside\n"
     "  --script FILE        run headless: read keys from FILE (see man dllm-tui), no terminal\n"
     "                       needed; the screen is LINES x COLUMNS (default 24 x 80, at most\n"
     "                       1000 each)\n"
@@ -59,13 +61,15 @@ static const struct cli_command command = {"chat", "the interactive chat", usage
 struct tui_options {
     struct gen_options gen;
     enum ui_color_mode color;
+    bool no_mouse;
     const char *script;
     const char *dump;
 };
 
-/* The chat's own flags; the first three are the screen's, which --batch has not. */
-enum { OPT_COLOR = 1024, OPT_SCRIPT, OPT_DUMP, OPT_VERSION, OPT_BATCH, OPT_RUN };
+/* The chat's own flags; the first four are the screen's, which --batch has not. */
+enum { OPT_COLOR = 1024, OPT_NO_MOUSE, OPT_SCRIPT, OPT_DUMP, OPT_VERSION, OPT_BATCH, OPT_RUN };
 static const struct option chat_options[] = {{"color", required_argument, NULL, OPT_COLOR},
+                                             {"no-mouse", no_argument, NULL, OPT_NO_MOUSE},
                                              {"script", required_argument, NULL, OPT_SCRIPT},
                                              {"dump-screen", required_argument, NULL, OPT_DUMP},
                                              {"version", no_argument, NULL, OPT_VERSION},
@@ -102,6 +106,8 @@ static void parse_options(int argc, char **argv, struct tui_options *o)
                 o->color = UI_COLOR_NEVER;
             else
                 cli_usage_error(&command, "--color is auto, always or never, not '%s'", optarg);
+        } else if (c == OPT_NO_MOUSE) {
+            o->no_mouse = true;
         } else if (c == OPT_SCRIPT) {
             o->script = optarg;
         } else if (c == OPT_DUMP) {
@@ -380,7 +386,7 @@ static bool take_batch_flag(const struct cli_command *batch, int argc, char **ar
             for (int i = 1; i < argc; i++)
                 if (argv[i] == words[optind - 1])
                     argv[i] = NULL;
-        } else if ((c == OPT_COLOR || c == OPT_SCRIPT || c == OPT_DUMP) && !screen_flag) {
+        } else if (c >= OPT_COLOR && c <= OPT_DUMP && !screen_flag) {
             screen_flag = opts[at].name;
         }
     }
@@ -469,6 +475,7 @@ int main(int argc, char **argv)
     if (!ui_app_init(&app, engine, &slot, &info, &settings, history))
         cli_fail("out of memory");
     free(history);
+    app.mouse = !o.no_mouse;
     if (o.gen.system && !ui_transcript_set_system(&app.transcript, o.gen.system))
         cli_fail("out of memory");
 

@@ -90,7 +90,7 @@ run "dllm chat, a bad flag" 2 "$DLLM" chat --bogus
 run "--batch, a bad flag" 2 "$DLLM" chat --batch -m "$L" -p hi --bogus
 expect_err "names dllm chat --batch" "^dllm chat --batch: unknown option --bogus$"
 expect_err "whose help exists" "^run 'dllm chat --batch --help' for usage$"
-for f in "--color never" "--script $TMP/s" "--dump-screen $TMP/d" "--color=never"; do
+for f in "--color never" "--no-mouse" "--script $TMP/s" "--dump-screen $TMP/d" "--color=never"; do
     run "--batch with $f" 2 "$DLLM" chat --batch -m "$L" -p hi $f
     expect_err "$f is for the screen" "^dllm chat --batch: ${f%%[ =]*} is for the chat screen; --batch has none$"
 done

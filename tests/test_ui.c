@@ -1072,6 +1072,8 @@ static const struct {
     {"Tab", UI_KEY_TAB, "Tab"},
     {"S-Tab", UI_KEY_BTAB, "Shift+Tab"},
     {"PgUp", UI_KEY_PGUP, "PgUp"},
+    {"WheelUp", UI_KEY_WHEEL_UP, "WheelUp"},
+    {"wheeldown", UI_KEY_WHEEL_DOWN, "WheelDown"},
     {"pgdn", UI_KEY_PGDN, "PgDn"},
     {"C-Left", UI_KEY_CTRL_LEFT, "Ctrl+Left"},
     {"M-b", 'b' | UI_KEY_ALT, "Alt+b"},
@@ -2276,6 +2278,30 @@ START_TEST(test_app_page_keys)
         press(&g, UI_KEY_UP);
     ck_assert_int_eq(f.app.settings.gen_length, g.app.settings.gen_length);
     app_teardown(&g);
+    /* The mouse wheel scrolls the conversation UI_WHEEL_ROWS a notch, whatever has the focus
+       (here the sliders); at the bottom it follows again. F4 switches the wheel. */
+    for (int i = 0; i < 6; i++)
+        ck_assert(ui_transcript_add(&f.app.transcript, UI_ROLE_USER, "a line"));
+    f.app.conv_changed = true;
+    ck_assert(ui_app_layout_conversation(&f.app, 40, 5));
+    const size_t bottom = f.app.conv.top;
+    ck_assert_uint_ge(bottom, 2 * UI_WHEEL_ROWS);
+    press(&f, UI_KEY_WHEEL_UP);
+    press(&f, UI_KEY_WHEEL_UP);
+    ck_assert_uint_eq(f.app.conv.top, bottom - 2 * UI_WHEEL_ROWS);
+    ck_assert(!f.app.conv.follow);
+    ck_assert_int_eq(f.app.focus, UI_FOCUS_SETTINGS);
+    press(&f, UI_KEY_WHEEL_DOWN);
+    press(&f, UI_KEY_WHEEL_DOWN);
+    ck_assert_uint_eq(f.app.conv.top, bottom);
+    ck_assert(f.app.conv.follow);
+    ck_assert(!f.app.mouse); /* the program turns it on, unless --no-mouse */
+    press(&f, UI_KEY_F1 + 3);
+    ck_assert(f.app.mouse);
+    ck_assert_str_eq(f.app.note,
+                     "mouse wheel on: it scrolls the conversation (Shift+drag selects text)");
+    press(&f, UI_KEY_F1 + 3);
+    ck_assert(!f.app.mouse);
     app_teardown(&f);
 }
 END_TEST

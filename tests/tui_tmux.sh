@@ -42,6 +42,13 @@ wait_for() {
     return 1
 }
 
+# mouse_is NAME 0|1: whether the program in the pane asks for mouse reports (tmux's flag).
+mouse_is() {
+    local got
+    got=$("${T[@]}" display -p -t tui '#{mouse_any_flag}')
+    if [ "$got" = "$2" ]; then ok "$1"; else not_ok "$1: mouse_any_flag $got, expected $2"; fi
+}
+
 "${T[@]}" new-session -d -s tui -x 100 -y 30 \
     "printf 'before dllm-tui\n'; env LANG=C.UTF-8 TERM=xterm-256color \
      XDG_STATE_HOME='$TMP/state' '$TUI' -m '$MODEL' --max-tokens 256 --steps 256 \
@@ -116,14 +123,47 @@ wait_for "an interactive shell" '^shell>'
 "${T[@]}" send-keys -t tui -l "env LANG=C.UTF-8 TERM=xterm-256color XDG_STATE_HOME='$TMP/state' '$TUI' -m '$MODEL'"
 "${T[@]}" send-keys -t tui Enter
 wait_for "dllm-tui starts in the shell" '─ message · Enter sends'
+mouse_is "the chat asks for the mouse wheel" 1
 "${T[@]}" send-keys -t tui C-z
 wait_for "Ctrl+Z stops it and restores the terminal" 'Stopped'
+mouse_is "... the mouse back to the terminal" 0
 "${T[@]}" send-keys -t tui -l "fg"
 "${T[@]}" send-keys -t tui Enter
 wait_for "fg brings the screen back" '─ message · Enter sends'
+mouse_is "... and the mouse wheel" 1
 if grep -q '^  fg$' "$TMP/pane"; then not_ok "fg went out as a message"; else ok "fg is no message"; fi
 "${T[@]}" send-keys -t tui C-c C-c
 wait_for "quits back to the shell" '^shell> ?$'
+mouse_is "quitting gives the mouse back" 0
+# The mouse wheel (an xterm SGR report, as the terminal sends it) scrolls the conversation 3
+# rows a notch, whatever pane has the focus; F4 hands the mouse to the terminal and takes it
+# back; --no-mouse leaves it to the terminal from the start.
+"${T[@]}" kill-session -t tui
+"${T[@]}" new-session -d -s tui -x 80 -y 24 \
+    "env LANG=C.UTF-8 TERM=xterm-256color XDG_STATE_HOME='$TMP/state' '$TUI' -m '$MODEL' \
+     --max-tokens 64 --steps 4; sleep 60"
+wait_for "starts for the wheel" '─ message · Enter sends'
+for i in 1 2 3 4; do
+    "${T[@]}" send-keys -t tui -l "question $i"
+    "${T[@]}" send-keys -t tui Enter
+    wait_for "question $i sent" "^  question $i *\$"
+    wait_for "answer $i made" ' · idle *$' # shown with the question only once it is answered
+done
+"${T[@]}" send-keys -t tui -l $'\e[<64;10;5M'
+wait_for "a notch up scrolls the conversation 3 rows" '─ conversation · 3 more rows below'
+"${T[@]}" send-keys -t tui -l $'\e[<65;10;5M'
+wait_for "a notch down scrolls back to the bottom" '─ conversation ──'
+"${T[@]}" send-keys -t tui F4
+wait_for "F4 turns the wheel off" '^mouse wheel off: the terminal selects text'
+mouse_is "... giving the mouse to the terminal" 0
+"${T[@]}" send-keys -t tui F4
+wait_for "F4 turns it on again" '^mouse wheel on'
+mouse_is "... taking the mouse back" 1
+"${T[@]}" kill-session -t tui
+"${T[@]}" new-session -d -s tui -x 80 -y 24 \
+    "env LANG=C.UTF-8 TERM=xterm-256color XDG_STATE_HOME='$TMP/state' '$TUI' -m '$MODEL' --no-mouse; sleep 60"
+wait_for "starts with --no-mouse" '─ message · Enter sends'
+mouse_is "--no-mouse leaves the mouse to the terminal" 0
 # Ctrl+O hands the terminal to the editor (here a script that asks for a line on the terminal
 # and appends it to the file) and takes it back, the edited text in the input.
 printf '#!/bin/sh\nprintf "editing %%s> " "$(basename "$1")"\nread -r line\nprintf "%%s\\n" "$line" >>"$1"\n' \

@@ -726,6 +726,8 @@ static void help_key(struct ui_app *app, uint32_t key, double now_ms)
     switch (key) {
     case UI_KEY_UP: ui_scrollback_scroll(v, -1); break;
     case UI_KEY_DOWN: ui_scrollback_scroll(v, 1); break;
+    case UI_KEY_WHEEL_UP: ui_scrollback_scroll(v, -UI_WHEEL_ROWS); break;
+    case UI_KEY_WHEEL_DOWN: ui_scrollback_scroll(v, UI_WHEEL_ROWS); break;
     case UI_KEY_PGUP: ui_scrollback_page(v, -1); break;
     case UI_KEY_PGDN: ui_scrollback_page(v, 1); break;
     case UI_KEY_HOME: ui_scrollback_home(v); break;
@@ -863,6 +865,16 @@ void ui_app_key(struct ui_app *app, uint32_t key, double now_ms)
     case UI_ACT_REDRAW: app->redraw_all = true; break;
     case UI_ACT_SUSPEND: app->suspend = true; break;
     case UI_ACT_EDIT_EXTERNAL: app->edit_external = true; break;
+    case UI_ACT_MOUSE:
+        app->mouse = !app->mouse;
+        note(app, false,
+             app->mouse ? "mouse wheel on: it scrolls the conversation (Shift+drag selects text)"
+                        : "mouse wheel off: the terminal selects text with the mouse (F4: on)");
+        break;
+    case UI_ACT_WHEEL_UP:
+    case UI_ACT_WHEEL_DOWN:
+        ui_scrollback_scroll(&app->conv, act == UI_ACT_WHEEL_UP ? -UI_WHEEL_ROWS : UI_WHEEL_ROWS);
+        break;
     case UI_ACT_COPY: copy(app, "", 0); break;
     case UI_ACT_RAW:
         app->raw = !app->raw;

@@ -80,6 +80,8 @@ struct ui_app {
                            hand ui_app_edited what it made of it */
     bool unsaved;       /* the conversation changed since the last /save */
     bool raw;           /* answers as the model wrote them, not rendered as Markdown (F2) */
+    bool mouse;         /* the screen reports the mouse wheel (F4 switches; off, the terminal
+                           selects text with the mouse) */
     char *copy;         /* text for the clipboard, sent by the screen's next draw (NULL: none) */
     bool confirm_quit;  /* Ctrl+D asked about an unsaved conversation: a second one quits */
     bool confirm_load;  /* /load asked about an unsaved conversation: the next command loads */

@@ -40,6 +40,11 @@ static const struct binding table[] = {
     {ALL, UI_KEY_CTRL('z'), UI_ACT_SUSPEND, "suspend to the shell (fg comes back)"},
     {ALL, UI_KEY_F1 + 1, UI_ACT_RAW, "answers as written, or rendered as Markdown again"},
     {ALL, UI_KEY_F1 + 2, UI_ACT_COPY, "copy the last answer to the clipboard (as /copy)"},
+    {ALL, UI_KEY_F1 + 3, UI_ACT_MOUSE,
+     "the mouse wheel on or off (while on, Shift+drag selects text in most terminals)"},
+    {ALL, UI_KEY_WHEEL_UP, UI_ACT_WHEEL_UP, "scroll the conversation up 3 lines"},
+    {ALL, UI_KEY_WHEEL_DOWN, UI_ACT_WHEEL_DOWN,
+     "scroll the conversation down 3 lines (at the bottom it follows)"},
 
     {IN, UI_KEY_ENTER, UI_ACT_SEND, "send the message, or run the /command"},
     {IN, UI_KEY_ENTER | UI_KEY_ALT, UI_ACT_NEWLINE, "insert a newline"},
@@ -123,6 +128,10 @@ static bool parse_plain(const char *name, uint32_t *key)
         *key = name[5] == 'L' || name[5] == 'l' ? UI_KEY_CTRL_LEFT : UI_KEY_CTRL_RIGHT;
         return true;
     }
+    if (strcasecmp(name, "WheelUp") == 0 || strcasecmp(name, "WheelDown") == 0) {
+        *key = name[5] == 'U' || name[5] == 'u' ? UI_KEY_WHEEL_UP : UI_KEY_WHEEL_DOWN;
+        return true;
+    }
     for (size_t i = 0; i < n_special; i++) {
         if (strcasecmp(name, special[i]) == 0) {
             *key = UI_KEY_ENTER + (uint32_t)i;
@@ -189,6 +198,8 @@ void ui_key_name(uint32_t key, char *buf, size_t size)
         snprintf(buf, size, "%sShift+Tab", alt);
     } else if (k == UI_KEY_CTRL_LEFT || k == UI_KEY_CTRL_RIGHT) {
         snprintf(buf, size, "%sCtrl+%s", alt, k == UI_KEY_CTRL_LEFT ? "Left" : "Right");
+    } else if (k == UI_KEY_WHEEL_UP || k == UI_KEY_WHEEL_DOWN) {
+        snprintf(buf, size, "%sWheel%s", alt, k == UI_KEY_WHEEL_UP ? "Up" : "Down");
     } else if (k >= UI_KEY_ENTER && k < UI_KEY_ENTER + n_special) {
         snprintf(buf, size, "%s%s", alt, special[k - UI_KEY_ENTER]);
     } else if (k >= UI_KEY_F1 && k <= UI_KEY_F12) {

@@ -37,6 +37,8 @@ enum ui_key_code {
     UI_KEY_RESIZE,      /* the terminal changed size */
     UI_KEY_PASTE_BEGIN, /* bracketed paste: ESC [ 200 ~ */
     UI_KEY_PASTE_END,   /* ESC [ 201 ~ */
+    UI_KEY_WHEEL_UP,    /* the mouse wheel, a notch up */
+    UI_KEY_WHEEL_DOWN,
 };
 
 /* The panes that take the focus in turn (Tab). */
@@ -62,6 +64,7 @@ enum ui_action {
     UI_ACT_REDRAW,
     UI_ACT_SUSPEND,       /* stop the program (Ctrl+Z): the shell's fg brings it back */
     UI_ACT_EDIT_EXTERNAL, /* edit the input in the user's editor */
+    UI_ACT_MOUSE,         /* the mouse wheel on or off (off: the terminal selects text) */
     UI_ACT_RAW,           /* answers as written or rendered as Markdown */
     UI_ACT_COPY,          /* copy the last answer to the clipboard */
     UI_ACT_SEND,
@@ -84,6 +87,8 @@ enum ui_action {
     UI_ACT_SCROLL_DOWN,
     UI_ACT_SCROLL_TOP,
     UI_ACT_SCROLL_BOTTOM,
+    UI_ACT_WHEEL_UP, /* the conversation, UI_WHEEL_ROWS up */
+    UI_ACT_WHEEL_DOWN,
     UI_ACT_SLIDER_PREV,
     UI_ACT_SLIDER_NEXT,
     UI_ACT_SLIDER_INC,
@@ -95,14 +100,17 @@ enum ui_action {
     UI_ACT_FIND_PREV,
 };
 
+#define UI_WHEEL_ROWS 3 /* rows a notch of the mouse wheel scrolls */
+
 /* The action of key in the focused pane, or UI_ACT_NONE. */
 enum ui_action ui_keys_lookup(enum ui_focus focus, uint32_t key);
 
 /*
  * Parses a key name: a single character ("a", "?", "é"), "Space", "Enter", "Tab", "Esc",
  * "Backspace", "Delete", "Insert", "Up", "Down", "Left", "Right", "Home", "End", "PgUp",
- * "PgDn", "F1" .. "F12", "S-Tab" (or "Shift+Tab"), "C-x" (or "Ctrl+x") for a letter x, or
- * "C-Left" / "C-Right"; "M-" (or "Alt+") before any of them adds Alt.
+ * "PgDn", "F1" .. "F12", "S-Tab" (or "Shift+Tab"), "C-x" (or "Ctrl+x") for a letter x,
+ * "C-Left" / "C-Right", or "WheelUp" / "WheelDown"; "M-" (or "Alt+") before any of them adds
+ * Alt.
  */
 bool ui_key_parse(const char *name, uint32_t *key);
 

@@ -274,6 +274,17 @@ static uint32_t function_key(wint_t code)
     }
 }
 
+/* The keys.h code of the mouse event curses has read: a notch of the wheel, or 0. */
+static uint32_t mouse_key(void)
+{
+    MEVENT ev;
+    if (getmouse(&ev) != OK)
+        return 0;
+    return ev.bstate & BUTTON4_PRESSED   ? UI_KEY_WHEEL_UP
+           : ev.bstate & BUTTON5_PRESSED ? UI_KEY_WHEEL_DOWN
+                                         : 0;
+}
+
 /* The keys.h code of a character read: Enter, Tab, Backspace and Esc have their own. */
 static uint32_t char_key(wint_t ch)
 {
@@ -295,7 +306,9 @@ bool ui_screen_read_key(struct ui_screen *s, uint32_t *key)
         int rc = wget_wch(stdscr, &ch);
         if (rc == ERR)
             return false;
-        uint32_t k = rc == KEY_CODE_YES ? function_key(ch) : char_key(ch);
+        uint32_t k = rc == KEY_CODE_YES && ch == KEY_MOUSE ? mouse_key()
+                     : rc == KEY_CODE_YES                  ? function_key(ch)
+                                                           : char_key(ch);
         if (k == UI_KEY_ESC) {
             /* Esc with another key right behind it is Alt held with that key. */
             wint_t next;
@@ -715,6 +728,13 @@ static bool fit_size(struct ui_screen *s)
 
 void ui_screen_draw(struct ui_screen *s, struct ui_app *app)
 {
+    if (!s->headless && s->mouse != app->mouse) {
+        /* Reports of the wheel's notches only (a press, no click resolution): the terminal
+         * turns its own selection over to Shift+drag while any are asked for. */
+        mouseinterval(0);
+        mousemask(app->mouse ? BUTTON4_PRESSED | BUTTON5_PRESSED : 0, NULL);
+        s->mouse = app->mouse;
+    }
     if (!fit_size(s))
         return;
     if (app->redraw_all) {

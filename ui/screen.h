@@ -29,6 +29,7 @@ struct ui_screen {
     bool headless;
     bool plain;                          /* TERM=dumb: no colours and no attributes */
     bool colors;                         /* colour pairs in use */
+    bool mouse;                          /* the terminal reports the mouse wheel (app->mouse) */
     unsigned long attrs[UI_STYLE_COUNT]; /* per enum ui_style: curses attributes */
     short pairs[UI_STYLE_COUNT];         /* and colour pairs (0: the default colours) */
     int rows, cols;
