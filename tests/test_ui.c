@@ -448,6 +448,12 @@ START_TEST(test_editor_history)
     ck_assert_uint_eq(h.n, 3);
     ck_assert_str_eq(h.items[2], "three");
     ui_editor_fini(&ed);
+    /* ui_history_find: the newest entry before `before` holding the query, else h.n. */
+    ck_assert_uint_eq(ui_history_find(&h, "t", h.n), 2);
+    ck_assert_uint_eq(ui_history_find(&h, "t", 2), 1);
+    ck_assert_uint_eq(ui_history_find(&h, "t", 1), h.n);
+    ck_assert_uint_eq(ui_history_find(&h, "", h.n + 5), 2);
+    ck_assert_uint_eq(ui_history_find(&h, "four", h.n), h.n);
     ui_history_fini(&h);
 }
 END_TEST
@@ -2990,6 +2996,49 @@ START_TEST(test_app_input)
     ck_assert_int_eq(app->focus, UI_FOCUS_CONVERSATION);
     press(&f, UI_KEY_BTAB);
     ui_editor_clear(&app->editor);
+    /* Ctrl+R searches the messages sent before, newest first; Ctrl+R again goes older;
+       Backspace widens the query; Esc brings the input back; Enter takes the match; another
+       key takes it and acts. */
+    ck_assert(ui_history_add(&app->history, "tell me about cats"));
+    ck_assert(ui_history_add(&app->history, "dogs or cats?"));
+    ck_assert(ui_history_add(&app->history, "write a haiku"));
+    type(&f, "draft");
+    press(&f, UI_KEY_CTRL('r'));
+    ck_assert_str_eq(app->note,
+                     "history search: type part of a message sent before (Esc drops it)");
+    type(&f, "cat");
+    ck_assert_str_eq(app->editor.buf, "dogs or cats?");
+    ck_assert_str_eq(app->note, "history search 'cat': Ctrl+R older, Enter takes it, Esc drops it");
+    press(&f, UI_KEY_CTRL('r'));
+    ck_assert_str_eq(app->editor.buf, "tell me about cats");
+    press(&f, UI_KEY_CTRL('r'));
+    ck_assert_str_eq(app->editor.buf, "tell me about cats");
+    ck_assert_str_eq(app->note,
+                     "history search 'cat': no older message sent holds it (Backspace, Esc)");
+    type(&f, "z");
+    ck_assert_str_eq(app->note, "history search 'catz': no message sent holds it (Backspace, Esc)");
+    press(&f, UI_KEY_BACKSPACE);
+    ck_assert_str_eq(app->editor.buf, "dogs or cats?");
+    press(&f, UI_KEY_ESC);
+    ck_assert_str_eq(app->editor.buf, "draft");
+    ck_assert(!app->hsearch.active);
+    press(&f, UI_KEY_CTRL('r'));
+    type(&f, "\xc3\xa9"); /* é: in no message; Backspace takes the whole character */
+    press(&f, UI_KEY_BACKSPACE);
+    ck_assert_str_eq(app->hsearch.query, "");
+    type(&f, "haiku");
+    press(&f, UI_KEY_ENTER);
+    ck_assert(!app->hsearch.active);
+    ck_assert_str_eq(app->editor.buf, "write a haiku");
+    ck_assert_int_eq(mock_engine_requests(f.engine)->starts, 0); /* taken, not sent */
+    press(&f, UI_KEY_CTRL('r'));
+    type(&f, "dogs");
+    press(&f, UI_KEY_HOME); /* ends the search, the match kept, and moves the cursor */
+    ck_assert(!app->hsearch.active);
+    ck_assert_str_eq(app->editor.buf, "dogs or cats?");
+    ck_assert_uint_eq(app->editor.cursor, 0);
+    ui_editor_clear(&app->editor);
+
     /* Ctrl+O asks the program for the user's editor; what it made of the input comes back. */
     type(&f, "draft");
     press(&f, UI_KEY_CTRL('o'));

@@ -205,6 +205,7 @@ void ui_app_fini(struct ui_app *app)
     free(app->headers);
     free(app->history_path);
     free(app->copy);
+    free(app->hsearch.draft);
 }
 
 /*
@@ -719,6 +720,90 @@ static bool typed_key(struct ui_app *app, uint32_t key)
     return true;
 }
 
+/*
+ * Shows the newest message sent before entry `before` that holds the search's query in the
+ * input, and the search on the message line; or says that none does (the input stays).
+ */
+static void history_search_find(struct ui_app *app, size_t before)
+{
+    struct ui_history_search *hs = &app->hsearch;
+    const size_t at = ui_history_find(&app->history, hs->query, before);
+    if (at == app->history.n) {
+        note(app, true, "history search '%s': no %smessage sent holds it (Backspace, Esc)",
+             hs->query, before < app->history.n ? "older " : "");
+        return;
+    }
+    hs->at = at;
+    if (!ui_editor_set(&app->editor, app->history.items[at]))
+        note(app, true, "out of memory");
+    else
+        note(app, false, "history search '%s': Ctrl+R older, Enter takes it, Esc drops it",
+             hs->query);
+}
+
+/* Ctrl+R: starts a search of the messages sent before, the input put aside. */
+static void history_search_start(struct ui_app *app)
+{
+    char *draft = strdup(app->editor.buf ? app->editor.buf : "");
+    if (!draft) {
+        note(app, true, "out of memory");
+        return;
+    }
+    free(app->hsearch.draft);
+    app->hsearch = (struct ui_history_search){.active = true, .at = app->history.n, .draft = draft};
+    note(app, false, "history search: type part of a message sent before (Esc drops it)");
+}
+
+/* Ends the search: the input keeps the match shown, or (keep false) is what it was before. */
+static void history_search_end(struct ui_app *app, bool keep)
+{
+    struct ui_history_search *hs = &app->hsearch;
+    if (!keep && !ui_editor_set(&app->editor, hs->draft))
+        note(app, true, "out of memory");
+    free(hs->draft);
+    *hs = (struct ui_history_search){0};
+}
+
+/*
+ * A key during Ctrl+R's search: typed text and Backspace change the query, Ctrl+R looks for an
+ * older match, Enter takes the match, Esc (Ctrl+G, Ctrl+C) drops the search. Another key ends
+ * the search with its match in the input and acts as usual: false then.
+ */
+static bool history_search_key(struct ui_app *app, uint32_t key)
+{
+    struct ui_history_search *hs = &app->hsearch;
+    if (!hs->active || key == UI_KEY_RESIZE || key == UI_KEY_WHEEL_UP || key == UI_KEY_WHEEL_DOWN)
+        return false;
+    size_t n = strlen(hs->query);
+    if (key == UI_KEY_CTRL('r')) {
+        history_search_find(app, hs->at);
+    } else if (key == UI_KEY_BACKSPACE) {
+        while (n > 0 && (hs->query[n - 1] & 0xC0) == 0x80) /* a character's continuation bytes */
+            n--;
+        hs->query[n > 0 ? n - 1 : 0] = '\0';
+        history_search_find(app, app->history.n);
+    } else if (key == UI_KEY_ESC || key == UI_KEY_CTRL('g') || key == UI_KEY_CTRL('c')) {
+        history_search_end(app, false);
+        note(app, false, "history search dropped: the input is as it was");
+    } else if (key == UI_KEY_ENTER) {
+        history_search_end(app, true);
+        app->note[0] = '\0';
+    } else if (key >= 0x20 && key < 0x110000 && key != 0x7F) {
+        char enc[4];
+        const size_t len = ui_utf8_encode(key, enc);
+        if (n + len < sizeof hs->query) {
+            memcpy(hs->query + n, enc, len);
+            hs->query[n + len] = '\0';
+        }
+        history_search_find(app, app->history.n);
+    } else {
+        history_search_end(app, true);
+        app->note[0] = '\0';
+        return false;
+    }
+    return true;
+}
+
 /* A key while the help screen shows: scroll it, close it, or Ctrl+C. */
 static void help_key(struct ui_app *app, uint32_t key, double now_ms)
 {
@@ -820,7 +905,7 @@ void ui_app_key(struct ui_app *app, uint32_t key, double now_ms)
         help_key(app, key, now_ms);
         return;
     }
-    if (typed_key(app, key))
+    if (history_search_key(app, key) || typed_key(app, key))
         return;
     struct ui_editor *ed = &app->editor;
     enum ui_action act = ui_keys_lookup(app->focus, key);
@@ -865,6 +950,7 @@ void ui_app_key(struct ui_app *app, uint32_t key, double now_ms)
     case UI_ACT_REDRAW: app->redraw_all = true; break;
     case UI_ACT_SUSPEND: app->suspend = true; break;
     case UI_ACT_EDIT_EXTERNAL: app->edit_external = true; break;
+    case UI_ACT_HISTORY_SEARCH: history_search_start(app); break;
     case UI_ACT_MOUSE:
         app->mouse = !app->mouse;
         note(app, false,

@@ -32,6 +32,14 @@ struct ui_app {
 
     struct ui_transcript transcript;
     struct ui_history history;
+    /* Ctrl+R's search of the history: the query typed, the entry shown in the input
+       (history.n: none yet) and the input from before, which Esc brings back. */
+    struct ui_history_search {
+        bool active;
+        char query[128];
+        size_t at;
+        char *draft;
+    } hsearch;
     struct ui_editor editor;
     struct dllm_sampler_params settings; /* the sliders: the next generation's */
     struct dllm_sampler_params running;  /* the generation in progress */

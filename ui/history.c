@@ -53,6 +53,14 @@ bool ui_history_add(struct ui_history *h, const char *text)
     return copy && push(h, copy);
 }
 
+size_t ui_history_find(const struct ui_history *h, const char *query, size_t before)
+{
+    for (size_t i = before < h->n ? before : h->n; i-- > 0;)
+        if (strstr(h->items[i], query))
+            return i;
+    return h->n;
+}
+
 /* Decodes one line of the file (without its '\n') in place: "\\" -> '\', "\n" -> newline. */
 static void unescape(char *s)
 {

@@ -24,6 +24,10 @@ void ui_history_fini(struct ui_history *h);
 /* Adds a copy of text unless it is empty or equal to the newest entry. */
 bool ui_history_add(struct ui_history *h, const char *text);
 
+/* The newest entry before entry `before` (h->n: the newest of all) that holds query (every entry
+ * holds ""), or h->n when none does. */
+size_t ui_history_find(const struct ui_history *h, const char *query, size_t before);
+
 /* Adds the entries of the file at path (the newest `max` of them); a missing file adds none. */
 bool ui_history_load(struct ui_history *h, const char *path);
 

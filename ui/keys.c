@@ -73,6 +73,9 @@ static const struct binding table[] = {
     {IN, UI_KEY_CTRL('k'), UI_ACT_KILL_END, "delete to the end of the line"},
     {IN, UI_KEY_CTRL('u'), UI_ACT_KILL_START, "delete to the start of the line"},
     {IN, UI_KEY_CTRL('w'), UI_ACT_KILL_WORD, "delete the word before the cursor"},
+    {IN, UI_KEY_CTRL('r'), UI_ACT_HISTORY_SEARCH,
+     "search the messages sent before: type part of one (Ctrl+R again: an older one; Enter "
+     "takes it; Esc drops the search)"},
     {IN, UI_KEY_CTRL('o'), UI_ACT_EDIT_EXTERNAL,
      "edit the input in $VISUAL or $EDITOR (else vi); Enter then sends it"},
     {IN, '?', UI_ACT_HELP_IF_EMPTY, "this help, when the input is empty"},

@@ -62,11 +62,12 @@ enum ui_action {
     UI_ACT_PAGE_UP,
     UI_ACT_PAGE_DOWN,
     UI_ACT_REDRAW,
-    UI_ACT_SUSPEND,       /* stop the program (Ctrl+Z): the shell's fg brings it back */
-    UI_ACT_EDIT_EXTERNAL, /* edit the input in the user's editor */
-    UI_ACT_MOUSE,         /* the mouse wheel on or off (off: the terminal selects text) */
-    UI_ACT_RAW,           /* answers as written or rendered as Markdown */
-    UI_ACT_COPY,          /* copy the last answer to the clipboard */
+    UI_ACT_SUSPEND,        /* stop the program (Ctrl+Z): the shell's fg brings it back */
+    UI_ACT_EDIT_EXTERNAL,  /* edit the input in the user's editor */
+    UI_ACT_HISTORY_SEARCH, /* search the messages sent before (Ctrl+R) */
+    UI_ACT_MOUSE,          /* the mouse wheel on or off (off: the terminal selects text) */
+    UI_ACT_RAW,            /* answers as written or rendered as Markdown */
+    UI_ACT_COPY,           /* copy the last answer to the clipboard */
     UI_ACT_SEND,
     UI_ACT_NEWLINE,
     UI_ACT_LEFT,
