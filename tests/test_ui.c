@@ -1001,30 +1001,46 @@ START_TEST(test_command)
 END_TEST
 
 /* ui_complete: what the input becomes, how many names fit, and which; NULL line: no completion. */
+#define CMD UI_COMPLETE_COMMAND
+#define SET UI_COMPLETE_SETTING
+#define VAL UI_COMPLETE_VALUE
 static const struct {
     const char *input, *line;
+    enum ui_complete_kind kind;
     size_t n;
     const char *names;
 } completions[] = {
-    {"/sa", "/save ", 1, "/save"},
-    {"/s", "/s", 3, "/save  /system  /set"},
-    {"  /he", "  /help ", 1, "/help"},
-    {"/set", "/set ", 1, "/set"},
-    {"/", "/", 11,
+    {"/sa", "/save ", CMD, 1, "/save"},
+    {"/s", "/s", CMD, 3, "/save  /system  /set"},
+    {"  /he", "  /help ", CMD, 1, "/help"},
+    {"/set", "/set ", CMD, 1, "/set"},
+    {"/", "/", CMD, 11,
      "/clear  /regen  /undo  /save  /load  /system  /set  /find  /copy  /help  /quit"},
-    {"/xy", "/xy", 0, ""},
-    {"/set te", "/set temp ", 1, "temp"},
-    {"/set  c", "/set  c", 3, "cache  cfg  cache-type"},
-    {"/set cache", "/set cache", 2, "cache  cache-type"},
-    {"/set cache-", "/set cache-type ", 1, "cache-type"},
-    {"/set al", "/set al", 0, ""}, /* Dream's alg: not LLaDA's */
-    {"/set re", "/set remasking ", 1, "remasking"},
-    {"hello", NULL, 0, NULL},
-    {"//sa", NULL, 0, NULL},
-    {"/save notes", NULL, 0, NULL},
-    {"/set steps 3", NULL, 0, NULL},
-    {"/sa\nx", NULL, 0, NULL},
+    {"/xy", "/xy", CMD, 0, ""},
+    {"/set te", "/set temp ", SET, 1, "temp"},
+    {"/set  c", "/set  c", SET, 3, "cache  cfg  cache-type"},
+    {"/set cache", "/set cache", SET, 2, "cache  cache-type"},
+    {"/set cache-", "/set cache-type ", SET, 1, "cache-type"},
+    {"/set al", "/set al", SET, 0, ""}, /* Dream's alg: not LLaDA's */
+    {"/set re", "/set remasking ", SET, 1, "remasking"},
+    /* The words a setting takes, libdllm's names. */
+    {"/set cache ", "/set cache ", VAL, 3, "none  prefix  dual"},
+    {"/set cache  p", "/set cache  prefix ", VAL, 1, "prefix"},
+    {"/set cache-type f", "/set cache-type f", VAL, 2, "f16  f32"},
+    {"/set remasking l", "/set remasking low_confidence ", VAL, 1, "low_confidence"},
+    {"/set block o", "/set block off ", VAL, 1, "off"},
+    {"/set cache x", "/set cache x", VAL, 0, ""},
+    {"hello", NULL, CMD, 0, NULL},
+    {"//sa", NULL, CMD, 0, NULL},
+    {"/save notes", NULL, CMD, 0, NULL},
+    {"/set steps 3", NULL, CMD, 0, NULL}, /* a number: nothing to complete */
+    {"/set alg m", NULL, CMD, 0, NULL},   /* not LLaDA's */
+    {"/set cache none x", NULL, CMD, 0, NULL},
+    {"/sa\nx", NULL, CMD, 0, NULL},
 };
+#undef CMD
+#undef SET
+#undef VAL
 
 START_TEST(test_complete)
 {
@@ -1037,7 +1053,7 @@ START_TEST(test_complete)
     ck_assert_str_eq(c.line, completions[_i].line);
     ck_assert_uint_eq(c.n, completions[_i].n);
     ck_assert_str_eq(c.names, completions[_i].names);
-    ck_assert(c.setting == (strncmp(completions[_i].input, "/set ", 5) == 0));
+    ck_assert_int_eq(c.kind, completions[_i].kind);
 }
 END_TEST
 
@@ -2985,6 +3001,13 @@ START_TEST(test_app_input)
     type(&f, "thr");
     press(&f, UI_KEY_TAB);
     ck_assert_str_eq(app->editor.buf, "/set threshold ");
+    type(&f, "x");
+    press(&f, UI_KEY_TAB);
+    ck_assert_str_eq(app->note,
+                     "threshold takes no such word: Tab after 'threshold ' lists those it takes");
+    press(&f, UI_KEY_BACKSPACE);
+    press(&f, UI_KEY_TAB);
+    ck_assert_str_eq(app->editor.buf, "/set threshold off ");
     ck_assert_int_eq(app->focus, UI_FOCUS_INPUT);
     ui_editor_clear(&app->editor);
     type(&f, "/zz");

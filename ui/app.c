@@ -858,9 +858,9 @@ static void focus_step(struct ui_app *app, int dir)
 }
 
 /*
- * Tab in the input box: completes the /command or /set's setting name being typed at the end
- * of the input, naming the choices where several remain; with anything else typed it moves
- * the focus.
+ * Tab in the input box: completes the /command, /set's setting name or a setting's word value
+ * being typed at the end of the input, naming the choices where several remain; with anything
+ * else typed it moves the focus.
  */
 static void complete(struct ui_app *app)
 {
@@ -871,9 +871,13 @@ static void complete(struct ui_app *app)
         return;
     }
     if (c.n == 0) {
-        note(app, true,
-             c.setting ? "no setting starts so: /set lists them"
-                       : "no command starts so: /help lists them");
+        if (c.kind == UI_COMPLETE_VALUE)
+            note(app, true, "%s takes no such word: Tab after '%s ' lists those it takes",
+                 c.setting, c.setting);
+        else
+            note(app, true,
+                 c.kind == UI_COMPLETE_SETTING ? "no setting starts so: /set lists them"
+                                               : "no command starts so: /help lists them");
         return;
     }
     if (strcmp(c.line, ed->buf) != 0 && !ui_editor_set(ed, c.line)) {

@@ -197,6 +197,33 @@ static void value_text(const struct dllm_sampler_params *s, int k, char *buf, si
     }
 }
 
+/* Word i of the words setting k takes as its value (libdllm's names; "off" for the block length
+ * and the threshold), or NULL past the last and for a setting that takes numbers only. */
+static const char *value_word(int k, size_t i)
+{
+    switch (k) {
+    case UI_SLIDER_BLOCK:
+    case UI_SLIDER_THRESHOLD: return i == 0 ? "off" : NULL;
+    case UI_SLIDER_CACHE: return dllm_cache_mode_name((enum dllm_cache_mode)i);
+    case SET_ALG: return dllm_alg_name((enum dllm_alg)i);
+    case SET_REMASKING: return dllm_remasking_name((enum dllm_remasking)i);
+    case SET_CACHE_TYPE: return dllm_cache_type_name((enum dllm_cache_type)i);
+    default: return NULL;
+    }
+}
+
+/* The words setting k takes, as a refusal names them: "none, prefix or dual". */
+static void words_text(int k, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    for (size_t i = 0; value_word(k, i); i++)
+        ui_addf(buf, size, "%s%s",
+                i == 0                 ? ""
+                : value_word(k, i + 1) ? ", "
+                                       : " or ",
+                value_word(k, i));
+}
+
 /* The values setting k takes with the settings s and a max tokens cap, for a refusal. */
 static void range_text(const struct dllm_sampler_params *s, int k, int64_t cap, char *buf,
                        size_t size)
@@ -227,13 +254,13 @@ static void range_text(const struct dllm_sampler_params *s, int k, int64_t cap, 
     case UI_SLIDER_TEMPERATURE:
         snprintf(buf, size, "a number from 0 to %.0f", UI_TEMPERATURE_MAX);
         break;
-    case UI_SLIDER_CACHE: snprintf(buf, size, "none, prefix or dual"); break;
+    case UI_SLIDER_CACHE:
+    case SET_ALG:
+    case SET_REMASKING:
+    case SET_CACHE_TYPE: words_text(k, buf, size); break;
     case SET_SEED: snprintf(buf, size, "a whole number from 0 to %" PRIu64, UINT64_MAX); break;
-    case SET_ALG: snprintf(buf, size, "origin, maskgit_plus, topk_margin or entropy"); break;
-    case SET_REMASKING: snprintf(buf, size, "low_confidence or random"); break;
     case SET_TOP_P: snprintf(buf, size, "a number in (0, 1] (1: off)"); break;
     case SET_TOP_K: snprintf(buf, size, "a whole number, 0 (off) or more"); break;
-    case SET_CACHE_TYPE: snprintf(buf, size, "f16 or f32"); break;
     default: snprintf(buf, size, "a number, 0 (off) or more"); break;
     }
 }
@@ -389,6 +416,14 @@ const char *ui_settings_name(const struct dllm_sampler_params *s, size_t i)
     for (int k = 0; k < SET_COUNT; k++)
         if (applies(k, s->kind) && i-- == 0)
             return set_names[k];
+    return NULL;
+}
+
+const char *ui_settings_value_word(const struct dllm_sampler_params *s, const char *name, size_t i)
+{
+    for (int k = 0; k < SET_COUNT; k++)
+        if (applies(k, s->kind) && strcmp(set_names[k], name) == 0)
+            return value_word(k, i);
     return NULL;
 }
 

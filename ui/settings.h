@@ -56,6 +56,11 @@ bool ui_settings_set(struct dllm_sampler_params *s, const char *name, const char
  * NULL past the last. */
 const char *ui_settings_name(const struct dllm_sampler_params *s, size_t i);
 
+/* Word i of the words the setting `name` takes as its value for this sampler ("none", "prefix",
+ * "dual" for cache; "off" for block and threshold), or NULL past the last, for a setting that
+ * takes numbers only, and for a name it does not take. */
+const char *ui_settings_value_word(const struct dllm_sampler_params *s, const char *name, size_t i);
+
 /* Every setting /set takes for this sampler with its value: "steps 64, max 128, ...". */
 void ui_settings_list(const struct dllm_sampler_params *s, char *buf, size_t size);
 
