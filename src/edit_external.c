@@ -53,7 +53,8 @@ static bool write_temp(const char *text, char *path, size_t path_size, char *why
     return ok;
 }
 
-/* Runs "EDITOR path" through /bin/sh and waits for it; SIGINT and SIGQUIT reach it alone. */
+/* Runs "EDITOR path" through /bin/sh and waits for it; SIGINT and SIGQUIT reach it alone.
+ * Returns its wait status, or -1 with errno set when it could not be started or waited for. */
 static int run_editor(const char *editor, const char *path)
 {
     char *cmd = malloc(strlen(editor) + sizeof " \"$1\"");
@@ -71,13 +72,19 @@ static int run_editor(const char *editor, const char *path)
         execl("/bin/sh", "sh", "-c", cmd, "sh", path, (char *)NULL);
         _exit(127);
     }
-    int status = -1;
-    while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
+    int status = -1, e = errno; /* fork's, where it failed */
+    if (pid > 0) {
+        int rc;
+        while ((rc = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
+            ;
+        e = errno;
+        status = rc < 0 ? -1 : status;
+    }
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGQUIT, &old_quit, NULL);
     free(cmd);
-    return pid > 0 ? status : -1;
+    errno = e;
+    return status;
 }
 
 /* The file's text, less one final newline, or NULL with why set. */
@@ -119,7 +126,7 @@ char *edit_external(const char *text, char *why, size_t size)
     const int status = run_editor(editor, path);
     char *edited = NULL;
     if (status < 0)
-        snprintf(why, size, "cannot start the editor '%s': %s", editor, strerror(errno));
+        snprintf(why, size, "cannot run the editor '%s': %s", editor, strerror(errno));
     else if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
         snprintf(why, size, "cannot run the editor '%s': set VISUAL or EDITOR to one", editor);
     else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
