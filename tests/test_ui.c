@@ -1032,9 +1032,9 @@ static const struct {
     {"/set cache x", "/set cache x", VAL, 0, ""},
     {"hello", NULL, CMD, 0, NULL},
     {"//sa", NULL, CMD, 0, NULL},
-    {"/save notes", NULL, CMD, 0, NULL},
-    {"/set steps 3", NULL, CMD, 0, NULL}, /* a number: nothing to complete */
-    {"/set alg m", NULL, CMD, 0, NULL},   /* not LLaDA's */
+    {"/save my notes", NULL, CMD, 0, NULL}, /* a path with a blank */
+    {"/set steps 3", NULL, CMD, 0, NULL},   /* a number: nothing to complete */
+    {"/set alg m", NULL, CMD, 0, NULL},     /* not LLaDA's */
     {"/set cache none x", NULL, CMD, 0, NULL},
     {"/sa\nx", NULL, CMD, 0, NULL},
 };
@@ -1054,6 +1054,71 @@ START_TEST(test_complete)
     ck_assert_uint_eq(c.n, completions[_i].n);
     ck_assert_str_eq(c.names, completions[_i].names);
     ck_assert_int_eq(c.kind, completions[_i].kind);
+}
+END_TEST
+
+/* A file in folder dir, written empty. */
+static void touch_file(const char *dir, const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+}
+
+/* /save and /load complete file names: a folder's entries, sorted, a folder's with '/'. */
+START_TEST(test_complete_files)
+{
+    char dir[] = "/tmp/dllm-complete-XXXXXX", sub[64], in[256];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    touch_file(dir, "notes.md.jsonl");
+    touch_file(dir, "notes.md");
+    touch_file(dir, "other.txt");
+    touch_file(dir, ".hidden");
+    snprintf(sub, sizeof sub, "%s/chats", dir);
+    ck_assert_int_eq(mkdir(sub, 0700), 0);
+    touch_file(sub, "a.jsonl");
+    struct dllm_sampler_params s = base_settings();
+    struct ui_completion c;
+    char want[256];
+
+    snprintf(in, sizeof in, "/load %s/no", dir);
+    ck_assert(ui_complete(in, &s, &c));
+    ck_assert_int_eq(c.kind, UI_COMPLETE_FILE);
+    ck_assert_uint_eq(c.n, 2);
+    ck_assert_str_eq(c.names, "notes.md  notes.md.jsonl");
+    snprintf(want, sizeof want, "/load %s/notes.md", dir);
+    ck_assert_str_eq(c.line, want);
+    snprintf(in, sizeof in, "/load  %s/c", dir); /* a folder: '/' after it, no space */
+    ck_assert(ui_complete(in, &s, &c));
+    snprintf(want, sizeof want, "/load  %s/chats/", dir);
+    ck_assert_str_eq(c.line, want);
+    ck_assert(ui_complete(want, &s, &c));
+    snprintf(want, sizeof want, "/load  %s/chats/a.jsonl ", dir);
+    ck_assert_str_eq(c.line, want);
+    snprintf(in, sizeof in, "/save %s/", dir); /* hidden entries only for a '.' typed */
+    ck_assert(ui_complete(in, &s, &c));
+    ck_assert_str_eq(c.names, "chats/  notes.md  notes.md.jsonl  other.txt");
+    snprintf(in, sizeof in, "/save %s/.h", dir);
+    ck_assert(ui_complete(in, &s, &c));
+    ck_assert_str_eq(c.names, ".hidden");
+    snprintf(in, sizeof in, "/save %s/zz", dir);
+    ck_assert(ui_complete(in, &s, &c));
+    ck_assert_uint_eq(c.n, 0);
+    snprintf(in, sizeof in, "/save %s/nope/x", dir);
+    ck_assert(ui_complete(in, &s, &c));
+    ck_assert_uint_eq(c.n, 0);
+    setenv("HOME", dir, 1); /* "~/" is the home folder, kept as typed */
+    ck_assert(ui_complete("/save ~/ot", &s, &c));
+    ck_assert_str_eq(c.line, "/save ~/other.txt ");
+    ck_assert(chdir(dir) == 0); /* no folder typed: the current one */
+    ck_assert(ui_complete("/load ch", &s, &c));
+    ck_assert_str_eq(c.line, "/load chats/");
+    ck_assert(!ui_complete("/load my notes", &s, &c)); /* a blank: not completed */
+
+    snprintf(in, sizeof in, "rm -r '%s'", dir);
+    ck_assert_int_eq(system(in), 0);
 }
 END_TEST
 
@@ -3159,6 +3224,7 @@ static Suite *ui_suite(void)
     tcase_add_loop_test(tc, test_command, 0, N_OF(commands));
     tcase_add_test(tc, test_commands_help);
     tcase_add_loop_test(tc, test_complete, 0, N_OF(completions));
+    tcase_add_test(tc, test_complete_files);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("keys");

@@ -877,6 +877,7 @@ static void complete(struct ui_app *app)
         else
             note(app, true,
                  c.kind == UI_COMPLETE_SETTING ? "no setting starts so: /set lists them"
+                 : c.kind == UI_COMPLETE_FILE  ? "no file or folder there starts so"
                                                : "no command starts so: /help lists them");
         return;
     }

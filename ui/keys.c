@@ -29,8 +29,8 @@ static const struct binding table[] = {
      "cancel the generation (keeps the partial answer); twice within 1 s: quit"},
     {ALL, UI_KEY_ESC, UI_ACT_CANCEL, "cancel the generation; close the help; end a search"},
     {IN, UI_KEY_TAB, UI_ACT_COMPLETE_OR_FOCUS,
-     "complete the /command, /set's setting or its word value being typed, else focus the "
-     "next pane"},
+     "complete the /command, /set's setting or word value, or /save's or /load's file being "
+     "typed; else focus the next pane"},
     {ALL, UI_KEY_TAB, UI_ACT_FOCUS_NEXT, "focus the next pane"},
     {ALL, UI_KEY_BTAB, UI_ACT_FOCUS_PREV, "focus the previous pane"},
     {ALL, UI_KEY_PGUP, UI_ACT_PAGE_UP,
