@@ -1109,6 +1109,10 @@ START_TEST(test_complete_files)
     snprintf(in, sizeof in, "/save %s/nope/x", dir);
     ck_assert(ui_complete(in, &s, &c));
     ck_assert_uint_eq(c.n, 0);
+    char cwd[4096], home[4096] = "";
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    if (getenv("HOME"))
+        snprintf(home, sizeof home, "%s", getenv("HOME"));
     setenv("HOME", dir, 1); /* "~/" is the home folder, kept as typed */
     ck_assert(ui_complete("/save ~/ot", &s, &c));
     ck_assert_str_eq(c.line, "/save ~/other.txt ");
@@ -1116,6 +1120,11 @@ START_TEST(test_complete_files)
     ck_assert(ui_complete("/load ch", &s, &c));
     ck_assert_str_eq(c.line, "/load chats/");
     ck_assert(!ui_complete("/load my notes", &s, &c)); /* a blank: not completed */
+    ck_assert(chdir(cwd) == 0);                        /* as they were, for a run without fork */
+    if (home[0])
+        setenv("HOME", home, 1);
+    else
+        unsetenv("HOME");
 
     snprintf(in, sizeof in, "rm -r '%s'", dir);
     ck_assert_int_eq(system(in), 0);
