@@ -2908,6 +2908,37 @@ START_TEST(test_app_save_load)
     snprintf(path, sizeof path, "cannot read %s/none.jsonl: No such file or directory", dir);
     ck_assert_str_eq(app->note, path);
     ck_assert_uint_eq(app->transcript.n, 4);
+
+    /* /save asks before it replaces a file this chat did not save or load last: the command
+       stays, Enter replaces; the files it saved last it replaces without asking, and another
+       command in between asks again. */
+    snprintf(cmd, sizeof cmd, "/save %s/chat.md", dir);
+    enter(&f, cmd);
+    snprintf(path, sizeof path, "%s/chat.md exists: Enter replaces it, /save OTHER-FILE keeps it",
+             dir);
+    ck_assert_str_eq(app->note, path);
+    ck_assert_str_eq(app->editor.buf, cmd);
+    press(&f, UI_KEY_ENTER);
+    ck_assert_msg(!app->note_error, "%s", app->note);
+    ck_assert_uint_eq(app->editor.len, 0);
+    enter(&f, cmd);
+    ck_assert_msg(!app->note_error, "%s", app->note);
+    snprintf(cmd, sizeof cmd, "/save %s/only.jsonl", dir);
+    enter(&f, cmd);
+    ck_assert(app->note_error);
+    ui_editor_clear(&app->editor);
+    enter(&f, "/set");
+    enter(&f, cmd);
+    ck_assert(app->note_error); /* the /set in between: asked again */
+    press(&f, UI_KEY_ENTER);
+    ck_assert_msg(!app->note_error, "%s", app->note);
+    /* A file /load read is the chat's own: saving back to it does not ask. */
+    snprintf(cmd, sizeof cmd, "/load %s/after.jsonl", dir);
+    enter(&f, cmd);
+    ck_assert_msg(!app->note_error, "%s", app->note);
+    snprintf(cmd, sizeof cmd, "/save %s/after.jsonl", dir);
+    enter(&f, cmd);
+    ck_assert_msg(!app->note_error, "%s", app->note);
     free(dir);
     app_teardown(&f);
 }

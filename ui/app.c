@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /*
  * The legend of the canvas, after the keys and commands on the help screen; what a line says
@@ -206,6 +207,8 @@ void ui_app_fini(struct ui_app *app)
     free(app->history_path);
     free(app->copy);
     free(app->hsearch.draft);
+    free(app->own[0]);
+    free(app->own[1]);
 }
 
 /*
@@ -341,33 +344,64 @@ static bool write_jsonl(FILE *f, const void *ctx)
     return ui_jsonl_write(j->t, j->model, f);
 }
 
+/* Makes the files this chat owns md (NULL: none) and jsonl: those it saved or loaded last. */
+static void own_files(struct ui_app *app, const char *md, const char *jsonl)
+{
+    const char *paths[2] = {md, jsonl};
+    for (int i = 0; i < 2; i++) {
+        free(app->own[i]);
+        app->own[i] = paths[i] ? strdup(paths[i]) : NULL; /* NULL also when memory ran out */
+    }
+}
+
+/* Whether writing path would replace a file that this chat did not save or load last. */
+static bool replaces_other(const struct ui_app *app, const char *path)
+{
+    for (int i = 0; i < 2; i++)
+        if (app->own[i] && strcmp(app->own[i], path) == 0)
+            return false;
+    return access(path, F_OK) == 0;
+}
+
 /*
  * /save FILE: the Markdown to FILE and the JSON lines /load reads to FILE.jsonl; a FILE that
- * ends in ".jsonl" gets only the JSON lines. Each file is replaced whole or not at all.
+ * ends in ".jsonl" gets only the JSON lines. Each file is replaced whole or not at all, and
+ * replacing one this chat did not save or load last takes a second /save. False when it asked
+ * (the command stays in the input).
  */
-static void save(struct ui_app *app, const char *arg, size_t len)
+static bool save(struct ui_app *app, const char *arg, size_t len, bool confirmed)
 {
     char path[4096], jsonl[4200];
     file_arg(arg, len, path, sizeof path);
     const size_t n = strlen(path);
     const bool only_jsonl = n > 6 && strcmp(path + n - 6, ".jsonl") == 0;
     snprintf(jsonl, sizeof jsonl, only_jsonl ? "%s" : "%s.jsonl", path);
+    const char *other = !only_jsonl && replaces_other(app, path) ? path
+                        : replaces_other(app, jsonl)             ? jsonl
+                                                                 : NULL;
+    if (other && !confirmed) {
+        app->confirm = UI_CMD_SAVE;
+        note(app, true, "%s exists: Enter replaces it, /save OTHER-FILE keeps it", other);
+        return false;
+    }
     char model[512];
     snprintf(model, sizeof model, "%s (%s, %s)", app->info.model, app->info.arch, app->info.quant);
     if (!only_jsonl && !ui_transcript_save(&app->transcript, model, path)) {
         note(app, true, "cannot write %s: %s", path, strerror(errno));
-        return;
+        return true;
     }
     const struct jsonl_save j = {&app->transcript, model};
     if (!ui_save_file(jsonl, write_jsonl, &j)) {
         note(app, true, "cannot write %s: %s", jsonl, strerror(errno));
-        return;
+        return true;
     }
     if (only_jsonl)
         note(app, false, "saved the conversation to %s (/load reads it)", jsonl);
     else
         note(app, false, "saved the conversation to %s and %s (/load reads it)", path, jsonl);
     app->unsaved = false;
+    own_files(app, only_jsonl ? NULL : path, jsonl);
+    return true;
 }
 
 /*
@@ -379,7 +413,7 @@ static bool load(struct ui_app *app, const char *arg, size_t len, bool confirmed
     char path[4096], err[DLLM_ERROR_TEXT_MAX + 64];
     file_arg(arg, len, path, sizeof path);
     if (app->unsaved && !confirmed) {
-        app->confirm_load = true;
+        app->confirm = UI_CMD_LOAD;
         note(app, true,
              "the conversation is not saved: Enter loads %s anyway, /save FILE keeps it first",
              path);
@@ -397,6 +431,7 @@ static bool load(struct ui_app *app, const char *arg, size_t len, bool confirmed
     app->last_end = -1;
     app->conv_changed = true;
     app->unsaved = false;
+    own_files(app, NULL, path);
     ui_scrollback_end(&app->conv);
     size_t answers = 0;
     for (size_t i = 0; i < t.n; i++)
@@ -510,8 +545,8 @@ static void send(struct ui_app *app)
     const char *line = app->editor.buf ? app->editor.buf : "";
     struct ui_cmd cmd;
     ui_command_parse(line, &cmd);
-    const bool confirmed = app->confirm_load; /* only the very next command confirms */
-    app->confirm_load = false;
+    const enum ui_cmd_kind confirmed = app->confirm; /* only the very next command confirms */
+    app->confirm = UI_CMD_MESSAGE;
     switch (cmd.kind) {
     case UI_CMD_MESSAGE: {
         if (blank(cmd.arg, cmd.arg_len) || busy(app))
@@ -588,9 +623,12 @@ static void send(struct ui_app *app)
              "input");
         return;
     }
-    case UI_CMD_SAVE: save(app, cmd.arg, cmd.arg_len); break;
+    case UI_CMD_SAVE:
+        if (!save(app, cmd.arg, cmd.arg_len, confirmed == UI_CMD_SAVE))
+            return; /* the command stays in the input: Enter runs it again */
+        break;
     case UI_CMD_LOAD:
-        if (busy(app) || !load(app, cmd.arg, cmd.arg_len, confirmed))
+        if (busy(app) || !load(app, cmd.arg, cmd.arg_len, confirmed == UI_CMD_LOAD))
             return; /* the command stays in the input: Enter runs it again */
         break;
     case UI_CMD_SYSTEM: system_prompt(app, cmd.arg, cmd.arg_len); break;

@@ -10,6 +10,7 @@
 #include "editor.h"
 #include "engine.h"
 #include "frame.h"
+#include "commands.h"
 #include "history.h"
 #include "keys.h"
 #include "scrollback.h"
@@ -92,7 +93,11 @@ struct ui_app {
                            selects text with the mouse) */
     char *copy;         /* text for the clipboard, sent by the screen's next draw (NULL: none) */
     bool confirm_quit;  /* Ctrl+D asked about an unsaved conversation: a second one quits */
-    bool confirm_load;  /* /load asked about an unsaved conversation: the next command loads */
+    enum ui_cmd_kind confirm; /* a command that asked first (/load: an unsaved conversation;
+                                 /save: files it would replace): if the next command is the
+                                 same, it goes ahead (UI_CMD_MESSAGE: none asked) */
+    char *own[2];             /* the files this chat last saved or loaded (NULL: none), which /save
+                                 replaces without asking */
     char note[DLLM_ERROR_TEXT_MAX + 64]; /* the message line: the latest refusal, error or
                                             confirmation, kept until a key edits the input
                                             or Esc ("": none) */
