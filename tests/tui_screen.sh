@@ -342,6 +342,20 @@ wait-idle'
 has "notice of the dropped turn" dropped.txt "^1 earlier message no longer fits the model's context"
 has "dropped turn marked" dropped.txt '^you · not in context +│'
 
+# ---- Tab completes commands, settings and the words a setting takes --------------------------
+tui complete 'text /se
+key Tab
+text ca
+key Tab
+dump complete-names.txt
+text -
+key Tab
+text f3
+key Tab'
+has "a command and a setting completed" complete-names.txt '^> /set cache *$'
+has "the choices named" complete-names.txt '^cache  cache-type *$'
+has "a word value completed" complete.txt '^> /set cache-type f32 *$'
+
 # ---- Ctrl+O: the input in the user's editor ---------------------------------------------------
 # The editor gets the input as a file ending in a newline and its text comes back, less that
 # newline; VISUAL comes before EDITOR; an editor that fails, or cannot be run, leaves the input
