@@ -321,16 +321,6 @@ static bool busy(struct ui_app *app)
     return app->generating;
 }
 
-/* A command's FILE argument in path: "~/" stands for the home folder. */
-static void file_arg(const char *arg, size_t len, char *path, size_t size)
-{
-    const char *home = getenv("HOME");
-    if (len >= 2 && arg[0] == '~' && arg[1] == '/' && home)
-        snprintf(path, size, "%s%.*s", home, (int)(len - 1), arg + 1);
-    else
-        snprintf(path, size, "%.*s", (int)len, arg);
-}
-
 /* The JSON lines of a save. */
 struct jsonl_save {
     const struct ui_transcript *t;
@@ -372,7 +362,7 @@ static bool replaces_other(const struct ui_app *app, const char *path)
 static bool save(struct ui_app *app, const char *arg, size_t len, bool confirmed)
 {
     char path[4096], jsonl[4200];
-    file_arg(arg, len, path, sizeof path);
+    ui_file_path(arg, len, path, sizeof path);
     const size_t n = strlen(path);
     const bool only_jsonl = n > 6 && strcmp(path + n - 6, ".jsonl") == 0;
     snprintf(jsonl, sizeof jsonl, only_jsonl ? "%s" : "%s.jsonl", path);
@@ -411,7 +401,7 @@ static bool save(struct ui_app *app, const char *arg, size_t len, bool confirmed
 static bool load(struct ui_app *app, const char *arg, size_t len, bool confirmed)
 {
     char path[4096], err[DLLM_ERROR_TEXT_MAX + 64];
-    file_arg(arg, len, path, sizeof path);
+    ui_file_path(arg, len, path, sizeof path);
     if (app->unsaved && !confirmed) {
         app->confirm = UI_CMD_LOAD;
         note(app, true,

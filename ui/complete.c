@@ -3,6 +3,7 @@
 
 #include "commands.h"
 #include "complete.h"
+#include "format.h"
 #include "settings.h"
 
 #include <dirent.h>
@@ -83,22 +84,18 @@ static int by_name(const void *a, const void *b)
 }
 
 /*
- * The entries of the folder that the path word[0 .. len-1] names up to its last '/' ("~/" is
- * the home folder; none: the current folder) that start as its last part does, sorted, a
- * folder's name ending in '/'; hidden ones only when that part starts with '.'. Into
- * c->files; false when memory ran out.
+ * The entries of the folder dir[0 .. dir_len-1] (a path as typed, ending in '/'; empty: the
+ * current folder) that start with base[0 .. base_len-1], sorted, a folder's name ending in '/';
+ * hidden ones only when base starts with '.'. Into c->files; false when memory ran out.
  */
-static bool list_files(struct candidates *c, const char *word, size_t len)
+static bool list_files(struct candidates *c, const char *dir_typed, size_t dir_len,
+                       const char *base, size_t base_len)
 {
-    const size_t dir_len = dir_part(word, len);
-    const char *base = word + dir_len;
-    const size_t base_len = len - dir_len;
     char dir[UI_COMPLETE_MAX + 512];
-    const char *home = getenv("HOME");
-    if (dir_len >= 2 && word[0] == '~' && word[1] == '/' && home)
-        snprintf(dir, sizeof dir, "%s%.*s", home, (int)(dir_len - 1), word + 1);
+    if (dir_len)
+        ui_file_path(dir_typed, dir_len, dir, sizeof dir);
     else
-        snprintf(dir, sizeof dir, "%.*s", (int)(dir_len ? dir_len : 2), dir_len ? word : "./");
+        snprintf(dir, sizeof dir, "./");
     DIR *d = opendir(dir);
     if (!d)
         return true; /* nothing to list: no candidates */
@@ -138,7 +135,7 @@ bool ui_complete(const char *input, const struct dllm_sampler_params *s, struct 
     size_t keep = at; /* the input kept as typed; the candidates complete what follows */
     if (out->kind == UI_COMPLETE_FILE) {
         const size_t dir_len = dir_part(word, typed);
-        if (!list_files(&c, word, typed))
+        if (!list_files(&c, word, dir_len, word + dir_len, typed - dir_len))
             return false;
         keep += dir_len;
         word += dir_len;
