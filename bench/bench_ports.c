@@ -8,9 +8,11 @@
  *   - "mix": VPDPBUSD a second in a loop of 12 chains (broadcasting their activation operand
  *     from memory, as the tiles do) with one other instruction per 4 dot products, each kind
  *     the tiles use: FMA, VPDPWSSD, VPMADDWD, VPMULLD, VCVTDQ2PS, register VPADDD, VPADDD and
- *     VPBROADCASTD from memory, a 512-bit load, and an FMA with a load (whether pipes and loads
- *     are one limit or two). "shares" is true where the dot products slowed by more than a
- *     tenth: the instruction takes what the dot products need (a pipe, or a load slot).
+ *     VPBROADCASTD from memory, a 512-bit load, what GCC leaves beside them in the tiles (a
+ *     register copy, a zeroing idiom, a VMOVQ from a general register), and an FMA with a load
+ *     (whether pipes and loads are one limit or two). "shares" is true where the dot products
+ *     slowed by more than a tenth: the instruction takes what the dot products need (a pipe, or
+ *     a load slot).
  *
  *   bench_ports [--iters N]
  *
@@ -101,6 +103,10 @@ static double chains(long iters, int n)
 #define X_BCAST_MEM(x) __asm__ volatile("vpbroadcastd %1, %0" : "=v"(x) : "m"(mem[20]))
 #define X_LOAD_MEM(x)                                                                              \
     __asm__ volatile("vmovdqa64 %1, %0" : "=v"(x) : "m"(*(const __m512i *)(mem + 16)))
+/* what GCC leaves in the tiles beside them: register copies, zeroings, GPR spills to xmm */
+#define X_MOV_REG(x)  __asm__ volatile("vmovdqa64 %1, %0" : "=v"(x) : "v"(u))
+#define X_ZERO(x)     __asm__ volatile("vpxord %0, %0, %0" : "=v"(x))
+#define X_MOVQ_GPR(x) __asm__ volatile("vmovq %1, %x0" : "=v"(x) : "r"(iters))
 /* an FMA and a load: whether the pipes and the loads are one limit or two */
 #define X_FMA_LOAD(x)                                                                              \
     do {                                                                                           \
@@ -119,6 +125,9 @@ MIX(add_reg, X_ADD_REG)
 MIX(add_mem, X_ADD_MEM)
 MIX(bcast_mem, X_BCAST_MEM)
 MIX(load_mem, X_LOAD_MEM)
+MIX(mov_reg, X_MOV_REG)
+MIX(zero, X_ZERO)
+MIX(movq_gpr, X_MOVQ_GPR)
 MIX(fma_load, X_FMA_LOAD)
 
 /* The instructions set beside the dot products, one per 4 of them (the first: none). */
@@ -136,6 +145,9 @@ static const struct {
     {"vpaddd (1to16 from memory)", mix_add_mem},
     {"vpbroadcastd (from memory)", mix_bcast_mem},
     {"vmovdqa64 (from memory)", mix_load_mem},
+    {"vmovdqa64 (registers)", mix_mov_reg},
+    {"vpxord (zeroing idiom)", mix_zero},
+    {"vmovq (general register to xmm)", mix_movq_gpr},
     {"vfmadd231ps and vmovdqa64 (from memory)", mix_fma_load},
 };
 

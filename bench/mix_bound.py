@@ -17,7 +17,9 @@ for the loop's common path; the models are LLVM's, not measurements (LLVM 19's z
 for one, gives VPDPBUSD zmm a throughput of 1 a cycle with a memory operand and 1 every 2
 with registers). For a Zen 5, which LLVM does not describe, the avx512 loops get a bound
 from what bench/bench_ports measured on one instead (ZEN5 below): the dot products over the
-instructions that take their pipes or over the vector loads, whichever is more.
+instructions that take their pipes or over the vector loads, whichever is more. So do they for
+an Intel Xeon of the Sapphire Rapids core (SPR below), whose two 512-bit VPDPBUSD a cycle LLVM's
+model halves: the dot products over every instruction that takes one of their two pipes.
 
 Usage: bench/mix_bound.py [--build DIR] [--mca PROGRAM]; prints the JSON that bench/run.py's
 gemm part records as "mix_bound".
@@ -45,11 +47,23 @@ VPDPBUSD = re.compile(r"^(\{vex\}\s*)?vpdpbusd\b")
 # the dot products over the larger of the instructions on those pipes and the vector loads.
 ZEN5 = "zen5 (bench_ports)"
 ZEN5_PIPES = re.compile(r"^(vpdpbusd|vpdpwssd|vpmaddwd|vfn?m(add|sub)\w*ps|vmulps|vpmulld)\b")
+# An Intel Xeon of the Sapphire Rapids core, as bench/bench_ports measured one (family 6 model
+# 207, Emerald Rapids, 2026-12-06), for which LLVM 19's sapphirerapids model is wrong where it
+# matters most: it issues one 512-bit VPDPBUSD a cycle, where this CPU issues two (its 2-thread
+# probe, 1142-1405 GOPS, would otherwise need a 5 GHz clock). Every other 512-bit instruction
+# that computes takes one of those two pipes: FMA, VPDPWSSD, VPMADDWD, VCVTDQ2PS, VPADDD from
+# registers or memory (one per 4 dot products slowed them to 83-86%, the share a fifth
+# instruction on their pipes leaves), VPMULLD two, and a VMOVQ from a general register (GCC's
+# spills in the tiles) one; loads and broadcasts from memory, register copies and zeroing idioms
+# cost nothing. Its bound is the dot products over the instructions on those pipes.
+SPR = "sapphirerapids (bench_ports)"
+SPR_FREE = re.compile(r"^(vmov(dq[au](8|16|32|64)?|ap[sd]|up[sd])|vpbroadcast[bwdq]|vbroadcast\w+)\b")
+ZERO_IDIOM = re.compile(r"^v(pxor[dq]?|xorp[sd])\s+(%\w+),\s*\2,\s*\2$")
 # The matrix-kernel variants: their libtool library and source, their dot-product instruction
 # (the one the int8 peak is measured with, bench_gemm) and the CPU models to ask about.
 VARIANTS = {
     "avx512": ("engine/libkernels-avx512.la", "engine/kernels/matmul-avx512.c", VPDPBUSD,
-               ["znver4", "sapphirerapids", ZEN5]),
+               ["znver4", "sapphirerapids", ZEN5, SPR]),
     "avxvnni": ("engine/libkernels-avxvnni.la", "engine/kernels/matmul-avxvnni.c", VPDPBUSD,
                 ["znver4", "sapphirerapids"]),
     "avx2": ("engine/libkernels-avx2.la", "engine/kernels/matmul-avx2.c",
@@ -171,9 +185,33 @@ def zen5_bound(program, cpu, body, dots):
             "bound": round(len(dots) / max(pipes, loads), 3)}
 
 
+def spr_pipe_cost(ins):
+    """The SPR pipe slots of one instruction: 0 for what is not vector work on them (scalar
+    instructions, loads and broadcasts into a register, stores, register copies, zeroing
+    idioms), 2 for VPMULLD, else 1."""
+    if not ins.startswith("v") or ZERO_IDIOM.match(ins):
+        return 0
+    operands = re.split(r",\s*(?![^()]*\))", ins.split(None, 1)[1]) if " " in ins else []
+    if operands and "(" in operands[-1]:
+        return 0  # a store
+    if SPR_FREE.match(ins) and (vector_load(ins) or all(o.startswith("%") and "mm" in o
+                                                          for o in operands)):
+        return 0
+    if re.match(r"vmov[dq]\s", ins) and vector_load(ins):
+        return 0  # a load into an xmm register
+    return 2 if ins.startswith("vpmulld") else 1
+
+
+def spr_bound(program, cpu, body, dots):
+    """The SPR bound of a loop: its dot products over its instructions' slots on their two
+    pipes."""
+    pipes = sum(spr_pipe_cost(s) for s in body)
+    return {"pipe_slots": pipes, "bound": round(len(dots) / pipes, 3)}
+
+
 # How each CPU model's bound is found.
 BOUNDS = {"znver3": mca_bound, "znver4": mca_bound, "sapphirerapids": mca_bound,
-          ZEN5: zen5_bound}
+          ZEN5: zen5_bound, SPR: spr_bound}
 
 
 def measure(build, program):

@@ -30,13 +30,14 @@ LABEL = {name: m["label"] for name, m in run.MODELS.items()}
 
 def peak_of(doc):
     """The run's int8 peak: the highest bench_gemm measured in it, else the one it recorded."""
-    return run.int8_peak(doc.get("gemm"), doc["threads"]) or doc.get("int8_peak_gops")
+    return run.int8_peak(doc.get("gemm"), doc.get("threads")) or doc.get("int8_peak_gops")
 
 
 def own_probe(doc):
     """The int8 peak probe taken in the run itself (its gemm part, or the probe run.py takes
-    before the forward and phases parts without it), or None."""
-    return run.int8_peak(doc.get("gemm"), doc["threads"]) or doc.get("probe_gops")
+    before the forward and phases parts without it), or None (the GPU harness's documents,
+    made on the device machine's CPU, have neither, nor a thread count)."""
+    return run.int8_peak(doc.get("gemm"), doc.get("threads")) or doc.get("probe_gops")
 
 
 def failed(msg):
@@ -436,10 +437,12 @@ def mix_bound_lines(mb, variants):
         return []
     parts = ["%s %s on %s %s%%" % (r["kernel"], "/".join(r["types"]), r["cpu"],
                                    round(100 * r["bound"])) for r in rows]
-    zen5 = "; on zen5 the pipes bench/bench_ports measured on one" if any(
-        r["cpu"] == run.mix_bound.ZEN5 for r in rows) else ""
+    measured = [c for c in (run.mix_bound.ZEN5, run.mix_bound.SPR)
+                if any(r["cpu"] == c for r in rows)]
+    ports = "; on %s the pipes bench/bench_ports measured on one" % " and ".join(
+        c.split(" ")[0] for c in measured) if measured else ""
     return ["", "The share of the int8 peak the inner loop's instruction mix allows (llvm-mca %s%s, "
-            "bench/mix_bound.py): %s." % (mb["llvm_version"], zen5, ", ".join(parts))]
+            "bench/mix_bound.py): %s." % (mb["llvm_version"], ports, ", ".join(parts))]
 
 
 def gpu_label(e):
