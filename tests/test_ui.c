@@ -1036,6 +1036,8 @@ static const struct {
     {"/set steps 3", NULL, CMD, 0, NULL},   /* a number: nothing to complete */
     {"/set alg m", NULL, CMD, 0, NULL},     /* not LLaDA's */
     {"/set cache none x", NULL, CMD, 0, NULL},
+    {"/set cache dual ", NULL, CMD, 0, NULL}, /* a value and its blank: Tab moves the focus */
+    {"/save notes.md ", NULL, CMD, 0, NULL},
     {"/sa\nx", NULL, CMD, 0, NULL},
 };
 #undef CMD
