@@ -57,7 +57,8 @@ ZEN5_PIPES = re.compile(r"^(vpdpbusd|vpdpwssd|vpmaddwd|vfn?m(add|sub)\w*ps|vmulp
 # spills in the tiles) one; loads and broadcasts from memory, register copies and zeroing idioms
 # cost nothing. Its bound is the dot products over the instructions on those pipes.
 SPR = "sapphirerapids (bench_ports)"
-SPR_FREE = re.compile(r"^(vmov(dq[au](8|16|32|64)?|ap[sd]|up[sd])|vpbroadcast[bwdq]|vbroadcast\w+)\b")
+SPR_LOAD = re.compile(r"^(vmov\w+|vpbroadcast[bwdq]|vbroadcast\w+)\s")  # free from memory
+SPR_COPY = re.compile(r"^vmov(dq[au](8|16|32|64)?|ap[sd]|up[sd])\s")  # free between registers
 ZERO_IDIOM = re.compile(r"^v(pxor[dq]?|xorp[sd])\s+(%\w+),\s*\2,\s*\2$")
 # The matrix-kernel variants: their libtool library and source, their dot-product instruction
 # (the one the int8 peak is measured with, bench_gemm) and the CPU models to ask about.
@@ -194,11 +195,10 @@ def spr_pipe_cost(ins):
     operands = re.split(r",\s*(?![^()]*\))", ins.split(None, 1)[1]) if " " in ins else []
     if operands and "(" in operands[-1]:
         return 0  # a store
-    if SPR_FREE.match(ins) and (vector_load(ins) or all(o.startswith("%") and "mm" in o
-                                                          for o in operands)):
+    if SPR_LOAD.match(ins) and vector_load(ins):
         return 0
-    if re.match(r"vmov[dq]\s", ins) and vector_load(ins):
-        return 0  # a load into an xmm register
+    if SPR_COPY.match(ins) and all(o.startswith("%") and "mm" in o for o in operands):
+        return 0
     return 2 if ins.startswith("vpmulld") else 1
 
 
