@@ -6,8 +6,9 @@ A kernel reaches the int8 peak only if its inner loop issues nothing but dot pro
 beside them competes for the same ports. For each matrix-kernel variant (avx512: VPDPBUSD on
 zmm; avxvnni: the VEX form on ymm; avx2: VPMADDUBSW on ymm) this compiles the kernel file to
 assembly with the build's own command (`make -n`), takes in each tile function (ktile_q4,
-ktile_q5, ktile_q6: the K-quants; qtile_plain and qtile_sum: the 32-element blocks) the loop
-with the most dot products, and hands it to llvm-mca for CPU models (znver3: AMD Zen 3;
+ktile_q5, ktile_q6: the K-quants; qtile_plain and qtile_sum: the 32-element blocks) its hot
+path (hot_path: for a K-quant tile one 128-element step, its sub-block loop as often as the step
+runs it), and hands it to llvm-mca for CPU models (znver3: AMD Zen 3;
 znver4: AMD Zen 4; sapphirerapids: Intel Xeon 4th generation). The ports its dot products
 alone would occupy (their reciprocal throughput as a block, in the same forms) over the
 loop's cycles per iteration (simulated over 100 iterations, dependencies included) give the
@@ -143,6 +144,50 @@ def instructions(lines, first, last):
     return out
 
 
+def dot_count(lines, r, dot):
+    return sum(1 for s in instructions(lines, *r) if dot.match(s))
+
+
+def hot_path(lines, func, dot, per_h):
+    """The instructions one pass of func's hot loop runs, as straight-line code. For a K-quant
+    tile (per_h: the dot products of one 128-element step, 32 words times its rows times its
+    panels): the innermost loop with the most dot products (the sub-block loop of the tile with
+    the most panels; the one-panel tile's loops lie beside it) repeated as often as the loop
+    around it (the 128-element step, with the mins and the scaling) runs it, followed by the rest
+    of that loop once. Else, or when the counts do not fit, the loop with the most dot products
+    (the whole K-quant tile's code, its one-panel and two-panel paths together, would count
+    both)."""
+    found = [r for r in loops(lines, func) if dot_count(lines, r, dot)]
+    if not found:
+        return []
+    def inside(a, b):  # loop a strictly within loop b
+        return b[0] <= a[0] and a[1] <= b[1] and a != b
+    inner = [r for r in found if not any(inside(o, r) for o in found)]
+    best = max(inner, key=lambda r: dot_count(lines, r, dot))
+    around = [r for r in found if inside(best, r)]
+    if per_h and around:
+        outer = min(around, key=lambda r: r[1] - r[0])
+        extra = dot_count(lines, outer, dot) - dot_count(lines, best, dot)
+        trips, rest = divmod(per_h - extra, dot_count(lines, best, dot))
+        if trips >= 1 and rest == 0:
+            return instructions(lines, *outer) + instructions(lines, *best) * (trips - 1)
+    return instructions(lines, *max(found, key=lambda r: dot_count(lines, r, dot)))
+
+
+def tile_constant(src, name):
+    """A tile constant (TT_K, KQ_PANELS) of the variant whose source is src: its own #define,
+    else the shared 256-bit header's, else matmul-simd.h's default."""
+    for path in (src, "engine/kernels/simd-ymm.h", "engine/kernels/matmul-simd.h"):
+        if path != src and path.endswith("simd-ymm.h") and "simd-ymm.h" not in open(
+                os.path.join(ROOT, src)).read():
+            continue
+        m = re.search(r"^#define\s+%s\s+(\d+)" % name, open(os.path.join(ROOT, path)).read(),
+                      re.M)
+        if m:
+            return int(m.group(1))
+    raise RuntimeError("no #define %s for %s" % (name, src))
+
+
 def mca(program, cpu, body):
     """llvm-mca's cycles per iteration (over 100) and block reciprocal throughput of body."""
     with tempfile.NamedTemporaryFile("w", suffix=".s", delete=False) as f:
@@ -222,6 +267,7 @@ def measure(build, program):
            "rows": []}
     with tempfile.TemporaryDirectory() as tmp:
         for kernel, (lib, src, dot, cpus) in VARIANTS.items():
+            per_h = {kernel: 32 * tile_constant(src, "TT_K") * tile_constant(src, "KQ_PANELS")}
             asm = os.path.join(tmp, kernel + ".s")
             cmd = compile_command(build, lib, src, asm)
             subprocess.run(cmd, cwd=build, check=True)
@@ -230,9 +276,8 @@ def measure(build, program):
             for func, types in FUNCTIONS.items():
                 if not any(l.startswith(func + ":") for l in lines):
                     continue
-                best = max(loops(lines, func), default=None,
-                           key=lambda r: sum(1 for s in instructions(lines, *r) if dot.match(s)))
-                body = instructions(lines, *best) if best else []
+                body = hot_path(lines, func, dot, per_h.get(kernel) if func.startswith("ktile")
+                                else None)
                 dots = [s for s in body if dot.match(s)]
                 if not dots:
                     continue
