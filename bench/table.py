@@ -4,6 +4,9 @@
   bench/table.py [--results DIR]            print the Markdown on stdout
   bench/table.py --update README.md         replace what lies between the markers
                                             <!-- bench:start --> and <!-- bench:end -->
+  --cpu FAMILY:MODEL                        only runs on that CPU model (as lscpu numbers
+                                            it: 26:2 a Zen 5 EPYC, 6:207 an Emerald Rapids
+                                            Xeon); the GPU harness's documents are kept
 
 Each section (gemm, forward, phases, generate, sampling, kvf16, moe; gpu, from the documents
 tests/gpu/run.sh's bench stage writes) comes from the newest of the result files that hold the
@@ -538,19 +541,33 @@ def render(docs):
     return "\n".join(out).rstrip() + "\n"
 
 
+def cpu_model(text):
+    """--cpu's FAMILY:MODEL as two numbers."""
+    family, sep, model = text.partition(":")
+    if not (sep and family.isdigit() and model.isdigit()):
+        raise argparse.ArgumentTypeError("%r is not FAMILY:MODEL (26:2, say)" % text)
+    return int(family), int(model)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--results", default=os.path.join(HERE, "results"))
     ap.add_argument("--update", metavar="FILE", help="rewrite the marked part of FILE")
+    ap.add_argument("--cpu", type=cpu_model, metavar="FAMILY:MODEL",
+                    help="only the runs on this CPU model (the GPU table's documents are kept)")
     a = ap.parse_args()
     docs = []
     for fn in sorted(os.listdir(a.results)):
         if fn.endswith(".json"):
             with open(os.path.join(a.results, fn)) as f:
                 d = json.load(f)
-            if "date" in d and "machine" in d:
+            if "date" in d and "machine" in d and (a.cpu is None or d.get("gpu") or a.cpu == (
+                    d["machine"].get("cpu_family"), d["machine"].get("cpu_model"))):
                 docs.append(d)
+    if a.cpu and not any(not d.get("gpu") for d in docs):
+        sys.exit("table.py: no result file in %s was measured on CPU family %d model %d"
+                 % (a.results, *a.cpu))
     md = render(docs)
     if not a.update:
         sys.stdout.write(md)

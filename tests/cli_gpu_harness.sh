@@ -4,7 +4,7 @@
 # (every fixture's logits against float64 within llama.cpp's distance, generation replayed
 # step by step against the CPU's run) and the bench stage (the tiny shape, both modes), each
 # writing its JSON, and no more files than the device tool brings back; bench/table.py renders
-# the bench stage's document.
+# the bench stage's document, and its --cpu keeps the CPU tables to one CPU model.
 # A build without CUDA cannot make the bundle: prepare.sh must refuse it.
 . "${DLLM_TESTS_SRC:-$(dirname "$0")}/lib.sh"
 need_fixtures
@@ -70,6 +70,12 @@ P='[0-9.]+ / [0-9.]+ / [0-9.]+ / [0-9.]+' # the phases
 expect_out "the GPU table's default row" "^\\| llada tiny \\| default \\| [0-9.]+ \\| 160 \\| [0-9.]+ / [0-9.]+ \\| [0-9.]+ \\| $P \\| [0-9.]+ \\| $P \\| n/a \\| 0\\.0[0-9] \\| n/a \\|\$"
 expect_out "its resident row" "^\\| llada tiny \\| resident \\| [0-9.]+ \\| 160 \\| [0-9.]+ / [0-9.]+ \\| [0-9.]+ \\| $P \\|"
 expect_out "where it ran" "^_[0-9-]{10}, commit [^,]+, device cpu; host .*, [0-9]+ cores\._\$"
+# --cpu keeps the CPU tables to one CPU model: a folder with none of its runs is an error.
+run "bench/table.py --cpu with no run of that CPU" 1 python3 "$DLLM_TESTS_SRC/../bench/table.py" \
+    --results "$TMP/results" --cpu 99:99
+expect_err "it names the CPU" "no result file in .* was measured on CPU family 99 model 99"
+run "bench/table.py --cpu not FAMILY:MODEL" 2 python3 "$DLLM_TESTS_SRC/../bench/table.py" \
+    --results "$TMP/results" --cpu zen5
 # The device tool brings back at most 8 files of $OUT, none more than two folders down.
 n=$(find "$TMP/res" -type f | wc -l)
 deep=$(find "$TMP/res" -mindepth 3 -type f | wc -l)
