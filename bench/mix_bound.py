@@ -144,10 +144,6 @@ def instructions(lines, first, last):
     return out
 
 
-def dot_count(lines, r, dot):
-    return sum(1 for s in instructions(lines, *r) if dot.match(s))
-
-
 def hot_path(lines, func, dot, per_h):
     """The instructions one pass of func's hot loop runs, as straight-line code. For a K-quant
     tile (per_h: the dot products of one 128-element step, 32 words times its rows times its
@@ -157,32 +153,32 @@ def hot_path(lines, func, dot, per_h):
     of that loop once. Else, or when the counts do not fit, the loop with the most dot products
     (the whole K-quant tile's code, its one-panel and two-panel paths together, would count
     both)."""
-    found = [r for r in loops(lines, func) if dot_count(lines, r, dot)]
+    dots = {r: sum(1 for s in instructions(lines, *r) if dot.match(s))
+            for r in loops(lines, func)}
+    found = [r for r in dots if dots[r]]
     if not found:
         return []
     def inside(a, b):  # loop a strictly within loop b
         return b[0] <= a[0] and a[1] <= b[1] and a != b
     inner = [r for r in found if not any(inside(o, r) for o in found)]
-    best = max(inner, key=lambda r: dot_count(lines, r, dot))
+    best = max(inner, key=dots.get)
     around = [r for r in found if inside(best, r)]
     if per_h and around:
         outer = min(around, key=lambda r: r[1] - r[0])
-        extra = dot_count(lines, outer, dot) - dot_count(lines, best, dot)
-        trips, rest = divmod(per_h - extra, dot_count(lines, best, dot))
+        trips, rest = divmod(per_h - (dots[outer] - dots[best]), dots[best])
         if trips >= 1 and rest == 0:
             return instructions(lines, *outer) + instructions(lines, *best) * (trips - 1)
-    return instructions(lines, *max(found, key=lambda r: dot_count(lines, r, dot)))
+    return instructions(lines, *max(found, key=dots.get))
 
 
 def tile_constant(src, name):
     """A tile constant (TT_K, KQ_PANELS) of the variant whose source is src: its own #define,
     else the shared 256-bit header's, else matmul-simd.h's default."""
-    for path in (src, "engine/kernels/simd-ymm.h", "engine/kernels/matmul-simd.h"):
-        if path != src and path.endswith("simd-ymm.h") and "simd-ymm.h" not in open(
-                os.path.join(ROOT, src)).read():
-            continue
-        m = re.search(r"^#define\s+%s\s+(\d+)" % name, open(os.path.join(ROOT, path)).read(),
-                      re.M)
+    own = open(os.path.join(ROOT, src)).read()
+    texts = [own] + [open(os.path.join(ROOT, "engine/kernels", h)).read()
+                     for h in ("simd-ymm.h", "matmul-simd.h") if h == "matmul-simd.h" or h in own]
+    for text in texts:
+        m = re.search(r"^#define\s+%s\s+(\d+)" % name, text, re.M)
         if m:
             return int(m.group(1))
     raise RuntimeError("no #define %s for %s" % (name, src))
@@ -204,13 +200,18 @@ def mca(program, cpu, body):
     return cycles, rthr
 
 
+def operands(ins):
+    """An instruction's (AT&T) operands, its destination last; commas inside a memory
+    operand's parentheses do not split it."""
+    return re.split(r",\s*(?![^()]*\))", ins.split(None, 1)[1]) if " " in ins else []
+
+
 def vector_load(ins):
     """Whether an instruction (AT&T) reads a vector register's worth from memory: a memory
     operand that is not its last (the destination: a store)."""
     if not ins.startswith("v") or "(" not in ins:
         return False
-    operands = re.split(r",\s*(?![^()]*\))", ins.split(None, 1)[1])
-    return "(" not in operands[-1]
+    return "(" not in operands(ins)[-1]
 
 
 def mca_bound(program, cpu, body, dots):
@@ -237,12 +238,12 @@ def spr_pipe_cost(ins):
     idioms), 2 for VPMULLD, else 1."""
     if not ins.startswith("v") or ZERO_IDIOM.match(ins):
         return 0
-    operands = re.split(r",\s*(?![^()]*\))", ins.split(None, 1)[1]) if " " in ins else []
-    if operands and "(" in operands[-1]:
+    ops = operands(ins)
+    if ops and "(" in ops[-1]:
         return 0  # a store
     if SPR_LOAD.match(ins) and vector_load(ins):
         return 0
-    if SPR_COPY.match(ins) and all(o.startswith("%") and "mm" in o for o in operands):
+    if SPR_COPY.match(ins) and all(o.startswith("%") and "mm" in o for o in ops):
         return 0
     return 2 if ins.startswith("vpmulld") else 1
 
@@ -267,7 +268,7 @@ def measure(build, program):
            "rows": []}
     with tempfile.TemporaryDirectory() as tmp:
         for kernel, (lib, src, dot, cpus) in VARIANTS.items():
-            per_h = {kernel: 32 * tile_constant(src, "TT_K") * tile_constant(src, "KQ_PANELS")}
+            per_h = 32 * tile_constant(src, "TT_K") * tile_constant(src, "KQ_PANELS")
             asm = os.path.join(tmp, kernel + ".s")
             cmd = compile_command(build, lib, src, asm)
             subprocess.run(cmd, cwd=build, check=True)
@@ -276,8 +277,7 @@ def measure(build, program):
             for func, types in FUNCTIONS.items():
                 if not any(l.startswith(func + ":") for l in lines):
                     continue
-                body = hot_path(lines, func, dot, per_h.get(kernel) if func.startswith("ktile")
-                                else None)
+                body = hot_path(lines, func, dot, per_h if func.startswith("ktile") else None)
                 dots = [s for s in body if dot.match(s)]
                 if not dots:
                     continue

@@ -562,8 +562,8 @@ def main():
         if fn.endswith(".json"):
             with open(os.path.join(a.results, fn)) as f:
                 d = json.load(f)
-            if "date" in d and "machine" in d and (a.cpu is None or d.get("gpu") or a.cpu == (
-                    d["machine"].get("cpu_family"), d["machine"].get("cpu_model"))):
+            if "date" in d and "machine" in d and (
+                    a.cpu is None or d.get("gpu") or run.cpu_key(d["machine"])[1:] == a.cpu):
                 docs.append(d)
     if a.cpu and not any(not d.get("gpu") for d in docs):
         sys.exit("table.py: no result file in %s was measured on CPU family %d model %d"
