@@ -144,17 +144,30 @@ def instructions(lines, first, last):
     return out
 
 
+def peeled(lines, outer, best):
+    """The lines of outer that a jump straight to best's first line skips: an iteration GCC
+    peeled off the sub-block loop for an odd count, which an even one jumps over (the 256-bit
+    Q4_K tile's four sub-blocks a step, its loop unrolled twice). None when there is none."""
+    label = LABEL.match(lines[best[0]])
+    for i in range(outer[0], best[0]):
+        m = JUMP.match(lines[i])
+        if label and m and m.group(1) == label.group(1):
+            return (i + 1, best[0] - 1)
+    return None
+
+
 def hot_path(lines, func, dot, per_h):
     """The instructions one pass of func's hot loop runs, as straight-line code. For a K-quant
     tile (per_h: the dot products of one 128-element step, 32 words times its rows times its
     panels): the innermost loop with the most dot products (the sub-block loop of the tile with
     the most panels; the one-panel tile's loops lie beside it) repeated as often as the loop
     around it (the 128-element step, with the mins and the scaling) runs it, followed by the rest
-    of that loop once. Else, or when the counts do not fit, the loop with the most dot products
-    (the whole K-quant tile's code, its one-panel and two-panel paths together, would count
-    both)."""
-    dots = {r: sum(1 for s in instructions(lines, *r) if dot.match(s))
-            for r in loops(lines, func)}
+    of that loop once, less a peeled iteration the step jumps over where the counts say so.
+    Else, or when the counts do not fit, the loop with the most dot products (the whole K-quant
+    tile's code, its one-panel and two-panel paths together, would count both)."""
+    def count(body):
+        return sum(1 for s in body if dot.match(s))
+    dots = {r: count(instructions(lines, *r)) for r in loops(lines, func)}
     found = [r for r in dots if dots[r]]
     if not found:
         return []
@@ -165,9 +178,15 @@ def hot_path(lines, func, dot, per_h):
     around = [r for r in found if inside(best, r)]
     if per_h and around:
         outer = min(around, key=lambda r: r[1] - r[0])
-        trips, rest = divmod(per_h - (dots[outer] - dots[best]), dots[best])
-        if trips >= 1 and rest == 0:
-            return instructions(lines, *outer) + instructions(lines, *best) * (trips - 1)
+        skip = peeled(lines, outer, best)
+        bodies = [instructions(lines, *outer)]
+        if skip:  # first: a step's sub-blocks are even in every tile
+            bodies.insert(0, instructions(lines, outer[0], skip[0] - 1) +
+                          instructions(lines, skip[1] + 1, outer[1]))
+        for body in bodies:
+            trips, rest = divmod(per_h - (count(body) - dots[best]), dots[best])
+            if trips >= 1 and rest == 0:
+                return body + instructions(lines, *best) * (trips - 1)
     return instructions(lines, *max(found, key=dots.get))
 
 
