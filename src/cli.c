@@ -186,6 +186,14 @@ double cli_cpu_ms(void)
     return clock_ms(CLOCK_PROCESS_CPUTIME_ID);
 }
 
+void cli_cpu_split_ms(double *user_ms, double *sys_ms)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    *user_ms = ru.ru_utime.tv_sec * 1e3 + ru.ru_utime.tv_usec / 1e3;
+    *sys_ms = ru.ru_stime.tv_sec * 1e3 + ru.ru_stime.tv_usec / 1e3;
+}
+
 double cli_peak_rss_mb(void)
 {
     struct rusage ru;

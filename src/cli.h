@@ -78,6 +78,9 @@ const char *cli_kernels(void);
 /* Milliseconds of CPU time the process has used, all threads. */
 double cli_cpu_ms(void);
 
+/* The same, split into time in the program (*user_ms) and in the kernel for it (*sys_ms). */
+void cli_cpu_split_ms(double *user_ms, double *sys_ms);
+
 /* The process's peak resident set size so far, in MB. */
 double cli_peak_rss_mb(void);
 

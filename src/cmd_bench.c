@@ -47,11 +47,12 @@ const char cmd_bench_usage[] =
     "                      threads (e.g. 1,2), each in a forward context of its own\n"
     "      --device D      auto (default), cpu or gpu[:N], as dllm run's\n"
     "      --gpu-resident  on a GPU, keep FP16 copies of the weights\n"
-    "      --json          print one JSON document: load_ms, pass_ms, median_ms, canvas,\n"
-    "                      rows, threads, kernel, gops, peak_rss_mb, cpu_ms (each pass's\n"
-    "                      CPU time, all threads), phases_ms (each pass's gemm, attention,\n"
-    "                      norms_rope and output ms), the model's facts and with\n"
-    "                      --threads-sweep threads_sweep (threads, pass_ms, cpu_ms,\n"
+    "      --json          print one JSON document: load_ms, load_user_ms and load_sys_ms\n"
+    "                      (the load's CPU time, user and system), pass_ms, median_ms,\n"
+    "                      canvas, rows, threads, kernel, gops, peak_rss_mb, cpu_ms (each\n"
+    "                      pass's CPU time, all threads), phases_ms (each pass's gemm,\n"
+    "                      attention, norms_rope and output ms), the model's facts and\n"
+    "                      with --threads-sweep threads_sweep (threads, pass_ms, cpu_ms,\n"
     "                      median_ms, phases_ms for each number of threads)\n"
     "  -h, --help          this help\n";
 
@@ -72,6 +73,7 @@ struct bench_result {
     int64_t tail_params;   /* those of the last block's attention output and FFN */
     int64_t output_params; /* elements of the output projection */
     double load_ms, gops, peak_rss_mb;
+    double load_user_ms, load_sys_ms; /* the load's CPU time, all threads: user and system */
     int reps;
     struct timing base;
     struct timing *sweep; /* [n_sweep] the passes again on other numbers of threads */
@@ -204,7 +206,8 @@ static void print_text(const struct bench_result *r)
 {
     printf("model %s: %s %s, kernel %s, %d threads\n", r->path, r->arch, r->file_type, r->kernel,
            r->base.threads);
-    printf("load: %.0f ms\n", r->load_ms);
+    printf("load: %.0f ms (CPU %.0f ms user, %.0f ms system)\n", r->load_ms, r->load_user_ms,
+           r->load_sys_ms);
     printf("canvas %lld tokens (%lld prompt, %lld masks), logits for the last %lld rows\n",
            (long long)r->canvas, (long long)r->n_prompt, (long long)(r->canvas - r->n_prompt),
            (long long)r->rows);
@@ -247,6 +250,8 @@ static void print_json(const struct bench_result *r)
         r->arch, "file_type", r->file_type, "prompt_tokens", (json_int_t)r->n_prompt,
         "weight_params", (json_int_t)r->weight_params, "tail_params", (json_int_t)r->tail_params,
         "output_params", (json_int_t)r->output_params);
+    json_object_set_new(doc, "load_user_ms", json_real(r->load_user_ms));
+    json_object_set_new(doc, "load_sys_ms", json_real(r->load_sys_ms));
     timing_json(doc, &r->base, r->reps);
     if (r->n_sweep) {
         json_t *sweep = json_array();
@@ -378,7 +383,8 @@ int cmd_bench(const struct cli_command *cmd, int argc, char **argv)
     fp.max_rows = rows;
     fp.kernels = cli_kernels();
     fp.progress = model_ref_progress;
-    double t0 = cli_now_ms();
+    double t0 = cli_now_ms(), user0, sys0;
+    cli_cpu_split_ms(&user0, &sys0);
     struct dllm_model *model = model_ref_open(path, false);
     struct dllm_forward *fwd;
     char label[300];
@@ -388,6 +394,9 @@ int cmd_bench(const struct cli_command *cmd, int argc, char **argv)
         cli_fail("%s%s", err.text, fp.backend ? ": use --device cpu" : "");
     r.kernel = dllm_forward_kernels(fwd);
     r.load_ms = cli_now_ms() - t0;
+    cli_cpu_split_ms(&r.load_user_ms, &r.load_sys_ms);
+    r.load_user_ms -= user0;
+    r.load_sys_ms -= sys0;
     r.path = path;
     r.arch = dllm_model_arch(model);
     r.file_type = dllm_model_file_type(model);

@@ -46,7 +46,8 @@ assert len(d.get("threads_sweep", [])) == len(sweep), d.get("threads_sweep")
 types = {"load_ms": float, "pass_ms": list, "median_ms": float, "canvas": int, "rows": int,
          "threads": int, "kernel": str, "gops": float, "peak_rss_mb": float, "model": str,
          "arch": str, "file_type": str, "prompt_tokens": int, "weight_params": int,
-         "tail_params": int, "output_params": int, "cpu_ms": list, "phases_ms": list}
+         "tail_params": int, "output_params": int, "cpu_ms": list, "phases_ms": list,
+         "load_user_ms": float, "load_sys_ms": float}
 for k, t in types.items():
     assert isinstance(d.get(k), t), "%s: %r is not %s" % (k, d.get(k), t.__name__)
 assert d["canvas"] == int(canvas) and d["rows"] == int(rows), (d["canvas"], d["rows"])
@@ -61,6 +62,11 @@ gops = 2 * (int(weights) * int(canvas) + (int(tail) + int(output)) * int(rows)) 
     (d["median_ms"] * 1e6)
 assert abs(d["gops"] - gops) <= 1e-6 * gops, (d["gops"], gops)
 assert d["load_ms"] > 0 and d["peak_rss_mb"] > 1, (d["load_ms"], d["peak_rss_mb"])
+# the load's CPU time: no part negative, and no more than its threads (the pool's and the
+# caller) could spend in its wall time, with 10 ms for the clocks' granularity
+user, sys_ = d["load_user_ms"], d["load_sys_ms"]
+assert user >= 0 and sys_ >= 0, (user, sys_)
+assert user + sys_ <= (int(threads) + 1) * d["load_ms"] + 10, (user, sys_, d["load_ms"])
 PY
 }
 
@@ -93,7 +99,7 @@ expect_out "kernel ref" '"kernel": "ref"'
 
 run "text report" 0 "$DLLM" bench --model "$L" --canvas 140 --reps 2 --threads 2
 expect_out "model line" "^model .*llada-tiny-q4km.gguf: llada Q4_K_M, kernel [a-z0-9]+, 2 threads$"
-expect_out "load line" '^load: [0-9]+ ms$'
+expect_out "load line" '^load: [0-9]+ ms \(CPU [0-9]+ ms user, [0-9]+ ms system\)$'
 expect_out "canvas line" \
     '^canvas 140 tokens \(12 prompt, 128 masks\), logits for the last 32 rows$'
 expect_out "first pass" '^pass 1: [0-9.]+ ms \(CPU [0-9.]+ ms\)$'
