@@ -149,9 +149,11 @@ def peeled(lines, outer, best):
     peeled off the sub-block loop for an odd count, which an even one jumps over (the 256-bit
     Q4_K tile's four sub-blocks a step, its loop unrolled twice). None when there is none."""
     label = LABEL.match(lines[best[0]])
+    if not label:
+        return None
     for i in range(outer[0], best[0]):
         m = JUMP.match(lines[i])
-        if label and m and m.group(1) == label.group(1):
+        if m and m.group(1) == label.group(1):
             return (i + 1, best[0] - 1)
     return None
 
