@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "gen_options.h"
+#include "jsonl.h"
 #include "model_ref.h"
 
 #include <errno.h>
@@ -331,37 +332,15 @@ static int64_t prompt_tokens(const struct dllm_model *model, bool no_chat,
     return n;
 }
 
-/* The seed as a JSON number, or above 2^63-1 (jansson's largest) a string of its digits, as
- * dllm-tui's conversation files write it (ui/jsonl.c). */
-static json_t *json_seed(uint64_t seed)
-{
-    if (seed <= INT64_MAX)
-        return json_integer((json_int_t)seed);
-    char digits[24];
-    snprintf(digits, sizeof digits, "%" PRIu64, seed);
-    return json_string(digits);
-}
-
+/*
+ * The settings of a run: the sampler's as dllm-tui's conversation files write them (so /load
+ * reads them back), with the threads and whether the chat template was applied.
+ */
 static json_t *settings_json(const struct dllm_sampler_params *p, int threads, bool chat)
 {
-    bool llada = p->kind == DLLM_SAMPLER_LLADA;
-    json_t *s = json_pack("{s:s, s:I, s:I, s:I, s:f, s:f, s:o, s:b, s:f, s:i, s:b}", "sampler",
-                          llada ? "llada" : "dream", "max_tokens", (json_int_t)p->gen_length,
-                          "steps", (json_int_t)p->steps, "block_length",
-                          (json_int_t)p->block_length, "temperature", p->temperature, "threshold",
-                          p->threshold, "seed", json_seed(p->seed), "early_stop", p->early_stop,
-                          "cfg_scale", p->cfg_scale, "threads", threads, "chat", chat);
-    json_object_set_new(s, "cache", json_string(dllm_cache_mode_name(p->cache)));
-    json_object_set_new(s, "cache_type", json_string(dllm_cache_type_name(p->cache_type)));
-    if (llada) {
-        json_object_set_new(s, "remasking", json_string(dllm_remasking_name(p->remasking)));
-    } else {
-        json_object_set_new(s, "alg", json_string(dllm_alg_name(p->alg)));
-        json_object_set_new(s, "alg_temp", json_real(p->alg_temp));
-        json_object_set_new(s, "top_p", json_real(p->top_p));
-        json_object_set_new(s, "top_k", json_integer(p->top_k));
-        json_object_set_new(s, "eps", json_real(p->eps));
-    }
+    json_t *s = ui_jsonl_settings(p);
+    json_object_set_new(s, "threads", json_integer(threads));
+    json_object_set_new(s, "chat", json_boolean(chat));
     return s;
 }
 
@@ -371,12 +350,13 @@ static void print_json(const struct run_state *st, const struct dllm_sampler_par
     json_t *ms = json_array();
     for (int64_t i = 0; i < st->n_step_ms; i++)
         json_array_append_new(ms, json_real(st->step_ms[i]));
+    json_t *settings = settings_json(p, threads, chat);
     json_t *doc =
-        json_pack("{s:o, s:O, s:I, s:b, s:b, s:o, s:f, s:f, s:f, s:o, s:o}", "text",
+        json_pack("{s:o, s:O, s:I, s:b, s:b, s:o, s:f, s:f, s:f, s:O, s:o}", "text",
                   json_text(st->text), "tokens", st->tokens, "steps", (json_int_t)st->steps_run,
                   "stopped_early", st->stopped_early, "cancelled", st->cancelled, "step_ms", ms,
                   "load_ms", load_ms, "total_ms", st->total_ms, "peak_rss_mb", cli_peak_rss_mb(),
-                  "seed", json_seed(p->seed), "settings", settings_json(p, threads, chat));
+                  "seed", json_object_get(settings, "seed"), "settings", settings);
     /* The model, the prompt's size and the speed, as a reader of one record needs them. */
     json_object_set_new(doc, "model", json_text(model_path));
     json_object_set_new(doc, "prompt_tokens", json_integer(st->n_prompt));

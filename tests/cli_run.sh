@@ -35,7 +35,13 @@ d = json.load(open(sys.argv[1]))
 for k in ("text", "tokens", "steps", "stopped_early", "step_ms", "load_ms", "total_ms",
           "peak_rss_mb", "seed", "settings"):
     assert k in d, k
-assert d["seed"] == 7 and d["settings"]["sampler"] == "dream" and d["settings"]["temperature"] == 0.5
+assert d["seed"] == 7 and d["settings"]["kind"] == "dream" and d["settings"]["temperature"] == 0.5
+# the settings as dllm-tui's conversation files write them, with threads and chat
+assert set(d["settings"]) == {"kind", "max_tokens", "steps", "block_length", "temperature", "top_p",
+                              "top_k", "threshold", "remasking", "alg", "alg_temp", "eps",
+                              "cfg_scale", "seed", "early_stop", "cache", "cache_type", "threads",
+                              "chat"}, sorted(d["settings"])
+assert d["settings"]["seed"] == 7 and d["settings"]["alg"] == "entropy"
 assert d["steps"] == len(d["step_ms"]) and 1 <= d["steps"] <= 8
 assert d["gaps"] == [] and d["cancelled"] is False  # a finished run leaves no masks
 assert all(isinstance(t, int) for t in d["tokens"]) and len(d["tokens"]) <= 16

@@ -15,8 +15,7 @@
 #define JSONL_FORMAT  "dllm-chat"
 #define JSONL_VERSION 1
 
-/* The sampler settings as a JSON object; the seed a number, or a string above INT64_MAX. */
-static json_t *settings_json(const struct dllm_sampler_params *s)
+json_t *ui_jsonl_settings(const struct dllm_sampler_params *s)
 {
     json_t *seed = s->seed <= INT64_MAX ? json_integer((json_int_t)s->seed) : NULL;
     if (!seed) {
@@ -85,7 +84,7 @@ static json_t *turn_json(const struct ui_turn *turn)
     }
     if (turn->has_stats) {
         const struct ui_timing_totals *s = &turn->totals;
-        ok = ok && json_object_set_new(o, "settings", settings_json(&turn->settings)) == 0;
+        ok = ok && json_object_set_new(o, "settings", ui_jsonl_settings(&turn->settings)) == 0;
         ok = ok && json_object_set_new(
                        o, "timings",
                        json_pack("{s:i, s:i, s:f, s:f, s:f, s:f}", "steps", s->steps, "tokens",

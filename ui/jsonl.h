@@ -11,11 +11,19 @@
 
 #include "transcript.h"
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
 #define UI_JSONL_MAX_BYTES (64u << 20) /* a larger file is refused by ui_jsonl_load */
+
+/*
+ * The sampler settings as an answer's "settings" object: "kind" (llada or dream), every setting
+ * by its name, the seed a number or, above INT64_MAX, a string of its digits. The programs'
+ * JSON records carry the same object. NULL when memory ran out.
+ */
+json_t *ui_jsonl_settings(const struct dllm_sampler_params *s);
 
 /* Writes the conversation as JSON lines to f (model: the header's, or NULL). */
 bool ui_jsonl_write(const struct ui_transcript *t, const char *model, FILE *f);
