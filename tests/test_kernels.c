@@ -210,7 +210,8 @@ static const struct quantize_case {
 /*
  * Rows that also hit the rounding corners: ties (x * 127 / max landing on k + 1/2 for Q8_0's
  * round-half-away and Q8_K128's round-half-even), a largest magnitude that is negative and one
- * that occurs twice with both signs, and all-zero blocks (128 elements, for Q8_K128 too).
+ * that occurs twice with both signs (in the first 64 elements of a 128 and after them), and
+ * all-zero blocks (128 elements, for Q8_K128 too).
  */
 static void add_corners(float *x, int64_t K)
 {
@@ -224,6 +225,10 @@ static void add_corners(float *x, int64_t K)
     }
     if (K >= 256) {
         memset(x + 128, 0, 128 * sizeof *x);
+    }
+    if (K >= 512) { /* a tie of both signs past the first 64 of a 128, the negative first */
+        x[256 + 100] = -200.0f;
+        x[256 + 120] = 200.0f;
     }
 }
 

@@ -192,10 +192,20 @@ SIMD_INLINE int32_t vi_hsum(vi v)
     return _mm512_reduce_add_epi32(v);
 }
 
-/* The lanes (each in -128..127) as NR bytes at p. */
-SIMD_INLINE void vi_store_i8(int8_t *p, vi v)
+/*
+ * The lanes of q[0 .. 4) (each in -128..127) as 4 NR bytes at p, and the sums of each 8 of
+ * them, each plus 8 * 128, into sums8[0 .. NR / 2).
+ */
+SIMD_INLINE void vi_store4_i8_sums8(int8_t *p, const vi *q, uint64_t *sums8)
 {
-    _mm_storeu_si128((__m128i *)(void *)p, _mm512_cvtepi32_epi8(v));
+    /* packed, word j of the i-th 128 bits holds elements 4i .. 4i + 3 of q[j] */
+    const __m512i b =
+        _mm512_packs_epi16(_mm512_packs_epi32(q[0], q[1]), _mm512_packs_epi32(q[2], q[3]));
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    const __m512i bytes = _mm512_permutexvar_epi32(order, b);
+    _mm512_storeu_si512(p, bytes);
+    const __m512i u = _mm512_xor_si512(bytes, _mm512_set1_epi8((char)0x80));
+    _mm512_storeu_si512(sums8, _mm512_sad_epu8(u, _mm512_setzero_si512()));
 }
 
 /* The lanes (each in 0..255) as NR bytes at p. */
@@ -284,9 +294,19 @@ SIMD_INLINE vf vf_max(vf a, vf b)
     return _mm512_max_ps(a, b);
 }
 
+SIMD_INLINE vf vf_min(vf a, vf b)
+{
+    return _mm512_min_ps(a, b);
+}
+
 SIMD_INLINE float vf_reduce_max(vf v)
 {
     return _mm512_reduce_max_ps(v);
+}
+
+SIMD_INLINE float vf_reduce_min(vf v)
+{
+    return _mm512_reduce_min_ps(v);
 }
 
 /* Bit r set where lane r of a equals lane r of b. */

@@ -1282,40 +1282,49 @@ void SIMD_NAME(dllm_matmul_rows_packed)(uint32_t wtype, const void *w, int64_t K
 static void quantize_q8_K128(const float *x, struct block_q8_K128 *y, int64_t nb)
 {
     for (int64_t b = 0; b < nb; b++, y++) {
-        int32_t sum16[QK_K / 16];
+        uint64_t sums8[QK_K / 8]; /* each 8 quants' sum + 8 * 128 */
         for (int h = 0; h < QK_K / QK8_K128; h++, x += QK8_K128) {
-            vf amaxv = vf_zero();
-            for (int v = 0; v < QK8_K128 / NR; v++) {
-                amaxv = vf_max(amaxv, vf_abs(vf_loadu(x + v * NR)));
+            vf top0 = vf_zero(), top1 = vf_zero(), bottom0 = vf_zero(), bottom1 = vf_zero();
+            for (int v = 0; v < QK8_K128 / NR; v += 2) {
+                const vf x0 = vf_loadu(x + v * NR), x1 = vf_loadu(x + (v + 1) * NR);
+                top0 = vf_max(top0, x0);
+                top1 = vf_max(top1, x1);
+                bottom0 = vf_min(bottom0, x0);
+                bottom1 = vf_min(bottom1, x1);
             }
-            const float amax = vf_reduce_max(amaxv);
-            float iscale = 0.0f;
-            for (int v = 0; v < QK8_K128 / NR && amax != 0.0f; v++) {
-                const unsigned hit = vf_eq_mask(vf_abs(vf_loadu(x + v * NR)), vf_set1(amax));
-                if (hit != 0) {
-                    iscale = -127.0f / x[v * NR + __builtin_ctz(hit)];
-                    break;
+            const float top = vf_reduce_max(vf_max(top0, top1));
+            const float bottom = vf_reduce_min(vf_min(bottom0, bottom1));
+            /* the value of largest magnitude; where both signs have it, the first one */
+            float max = top > -bottom ? top : bottom;
+            if (top == -bottom) {
+                for (int v = 0; v < QK8_K128 / NR && top != 0.0f; v++) {
+                    const unsigned hit = vf_eq_mask(vf_abs(vf_loadu(x + v * NR)), vf_set1(top));
+                    if (hit != 0) {
+                        max = x[v * NR + __builtin_ctz(hit)];
+                        break;
+                    }
                 }
             }
+            const float iscale = max != 0.0f ? -127.0f / max : 0.0f;
             const vf vs = vf_set1(iscale);
-            for (int g = 0; g < QK8_K128 / 16; g++) {
-                vi sum = vi_zero();
-                for (int v = g * 16 / NR; v < (g + 1) * 16 / NR; v++) {
-                    const vi q =
-                        vi_min(vi_cvt_round(vf_mul(vf_loadu(x + v * NR), vs)), vi_set1(127));
-                    vi_store_i8(y->qs + QK8_K128 * h + v * NR, q);
-                    sum = vi_add(sum, q);
+            for (int v = 0; v < QK8_K128 / NR; v += 4) {
+                vi q[4];
+                for (int i = 0; i < 4; i++) {
+                    q[i] =
+                        vi_min(vi_cvt_round(vf_mul(vf_loadu(x + (v + i) * NR), vs)), vi_set1(127));
                 }
-                sum16[QK8_K128 / 16 * h + g] = vi_hsum(sum);
+                vi_store4_i8_sums8(y->qs + QK8_K128 * h + v * NR, q,
+                                   sums8 + (QK8_K128 * h + v * NR) / 8);
             }
-            y->d[h] = amax != 0.0f ? 1.0f / iscale : 0.0f;
+            y->d[h] = max != 0.0f ? 1.0f / iscale : 0.0f;
         }
         for (int g = 0; g < QK_K / 16; g++) {
-            y->sums16[g] = (int16_t)sum16[g];
-            y->q6off[g] = -32 * sum16[g];
+            const int32_t sum16 = (int32_t)(sums8[2 * g] + sums8[2 * g + 1]) - 16 * 128;
+            y->sums16[g] = (int16_t)sum16;
+            y->q6off[g] = -32 * sum16;
         }
         for (int j = 0; j < QK_K / 32; j++) {
-            y->sums[j] = (int16_t)(sum16[2 * j] + sum16[2 * j + 1]);
+            y->sums[j] = (int16_t)(y->sums16[2 * j] + y->sums16[2 * j + 1]);
         }
     }
 }

@@ -221,11 +221,19 @@ SIMD_INLINE int32_t vi_hsum(vi v)
     return _mm_cvtsi128_si32(s);
 }
 
-/* The lanes (each in -128..127) as NR bytes at p. */
-SIMD_INLINE void vi_store_i8(int8_t *p, vi v)
+/*
+ * The lanes of q[0 .. 4) (each in -128..127) as 4 NR bytes at p, and the sums of each 8 of
+ * them, each plus 8 * 128, into sums8[0 .. NR / 2).
+ */
+SIMD_INLINE void vi_store4_i8_sums8(int8_t *p, const vi *q, uint64_t *sums8)
 {
-    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    _mm_storel_epi64((__m128i *)(void *)p, _mm_packs_epi16(w, w));
+    /* packed, word j of the i-th 128 bits holds elements 4i .. 4i + 3 of q[j] */
+    const __m256i b =
+        _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    const __m256i bytes = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256((__m256i *)(void *)p, bytes);
+    const __m256i u = _mm256_xor_si256(bytes, _mm256_set1_epi8((char)0x80));
+    _mm256_storeu_si256((__m256i *)(void *)sums8, _mm256_sad_epu8(u, _mm256_setzero_si256()));
 }
 
 /* The lanes (each in 0..255) as NR bytes at p. */
@@ -323,11 +331,24 @@ SIMD_INLINE vf vf_max(vf a, vf b)
     return _mm256_max_ps(a, b);
 }
 
+SIMD_INLINE vf vf_min(vf a, vf b)
+{
+    return _mm256_min_ps(a, b);
+}
+
 SIMD_INLINE float vf_reduce_max(vf v)
 {
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     m = _mm_max_ps(m, _mm_movehl_ps(m, m));
     m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+}
+
+SIMD_INLINE float vf_reduce_min(vf v)
+{
+    __m128 m = _mm_min_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_min_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_min_ss(m, _mm_movehdup_ps(m));
     return _mm_cvtss_f32(m);
 }
 
