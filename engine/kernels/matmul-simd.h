@@ -1332,7 +1332,8 @@ static void quantize_q8_K128(const float *x, struct block_q8_K128 *y, int64_t nb
 /*
  * Q8_0 exactly as the reference, into struct block_q8_0u: d = amax / 127 rounded to fp16, q =
  * round_half_away(x / d) with the unrounded d, stored + 128; dsum = d * the sum of q. The
- * rounding: t = trunc(v), plus the sign of v when |v - t| >= 1/2.
+ * rounding: t = trunc(v), plus the sign of v when |v - t| >= 1/2. d goes to fp16 and back by
+ * F16C, which every variant has: the bits of dllm_f32_to_fp16, without the call.
  */
 static void quantize_q8_0(const float *x, struct block_q8_0u *y, int64_t nb)
 {
@@ -1352,7 +1353,7 @@ static void quantize_q8_0(const float *x, struct block_q8_0u *y, int64_t nb)
             vi_store_u8(y->u + v * NR, vi_add(q, vi_set1(128)));
             sum = vi_add(sum, q);
         }
-        y->d = dllm_fp16_to_f32(dllm_f32_to_fp16(d));
+        y->d = _cvtsh_ss(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
         y->dsum = y->d * (float)vi_hsum(sum);
     }
 }
