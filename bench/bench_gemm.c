@@ -25,7 +25,6 @@
 #include "kernels/cpu.h"
 #include "kernels/matmul.h"
 #include "gguf/quant.h"
-#include "lines.h"
 #include "threadpool.h"
 
 #include <getopt.h>
@@ -49,7 +48,7 @@ static void *random_weights(uint32_t wtype, int64_t N, int64_t K)
 {
     const struct dllm_type_traits *tr = dllm_type_traits(wtype);
     const size_t nblocks = (size_t)(N * K / tr->block_elems), bytes = nblocks * tr->block_bytes;
-    uint8_t *w = dllm_alloc_lines(bytes);
+    uint8_t *w = alloc_huge(bytes);
     if (w == NULL) {
         return NULL;
     }
@@ -360,9 +359,9 @@ int main(int argc, char **argv)
             for (int li = 0; li < n_rows; li++) {
                 Lmax = atoll(rows[li]) > Lmax ? atoll(rows[li]) : Lmax;
             }
-            float *x = dllm_alloc_lines((size_t)(Lmax * K) * sizeof *x);
-            void *scratch = dllm_alloc_lines(dllm_matmul_scratch_bytes(wtype, K, Lmax));
-            float *y = dllm_alloc_lines((size_t)(Lmax * N) * sizeof *y);
+            float *x = alloc_huge((size_t)(Lmax * K) * sizeof *x);
+            void *scratch = alloc_huge(dllm_matmul_scratch_bytes(wtype, K, Lmax));
+            float *y = alloc_huge((size_t)(Lmax * N) * sizeof *y);
             if (w == NULL || x == NULL || scratch == NULL || y == NULL) {
                 fprintf(stderr, "bench_gemm: out of memory\n");
                 return 1;
@@ -380,7 +379,7 @@ int main(int argc, char **argv)
                 }
                 const size_t pbytes =
                     k->repacked_bytes == NULL || gguf_layout ? 0 : k->repacked_bytes(wtype, K, N);
-                void *packed = pbytes > 0 ? dllm_alloc_lines(pbytes) : NULL;
+                void *packed = pbytes > 0 ? alloc_huge(pbytes) : NULL;
                 if (pbytes > 0 && packed == NULL) {
                     fprintf(stderr, "bench_gemm: out of memory\n");
                     return 1;
