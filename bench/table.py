@@ -131,16 +131,19 @@ def forward_section(doc):
     peak = peak_of(doc)
     for f in doc["forward"]:
         if "error" in f:
-            rows.append([LABEL[f["model"]], str(f["canvas"]), failed(f["error"])] + [""] * 6)
+            rows.append([LABEL[f["model"]], str(f["canvas"]), failed(f["error"])] + [""] * 7)
             continue
+        cpu = ("%s / %s" % (fmt(f["load_user_ms"]), fmt(f["load_sys_ms"]))
+               if "load_user_ms" in f else "-")
         rows.append([LABEL[f["model"]], str(f["canvas"]), secs(f["median_ms"]),
-                     fmt(f["gops"]), pct(f["gops"], peak), fmt(f["load_ms"]),
+                     fmt(f["gops"]), pct(f["gops"], peak), fmt(f["load_ms"]), cpu,
                      fmt(f.get("load_vs_cat"), 2), fmt(f["peak_rss_mb"] / 1024, 2), f["kernel"]])
     lines = ["**Forward pass** (`dllm bench`, Q4_K_M, logits for the last 32 rows; %% of the "
              "measured int8 peak, %s GOPS; load / cat: the load time over the median of 3 "
-             "`cat FILE >/dev/null` just before)" % fmt(peak), ""]
-    lines += table(["model", "canvas", "pass s", "GOPS", "% int8 peak", "load ms", "load / cat",
-                    "peak RSS GB", "kernel"], rows)
+             "`cat FILE >/dev/null` just before; the load's CPU time, user / system, in files "
+             "from commit 1a3e71e on)" % fmt(peak), ""]
+    lines += table(["model", "canvas", "pass s", "GOPS", "% int8 peak", "load ms",
+                    "load CPU ms user / sys", "load / cat", "peak RSS GB", "kernel"], rows)
     cold = [[LABEL[c["model"]], failed(c["error"]), "", ""] if "error" in c else
             [LABEL[c["model"]], fmt(c["cold_cat_ms"]), fmt(c["cold_load_ms"]),
              fmt(c["load_vs_cat"], 2)] for c in doc.get("load_cold") or []]
