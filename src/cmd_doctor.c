@@ -343,6 +343,41 @@ static void check_memory(int *fails, const struct default_model *d)
         report(fails, LEVEL_OK, "memory", "%s, %s available", total, avail);
 }
 
+#define THP_ENABLED "/sys/kernel/mm/transparent_hugepage/enabled"
+
+/*
+ * Transparent huge pages, which the CPU backend asks for (MADV_HUGEPAGE) for its repacked
+ * weights and activations: the mode in brackets in THP_ENABLED ("always [madvise] never").
+ * Without them a load faults in its memory 4 kB at a time (on a 2-core Xeon, touching 4 GB of
+ * memory freed moments before took 4x as long) and the products ran 0-4% slower.
+ */
+static void check_pages(int *fails)
+{
+    char line[128] = "";
+    FILE *f = fopen(THP_ENABLED, "r");
+    if (f) {
+        if (!fgets(line, sizeof line, f))
+            line[0] = '\0';
+        fclose(f);
+    }
+    const char *open = strchr(line, '['), *close = open ? strchr(open, ']') : NULL;
+    if (!close) {
+        report(fails, LEVEL_OK, "pages", "transparent huge pages unknown (no %s)", THP_ENABLED);
+        return;
+    }
+    const int n = (int)(close - open - 1);
+    if (n == 5 && strncmp(open + 1, "never", 5) == 0)
+        report(fails, LEVEL_WARN, "pages",
+               "transparent huge pages are off, so loads take longer and products run slower; "
+               "as root: 'echo madvise > %s'",
+               THP_ENABLED);
+    else
+        report(fails, LEVEL_OK, "pages",
+               "transparent huge pages: %.*s (dllm asks for them for its weights and "
+               "activations)",
+               n, open + 1);
+}
+
 /* The default model's line: cached, verified and loadable, or the command that gets it. */
 static void check_default(int *fails, const struct default_model *d)
 {
@@ -400,6 +435,7 @@ int cmd_doctor(const struct cli_command *cmd, int argc, char **argv)
     int fails = 0;
     check_cpu(&fails);
     check_memory(&fails, &d);
+    check_pages(&fails);
     check_gpu(&fails);
     check_cuda(&fails);
     check_build(&fails);

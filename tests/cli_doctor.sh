@@ -30,6 +30,14 @@ expect_out "cpu line" '^(ok|warn) +cpu +'
 expect_out "kernels line" '^ok +kernels +(ref|avx2|avxvnni|avx512), the fastest variant this CPU runs$'
 expect_out "cores line" '^ok +cores +[0-9]+ online'
 expect_out "memory line" '^ok +memory +[0-9.]+ [kMGT]B, [0-9.]+ [kMGT]B available$'
+# The pages line follows the kernel's transparent huge page mode, read here apart from dllm.
+THP=/sys/kernel/mm/transparent_hugepage/enabled
+mode=$(sed -n 's/.*\[\([a-z]*\)\].*/\1/p' "$THP" 2>/dev/null)
+case $mode in
+"") expect_out "pages line: unknown" "^ok +pages +transparent huge pages unknown \\(no $THP\\)\$" ;;
+never) expect_out "pages line: off" "^warn +pages +transparent huge pages are off, .*'echo madvise > $THP'\$" ;;
+*) expect_out "pages line: $mode" "^ok +pages +transparent huge pages: $mode \\(dllm asks for them" ;;
+esac
 expect_out "no GPU" '^ok +gpu +no NVIDIA GPU found \(nvidia-smi is not installed\)'
 expect_out "build line" '^(ok|warn) +build +dllm [0-9.]+, cuda=(yes|no) debug=(yes|no)'
 expect_out "library versions" '^ok +libraries +libcurl [0-9.]+ .*OpenSSL .*jansson [0-9.]+, PCRE2 [0-9.]+.*, ncurses [0-9.]+'
