@@ -25,6 +25,7 @@
 #include "kernels/cpu.h"
 #include "kernels/matmul.h"
 #include "gguf/quant.h"
+#include "lines.h"
 #include "threadpool.h"
 
 #include <getopt.h>
@@ -33,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #define MAX_LIST    16
@@ -43,12 +45,16 @@ static double now_s(void)
     return clock_s(CLOCK_MONOTONIC);
 }
 
-/* Random blocks of a weight type with fp16 scales of about 2^-6 in every scale field. */
-static void *random_weights(uint32_t wtype, int64_t N, int64_t K)
+/*
+ * Random blocks of a weight type with fp16 scales of about 2^-6 in every scale field, mapped as
+ * the CPU backend maps its repacked weights (munmap(w, *bytes) frees them).
+ */
+static void *random_weights(uint32_t wtype, int64_t N, int64_t K, size_t *bytes_out)
 {
     const struct dllm_type_traits *tr = dllm_type_traits(wtype);
     const size_t nblocks = (size_t)(N * K / tr->block_elems), bytes = nblocks * tr->block_bytes;
-    uint8_t *w = alloc_huge(bytes);
+    *bytes_out = bytes;
+    uint8_t *w = dllm_map_huge(bytes);
     if (w == NULL) {
         return NULL;
     }
@@ -354,14 +360,19 @@ int main(int argc, char **argv)
                 fprintf(stderr, "bench_gemm: no kernel for type %s\n", types[ti]);
                 return 2;
             }
-            void *w = random_weights(wtype, N, K);
+            size_t wbytes;
+            void *w = random_weights(wtype, N, K, &wbytes);
             int64_t Lmax = 0;
             for (int li = 0; li < n_rows; li++) {
                 Lmax = atoll(rows[li]) > Lmax ? atoll(rows[li]) : Lmax;
             }
-            float *x = alloc_huge((size_t)(Lmax * K) * sizeof *x);
-            void *scratch = alloc_huge(dllm_matmul_scratch_bytes(wtype, K, Lmax));
-            float *y = alloc_huge((size_t)(Lmax * N) * sizeof *y);
+            /* on the pages the CPU backend's activation arena has */
+            const size_t xbytes = (size_t)(Lmax * K) * sizeof(float),
+                         sbytes = dllm_matmul_scratch_bytes(wtype, K, Lmax),
+                         ybytes = (size_t)(Lmax * N) * sizeof(float);
+            float *x = dllm_map_huge(xbytes);
+            void *scratch = dllm_map_huge(sbytes);
+            float *y = dllm_map_huge(ybytes);
             if (w == NULL || x == NULL || scratch == NULL || y == NULL) {
                 fprintf(stderr, "bench_gemm: out of memory\n");
                 return 1;
@@ -379,7 +390,7 @@ int main(int argc, char **argv)
                 }
                 const size_t pbytes =
                     k->repacked_bytes == NULL || gguf_layout ? 0 : k->repacked_bytes(wtype, K, N);
-                void *packed = pbytes > 0 ? alloc_huge(pbytes) : NULL;
+                void *packed = pbytes > 0 ? dllm_map_huge(pbytes) : NULL;
                 if (pbytes > 0 && packed == NULL) {
                     fprintf(stderr, "bench_gemm: out of memory\n");
                     return 1;
@@ -421,12 +432,14 @@ int main(int argc, char **argv)
                     }
                     dllm_threadpool_free(pool);
                 }
-                free(packed);
+                if (packed != NULL) {
+                    munmap(packed, pbytes);
+                }
             }
-            free(y);
-            free(scratch);
-            free(x);
-            free(w);
+            munmap(y, ybytes);
+            munmap(scratch, sbytes);
+            munmap(x, xbytes);
+            munmap(w, wbytes);
         }
     }
     printf("\n  ]\n}\n");

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 double clock_s(clockid_t id)
 {
@@ -59,16 +58,4 @@ void read_line(const char *path, const char *prefix, char *buf, size_t size)
         }
     }
     fclose(f);
-}
-
-void *alloc_huge(size_t bytes)
-{
-    const size_t page = (size_t)2 << 20;
-    if (bytes > SIZE_MAX - page)
-        return NULL;
-    bytes = (bytes + page - 1) / page * page;
-    void *p = aligned_alloc(page, bytes);
-    if (p)
-        madvise(p, bytes, MADV_HUGEPAGE);
-    return p;
 }

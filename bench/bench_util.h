@@ -1,7 +1,4 @@
-/*
- * What the benchmark programs share: clocks, random numbers, medians, lists, /proc lines and
- * memory laid out as the CPU backend's.
- */
+/* What the benchmark programs share: clocks, random numbers, medians, lists and /proc lines. */
 #ifndef DLLM_BENCH_UTIL_H
 #define DLLM_BENCH_UTIL_H
 
@@ -29,13 +26,5 @@ int split_list(char *s, char **out, int max);
  * buf; "unknown" when there is none.
  */
 void read_line(const char *path, const char *prefix, char *buf, size_t size);
-
-/*
- * bytes on whole 2 MB pages, asked to be huge pages (MADV_HUGEPAGE) as the CPU backend asks
- * for its repacked weights and activations, so that a product here runs on the pages it runs
- * on in a pass where the kernel gives huge pages only on request. free() frees it; NULL when
- * memory ran out.
- */
-void *alloc_huge(size_t bytes);
 
 #endif

@@ -190,21 +190,6 @@ static size_t cpu_host_bytes(const struct dllm_backend_config *cfg)
     return (size_t)cfg->model->weight_bytes + arena_bytes(cfg);
 }
 
-/*
- * An anonymous mapping of bytes, or NULL, with huge pages where the system gives them on
- * request: a 2 MB page faults once for 512. (The activation buffers' first pass took 11,000
- * page faults in the products alone on the LLaDA-8B shape at canvas 160, and ran 2-10% slower
- * than the passes after it.)
- */
-static void *map_huge(size_t bytes)
-{
-    void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (map == MAP_FAILED)
-        return NULL;
-    madvise(map, bytes, MADV_HUGEPAGE);
-    return map;
-}
-
 /* Reports the repack's progress, when asked to. */
 static void report_repack(const struct dllm_backend_config *cfg, size_t done, size_t total)
 {
@@ -321,7 +306,7 @@ static enum dllm_status repack_matrices(struct cpu *c, const struct dllm_backend
         return DLLM_OK;
     const int threads = dllm_threadpool_size(c->pool);
     void *buf = dllm_alloc_lines(buf_bytes * (size_t)threads);
-    void *map = map_huge(total);
+    void *map = dllm_map_huge(total);
     if (!buf || !map) {
         free(buf);
         if (map)
@@ -384,7 +369,7 @@ static enum dllm_status cpu_create(const struct dllm_backend_config *cfg, struct
     const size_t total = arena_bytes(cfg);
     struct cpu *c = calloc(1, sizeof *c);
     if (c && total != SIZE_MAX && part_sizes(cfg, size)) {
-        c->arena = map_huge(total);
+        c->arena = dllm_map_huge(total);
         c->arena_bytes = total;
     }
     if (!c || !c->arena) {

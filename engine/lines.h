@@ -1,10 +1,14 @@
-/* Memory on whole cache lines, for buffers whose parts different threads write. */
+/*
+ * Memory on whole cache lines, for buffers whose parts different threads write, and mappings on
+ * huge pages, for the kernels' large buffers.
+ */
 #ifndef DLLM_LINES_H
 #define DLLM_LINES_H
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define DLLM_LINE 64 /* bytes in a cache line */
 
@@ -33,6 +37,21 @@ static inline void *dllm_alloc_lines_touched(size_t bytes)
     if (p)
         memset(p, 0, bytes);
     return p;
+}
+
+/*
+ * An anonymous mapping of bytes, or NULL, with huge pages where the system gives them on
+ * request: a 2 MB page faults once for 512. munmap(p, bytes) frees it. (The activation buffers'
+ * first pass took 11,000 page faults in the products alone on the LLaDA-8B shape at canvas 160,
+ * and ran 2-10% slower than the passes after it.)
+ */
+static inline void *dllm_map_huge(size_t bytes)
+{
+    void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (map == MAP_FAILED)
+        return NULL;
+    madvise(map, bytes, MADV_HUGEPAGE);
+    return map;
 }
 
 #endif
