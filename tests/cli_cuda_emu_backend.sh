@@ -113,15 +113,16 @@ run "--device auto with room on the GPU" 0 ctx "$B/bin/dllm" logits \
     -m "$FIX/models/llada-tiny-q4km.gguf" --tokens 1,2,3 --rows all --out "$TMP/l.f32" --device auto
 expect_err "keeps the context it ran in" '^cuda-emu: primary context active$'
 run "dllm bench on the emulated GPU" 0 emu bench -m "$TMP/dream-f16.gguf" --device gpu \
-    --canvas 24 --rows 8 --reps 1 --json
+    --canvas 24 --rows 8 --reps 5 --json
 expect_out "its kernel is cuBLAS" '"kernel": "cublas"'
 # The GPU's phases are timed by events on its stream, read once the pass is done (the stand-in
 # refuses an event's time before its stream is synchronised; the phases would then be zeros),
-# in a pass of their own after the timed one: every phase took time, and the phases add up to
-# about a pass (within half of one: the two passes differ by the machine's noise).
-if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); p=d["phases_ms"][0]; s=sum(p.values()); sys.exit(0 if all(v > 0 for v in p.values()) and 0.5 * d["pass_ms"][0] <= s <= 1.5 * d["pass_ms"][0] else 1)' "$TMP/out"; then
+# in a pass of their own after each timed one: every phase took time, and the phases of the
+# quickest phase pass add up to about the quickest timed pass (within half of one; the least
+# of five is what the pass costs when no other test on this machine takes the cores from it).
+if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); s=min(sum(p.values()) for p in d["phases_ms"]); t=min(d["pass_ms"]); sys.exit(0 if all(v > 0 for p in d["phases_ms"] for v in p.values()) and 0.5 * t <= s <= 1.5 * t else 1)' "$TMP/out"; then
     ok "its phases, timed on the GPU's stream, add up to about a pass"
-else not_ok "phases_ms: $(grep -A6 phases_ms "$TMP/out" | tr -d ' \n')"; fi
+else not_ok "phases_ms: $(tr -d ' \n' < "$TMP/out" | grep -oE '"(pass|phases)_ms":\[[^]]*\]')"; fi
 
 # dllm-tui on the emulated GPU in a real terminal: its session's worker thread runs the passes.
 if ! command -v tmux >/dev/null; then
