@@ -682,6 +682,76 @@ START_TEST(test_repacked)
 }
 END_TEST
 
+/*
+ * A row's product is the same bits whichever tile computes it: the rows of a product are spread
+ * over its tiles evenly, so a row lands in tiles of every height from 1 to the variant's (the
+ * K-quant tiles are compiled for each) and at every place in them. Rows [s, s + n) for every
+ * start s < 4 and count n, in both layouts, against the whole product of 13 rows, writing
+ * nothing past their rows; N = 40 ends in a panel that a two-panel variant takes alone.
+ */
+START_TEST(test_tile_heights)
+{
+    static const uint32_t types[] = {DLLM_TYPE_Q4_K, DLLM_TYPE_Q5_K, DLLM_TYPE_Q6_K, DLLM_TYPE_Q3_K,
+                                     DLLM_TYPE_Q2_K, DLLM_TYPE_Q8_0, DLLM_TYPE_F16};
+    const int n_types = (int)(sizeof types / sizeof types[0]);
+    const uint32_t wtype = types[_i % n_types];
+    const char *name = simd_names[_i / n_types];
+    char what[64];
+    snprintf(what, sizeof what, "%s rows in tiles of any height", dllm_type_traits(wtype)->name);
+    const struct dllm_kernels *k = variant_or_skip(name, what);
+    if (k == NULL) {
+        return;
+    }
+    const int64_t N = 40, K = 512, L = 13;
+    uint64_t seed = 1313 + (uint64_t)_i;
+    void *w = random_weights(wtype, N, K, RANDOM_SCALES_SIGNED, &seed);
+    float *x = random_acts(L, K, &seed);
+    uint8_t *scratch = malloc(dllm_matmul_scratch_bytes(wtype, K, L));
+    const size_t bytes = k->repacked_bytes(wtype, K, N);
+    uint8_t *packed = bytes > 0 ? dllm_alloc_lines(bytes) : NULL;
+    float *all = malloc((size_t)(L * N) * sizeof *all),
+          *part = malloc((size_t)(L * N) * sizeof *part);
+    ck_assert(w && x && scratch && (bytes == 0 || packed) && all && part);
+    if (packed != NULL) {
+        k->repack(wtype, w, K, N, 0, N, packed);
+    }
+    k->quantize(wtype, x, K, L, scratch);
+    const size_t arow = dllm_matmul_act_row_bytes(wtype, K);
+    for (int layout = 0; layout < (packed != NULL ? 2 : 1); layout++) {
+        if (layout) {
+            k->rows_packed(wtype, packed, K, 0, N, scratch, L, all, N);
+        } else {
+            k->rows(wtype, w, K, 0, N, scratch, L, all, N);
+        }
+        for (int64_t s = 0; s < 4; s++) {
+            for (int64_t n = 1; s + n <= L; n++) {
+                memset(part, 0xa5, (size_t)(L * N) * sizeof *part);
+                if (layout) {
+                    k->rows_packed(wtype, packed, K, 0, N, scratch + s * arow, n, part, N);
+                } else {
+                    k->rows(wtype, w, K, 0, N, scratch + s * arow, n, part, N);
+                }
+                ck_assert_msg(!memcmp(part, all + s * N, (size_t)(n * N) * sizeof *part),
+                              "%s %s: rows %lld..%lld, layout %d", name, what, (long long)s,
+                              (long long)(s + n - 1), layout);
+                /* and nothing past its rows */
+                const uint8_t *past = (const uint8_t *)(part + n * N);
+                for (size_t b = 0; b < (size_t)((L - n) * N) * sizeof *part; b++)
+                    ck_assert_msg(past[b] == 0xa5, "%s %s: %lld rows wrote past them", name, what,
+                                  (long long)n);
+            }
+        }
+    }
+    printf("%s %s: identical\n", name, what);
+    free(part);
+    free(all);
+    free(packed);
+    free(scratch);
+    free(x);
+    free(w);
+}
+END_TEST
+
 /* ---- float16 conversions ---------------------------------------------------------------- */
 
 /* IEEE binary16 encodings checked by hand: exact both ways. */
@@ -849,6 +919,7 @@ static Suite *kernels_suite(void)
     tcase_add_loop_test(tc, test_rows_edges, 0, N_SIMD * 5);
     tcase_add_loop_test(tc, test_par, 0, 3 * (1 + N_SIMD));
     tcase_add_loop_test(tc, test_repacked, 0, N_SIMD * 11);
+    tcase_add_loop_test(tc, test_tile_heights, 0, N_SIMD * 7);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("fp16");

@@ -408,29 +408,29 @@ static_assert(PAIRS_FIT(1, 63), "a Q6_K call fits int16 pair sums");
 
 /*
  * acc[t] + sc times the dot products of the n weight vectors w with the activations of row t
- * at a[t] + at (n a multiple of 2 * PAIRS_SPAN(wmax) or equal to it).
+ * < tt at a[t] + at (n a multiple of 2 * PAIRS_SPAN(wmax) or equal to it).
  */
 SIMD_INLINE void subblock_dots(vi acc[TT_K], const vi *w, int n, int wmax, vi sc,
-                               const uint8_t *const *a, size_t at)
+                               const uint8_t *const *a, size_t at, int tt)
 {
     const int run = 2 * PAIRS_SPAN(wmax) < n ? 2 * PAIRS_SPAN(wmax) : n; /* vectors */
 #pragma GCC unroll 4
     for (int i0 = 0; i0 < n; i0 += run) {
         vi ps[TT_K];
 #pragma GCC unroll 16
-        for (int t = 0; t < TT_K; t++) {
+        for (int t = 0; t < tt; t++) {
             ps[t] = vi_dot2_pairs_first_bcast(w[i0], w[i0 + 1], a[t] + at + 4 * i0);
         }
 #pragma GCC unroll 4
         for (int i = 2; i < run; i += 2) {
 #pragma GCC unroll 16
-            for (int t = 0; t < TT_K; t++) {
+            for (int t = 0; t < tt; t++) {
                 ps[t] =
                     vi_dot2_pairs_bcast(ps[t], w[i0 + i], w[i0 + i + 1], a[t] + at + 4 * (i0 + i));
             }
         }
 #pragma GCC unroll 16
-        for (int t = 0; t < TT_K; t++) {
+        for (int t = 0; t < tt; t++) {
             acc[t] = vi_add_pairs(acc[t], ps[t], sc);
         }
     }
@@ -470,18 +470,18 @@ SIMD_INLINE vi dot_word_first(vi w, aword b)
 
 /*
  * With VNNI, acc[j][t] = init[t] (0 when init is NULL) + the dot products of the n weight
- * vectors from q0 of panel p[j] (j < np) with the activations of row t at a[t] + at, exact in
- * int32. One vector a step for every row and panel, so that the np * TT_K sums are independent
+ * vectors from q0 of panel p[j] (j < np) with the activations of row t < tt at a[t] + at, exact
+ * in int32. One vector a step for every row and panel, so that the np * tt sums are independent
  * chains in program order too (two dot products of one row in a row left the scheduler short of
  * ready work: 4-10% slower on a Zen 5), each started from a broadcast of init[t] or by a dot
  * product into a zeroed register rather than a copy of one.
  */
 SIMD_INLINE void subblock_dots(vi acc[KQ_PANELS][TT_K], const struct kpanel *const *p, int np,
                                int q0, int n, const uint8_t *const *a, size_t at,
-                               const int32_t *init)
+                               const int32_t *init, int tt)
 {
 #pragma GCC unroll 16
-    for (int t = 0; t < TT_K; t++) {
+    for (int t = 0; t < tt; t++) {
         const aword b = aword_at(a[t] + at);
         const vi start = init ? vi_set1(init[t]) : vi_zero();
 #pragma GCC unroll 2
@@ -492,7 +492,7 @@ SIMD_INLINE void subblock_dots(vi acc[KQ_PANELS][TT_K], const struct kpanel *con
 #pragma GCC unroll 8
     for (int i = 1; i < n; i++) {
 #pragma GCC unroll 16
-        for (int t = 0; t < TT_K; t++) {
+        for (int t = 0; t < tt; t++) {
             const aword b = aword_at(a[t] + at + 4 * i);
 #pragma GCC unroll 2
             for (int j = 0; j < np; j++) {
@@ -504,7 +504,7 @@ SIMD_INLINE void subblock_dots(vi acc[KQ_PANELS][TT_K], const struct kpanel *con
 #endif
 
 /*
- * A tile of TT activation rows a[t] (Q8_K128, from the panel's first super-block) times nb
+ * A tile of tt activation rows a[t] (Q8_K128, from the panel's first super-block) times nb
  * packed super-blocks with nsub sub-blocks each, of weights 0..wmax, with mins or not, of np
  * panels (panel j's super-blocks from p + j * KQ_CHUNK; np is 1 without VNNI). Per activation
  * scale da_h of 128 elements and row, with dot_s the integer dot product of sub-block s, sc[s]
@@ -518,14 +518,15 @@ SIMD_INLINE void subblock_dots(vi acc[KQ_PANELS][TT_K], const struct kpanel *con
  * panel j's to columns j * NR on, nr columns in all.
  */
 SIMD_INLINE void ktile(const struct kpanel *p, int np, int nb, const uint8_t *const *a, int nsub,
-                       int wmax, bool mins, float *y, int64_t ldy, int nt, int nr, bool accumulate)
+                       int wmax, bool mins, float *y, int64_t ldy, int tt, int nt, int nr,
+                       bool accumulate)
 {
     const int len = QK_K / nsub; /* elements per sub-block */
     vf facc[KQ_PANELS][TT_K];
 #pragma GCC unroll 2
     for (int j = 0; j < np; j++) {
 #pragma GCC unroll 16
-        for (int t = 0; t < TT_K; t++) {
+        for (int t = 0; t < tt; t++) {
             facc[j][t] = vf_zero();
         }
     }
@@ -541,7 +542,7 @@ SIMD_INLINE void ktile(const struct kpanel *p, int np, int nb, const uint8_t *co
 #pragma GCC unroll 2
             for (int j = 0; j < np; j++) {
 #pragma GCC unroll 16
-                for (int t = 0; t < TT_K; t++) {
+                for (int t = 0; t < tt; t++) {
                     f[j][t] = vf_zero();
                 }
             }
@@ -549,7 +550,7 @@ SIMD_INLINE void ktile(const struct kpanel *p, int np, int nb, const uint8_t *co
             (void)np;
             vi acc[TT_K]; /* the integer sums over h */
 #pragma GCC unroll 16
-            for (int t = 0; t < TT_K; t++) {
+            for (int t = 0; t < tt; t++) {
                 acc[t] = vi_zero();
             }
             /*
@@ -560,7 +561,7 @@ SIMD_INLINE void ktile(const struct kpanel *p, int np, int nb, const uint8_t *co
             for (int sh = 0; sh < QK8_K128 / len; sh++) {
                 const int s = h * QK8_K128 / len + sh;
                 const size_t at = ab + offsetof(struct block_q8_K128, qs) + (size_t)(s * len);
-                subblock_dots(acc, pb[0]->q + s * len / 4, len / 4, wmax, pb[0]->sc[s], a, at);
+                subblock_dots(acc, pb[0]->q + s * len / 4, len / 4, wmax, pb[0]->sc[s], a, at, tt);
             }
 #else
             (void)wmax;
@@ -579,22 +580,22 @@ SIMD_INLINE void ktile(const struct kpanel *p, int np, int nb, const uint8_t *co
                  */
                 int32_t q6off[TT_K];
 #pragma GCC unroll 16
-                for (int t = 0; t < TT_K && !mins; t++) {
+                for (int t = 0; t < tt && !mins; t++) {
                     q6off[t] = ((const struct block_q8_K128 *)(const void *)(a[t] + ab))->q6off[s];
                 }
                 vi dots[KQ_PANELS][TT_K];
-                subblock_dots(dots, pb, np, s * len / 4, len / 4, a, at, mins ? NULL : q6off);
+                subblock_dots(dots, pb, np, s * len / 4, len / 4, a, at, mins ? NULL : q6off, tt);
 #pragma GCC unroll 2
                 for (int j = 0; j < np; j++) {
 #pragma GCC unroll 16
-                    for (int t = 0; t < TT_K; t++) {
+                    for (int t = 0; t < tt; t++) {
                         f[j][t] = vf_fmadd(vf_cvt(dots[j][t]), pb[j]->dsc[s], f[j][t]);
                     }
                 }
             }
 #endif
 #pragma GCC unroll 16
-            for (int t = 0; t < TT_K; t++) {
+            for (int t = 0; t < tt; t++) {
                 const struct block_q8_K128 *blk = (const void *)(a[t] + ab);
 #pragma GCC unroll 2
                 for (int j = 0; j < np; j++) {
@@ -636,7 +637,7 @@ SIMD_INLINE void ktile(const struct kpanel *p, int np, int nb, const uint8_t *co
 #pragma GCC unroll 2
     for (int j = 0; j < np; j++) {
 #pragma GCC unroll 16
-        for (int t = 0; t < TT_K; t++) {
+        for (int t = 0; t < tt; t++) {
             if (t < nt) {
                 store_row(y + t * ldy + j * NR, facc[j][t], nr - j * NR < NR ? nr - j * NR : NR,
                           accumulate);
@@ -645,14 +646,38 @@ SIMD_INLINE void ktile(const struct kpanel *p, int np, int nb, const uint8_t *co
     }
 }
 
+/*
+ * ktile over the np panels of one call, for a tile of nt activation rows: as many rows as it
+ * has where nt < TT_K (rows_kind spreads a product's rows evenly over its tiles, so a tile of 4
+ * rows costs about 4/5 of one of 5 instead of all of it), on the variant's panel count. The
+ * one-panel call of a two-panel variant (a last odd panel) always takes TT_K rows.
+ */
+SIMD_INLINE void ktile_rows(const void *panel, int np, int nb, const uint8_t *const *a, int nsub,
+                            int wmax, bool mins, float *y, int64_t ldy, int nt, int nr,
+                            bool accumulate)
+{
+    static_assert(TT_K == 4 || TT_K == 5, "a height of its own for each row count under TT_K");
+    if (np != KQ_PANELS || nt >= TT_K) {
+        ktile(panel, np, nb, a, nsub, wmax, mins, y, ldy, TT_K, nt, nr, accumulate);
+    } else if (nt == 1) {
+        ktile(panel, np, nb, a, nsub, wmax, mins, y, ldy, 1, nt, nr, accumulate);
+    } else if (nt == 2) {
+        ktile(panel, np, nb, a, nsub, wmax, mins, y, ldy, 2, nt, nr, accumulate);
+    } else if (nt == 3 || TT_K == 4) {
+        ktile(panel, np, nb, a, nsub, wmax, mins, y, ldy, 3, nt, nr, accumulate);
+    } else {
+        ktile(panel, np, nb, a, nsub, wmax, mins, y, ldy, 4, nt, nr, accumulate);
+    }
+}
+
 /* ktile over the panels of one call: two where the variant pairs them and nr spans a second. */
 SIMD_INLINE void ktile_call(const void *panel, int nb, const uint8_t *const *a, int nsub, int wmax,
                             bool mins, float *y, int64_t ldy, int nt, int nr, bool accumulate)
 {
     if (KQ_PANELS > 1 && nr > NR) {
-        ktile(panel, 2, nb, a, nsub, wmax, mins, y, ldy, nt, nr, accumulate);
+        ktile_rows(panel, 2, nb, a, nsub, wmax, mins, y, ldy, nt, nr, accumulate);
     } else {
-        ktile(panel, 1, nb, a, nsub, wmax, mins, y, ldy, nt, nr, accumulate);
+        ktile_rows(panel, 1, nb, a, nsub, wmax, mins, y, ldy, nt, nr, accumulate);
     }
 }
 
@@ -1106,8 +1131,10 @@ static_assert(TT_K <= TT_MAX && TT_Q <= TT_MAX && TT_F <= TT_MAX, "tiles fit TT_
 /*
  * Rows [n0, n1) of W times the L activation rows in scratch. Groups of up to k->group panels
  * of NR rows are packed k->chunk blocks at a time; each tile of k->tt activation rows is then
- * prepared once and multiplied with every panel of the group, k->panels at a call. Missing
- * rows of the last tile repeat its last row and are not stored.
+ * prepared once and multiplied with every panel of the group, k->panels at a call. The L rows
+ * are spread evenly over the fewest tiles of at most k->tt rows; a tile of fewer rows repeats
+ * its last row where its kind's tiles take k->tt rows (the K-quant tiles take what they have),
+ * and stores only its own.
  */
 static void rows_kind(const struct kind *k, const uint8_t *w, bool packed, int64_t K, int64_t n0,
                       int64_t n1, const uint8_t *scratch, int64_t L, float *y, int64_t ldy)
@@ -1156,7 +1183,10 @@ static void rows_kind(const struct kind *k, const uint8_t *w, bool packed, int64
             const size_t at = (size_t)qb * wblock,
                          len = (size_t)(nbk - qb < k->chunk ? nbk - qb : k->chunk) * wblock;
             const int64_t ntiles = (L + k->tt - 1) / k->tt;
-            for (int64_t l0 = 0, ti = 0; l0 < L; l0 += k->tt, ti++) {
+            for (int64_t ti = 0; ti < ntiles; ti++) {
+                /* the rows spread evenly: tiles of nt and nt + 1 rows, none over k->tt */
+                const int64_t l0 = L * ti / ntiles;
+                const int nt = (int)(L * (ti + 1) / ntiles - l0);
                 /* spread over the tiles, so the prefetches do not queue up */
                 int64_t f0 = q0 + (q1 - q0) * ti / ntiles, f1 = q0 + (q1 - q0) * (ti + 1) / ntiles;
                 if (packed) { /* whole panels */
@@ -1168,7 +1198,6 @@ static void rows_kind(const struct kind *k, const uint8_t *w, bool packed, int64
                     prefetch_rows(w, wstride, q0, q1 < q0 + NR ? q1 : q0 + NR, at, len, packed,
                                   true);
                 }
-                const int nt = (int)(L - l0 < k->tt ? L - l0 : k->tt);
                 const uint8_t *a[TT_MAX];
                 for (int t = 0; t < k->tt; t++) {
                     a[t] = scratch + (size_t)(l0 + (t < nt ? t : nt - 1)) * astride +
