@@ -684,15 +684,16 @@ END_TEST
 
 /*
  * A row's product is the same bits whichever tile computes it: the rows of a product are spread
- * over its tiles evenly, so a row lands in tiles of every height from 1 to the variant's (the
- * K-quant tiles are compiled for each) and at every place in them. Rows [s, s + n) for every
+ * over its tiles evenly, so a row lands in tiles of every height from 1 to the variant's (each
+ * height compiled on its own, for every kind) and at every place in them. Rows [s, s + n) for every
  * start s < 4 and count n, in both layouts, against the whole product of 13 rows, writing
  * nothing past their rows; N = 40 ends in a panel that a two-panel variant takes alone.
  */
 START_TEST(test_tile_heights)
 {
     static const uint32_t types[] = {DLLM_TYPE_Q4_K, DLLM_TYPE_Q5_K, DLLM_TYPE_Q6_K, DLLM_TYPE_Q3_K,
-                                     DLLM_TYPE_Q2_K, DLLM_TYPE_Q8_0, DLLM_TYPE_F16};
+                                     DLLM_TYPE_Q2_K, DLLM_TYPE_Q8_0, DLLM_TYPE_Q4_1, DLLM_TYPE_F16,
+                                     DLLM_TYPE_BF16, DLLM_TYPE_F32};
     const int n_types = (int)(sizeof types / sizeof types[0]);
     const uint32_t wtype = types[_i % n_types];
     const char *name = simd_names[_i / n_types];
@@ -919,7 +920,7 @@ static Suite *kernels_suite(void)
     tcase_add_loop_test(tc, test_rows_edges, 0, N_SIMD * 5);
     tcase_add_loop_test(tc, test_par, 0, 3 * (1 + N_SIMD));
     tcase_add_loop_test(tc, test_repacked, 0, N_SIMD * 11);
-    tcase_add_loop_test(tc, test_tile_heights, 0, N_SIMD * 7);
+    tcase_add_loop_test(tc, test_tile_heights, 0, N_SIMD * 10);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("fp16");

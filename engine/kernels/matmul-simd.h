@@ -164,6 +164,33 @@ SIMD_INLINE void store_row(float *y, vf v, int nr, bool accumulate)
     vf_storeu_n(y, v, nr);
 }
 
+/*
+ * TILE(h) for a tile of nt activation rows, nt from 1 to max (at most 16): h is nt as a
+ * constant, so that each height is compiled on its own and a tile computes only the rows it
+ * has (one of 4 rows costs about 4/5 of one of 5, one of 1 row 0.3 of it). Heights over max
+ * are unreachable cases, which GCC drops.
+ */
+#define TILE_HEIGHT(h, max) ((h) < (max) ? (h) : (max))
+#define BY_HEIGHT(nt, max, TILE)                                                                   \
+    switch ((nt) < (max) ? (nt) : (max)) {                                                         \
+    case 1: TILE(1); break;                                                                        \
+    case 2: TILE(TILE_HEIGHT(2, max)); break;                                                      \
+    case 3: TILE(TILE_HEIGHT(3, max)); break;                                                      \
+    case 4: TILE(TILE_HEIGHT(4, max)); break;                                                      \
+    case 5: TILE(TILE_HEIGHT(5, max)); break;                                                      \
+    case 6: TILE(TILE_HEIGHT(6, max)); break;                                                      \
+    case 7: TILE(TILE_HEIGHT(7, max)); break;                                                      \
+    case 8: TILE(TILE_HEIGHT(8, max)); break;                                                      \
+    case 9: TILE(TILE_HEIGHT(9, max)); break;                                                      \
+    case 10: TILE(TILE_HEIGHT(10, max)); break;                                                    \
+    case 11: TILE(TILE_HEIGHT(11, max)); break;                                                    \
+    case 12: TILE(TILE_HEIGHT(12, max)); break;                                                    \
+    case 13: TILE(TILE_HEIGHT(13, max)); break;                                                    \
+    case 14: TILE(TILE_HEIGHT(14, max)); break;                                                    \
+    case 15: TILE(TILE_HEIGHT(15, max)); break;                                                    \
+    default: TILE(max); break;                                                                     \
+    }
+
 /* ---- K-quants ---------------------------------------------------------------------------- */
 
 #define KQ_CHUNK 2 /* super-blocks unpacked per panel at a time */
@@ -514,12 +541,11 @@ SIMD_INLINE void subblock_dots(vi acc[KQ_PANELS][TT_K], const struct kpanel *con
  *   no mins (Q6_K and Q3_K, packed as Q6_K: nsub 16):
  *                        y += da_h * d * sum sc[s] * (dot_s + q6off[s])
  * (sums[s] the sum of the activations of s, q6off[s] -32 times it). The sums over s are exact in
- * int32 with KSCALE_INT, else d * sc[s] * dot_s is summed in float. Results go to y rows t < nt,
+ * int32 with KSCALE_INT, else d * sc[s] * dot_s is summed in float. Results go to y rows t < tt,
  * panel j's to columns j * NR on, nr columns in all.
  */
 SIMD_INLINE void ktile(const struct kpanel *p, int np, int nb, const uint8_t *const *a, int nsub,
-                       int wmax, bool mins, float *y, int64_t ldy, int tt, int nt, int nr,
-                       bool accumulate)
+                       int wmax, bool mins, float *y, int64_t ldy, int tt, int nr, bool accumulate)
 {
     const int len = QK_K / nsub; /* elements per sub-block */
     vf facc[KQ_PANELS][TT_K];
@@ -638,47 +664,30 @@ SIMD_INLINE void ktile(const struct kpanel *p, int np, int nb, const uint8_t *co
     for (int j = 0; j < np; j++) {
 #pragma GCC unroll 16
         for (int t = 0; t < tt; t++) {
-            if (t < nt) {
-                store_row(y + t * ldy + j * NR, facc[j][t], nr - j * NR < NR ? nr - j * NR : NR,
-                          accumulate);
-            }
+            store_row(y + t * ldy + j * NR, facc[j][t], nr - j * NR < NR ? nr - j * NR : NR,
+                      accumulate);
         }
     }
 }
 
 /*
- * ktile over the np panels of one call, for a tile of nt activation rows: as many rows as it
- * has where nt < TT_K (rows_kind spreads a product's rows evenly over its tiles, so a tile of 4
- * rows costs about 4/5 of one of 5 instead of all of it), on the variant's panel count. The
- * one-panel call of a two-panel variant (a last odd panel) always takes TT_K rows.
+ * ktile over the panels of one call, two where the variant pairs them and nr spans a second,
+ * for a tile of nt rows.
  */
-SIMD_INLINE void ktile_rows(const void *panel, int np, int nb, const uint8_t *const *a, int nsub,
-                            int wmax, bool mins, float *y, int64_t ldy, int nt, int nr,
-                            bool accumulate)
-{
-    static_assert(TT_K == 4 || TT_K == 5, "a height of its own for each row count under TT_K");
-    if (np != KQ_PANELS || nt >= TT_K) {
-        ktile(panel, np, nb, a, nsub, wmax, mins, y, ldy, TT_K, nt, nr, accumulate);
-    } else if (nt == 1) {
-        ktile(panel, np, nb, a, nsub, wmax, mins, y, ldy, 1, nt, nr, accumulate);
-    } else if (nt == 2) {
-        ktile(panel, np, nb, a, nsub, wmax, mins, y, ldy, 2, nt, nr, accumulate);
-    } else if (nt == 3 || TT_K == 4) {
-        ktile(panel, np, nb, a, nsub, wmax, mins, y, ldy, 3, nt, nr, accumulate);
-    } else {
-        ktile(panel, np, nb, a, nsub, wmax, mins, y, ldy, 4, nt, nr, accumulate);
-    }
-}
-
-/* ktile over the panels of one call: two where the variant pairs them and nr spans a second. */
 SIMD_INLINE void ktile_call(const void *panel, int nb, const uint8_t *const *a, int nsub, int wmax,
                             bool mins, float *y, int64_t ldy, int nt, int nr, bool accumulate)
 {
+#define KTILE(np, h) ktile(panel, np, nb, a, nsub, wmax, mins, y, ldy, h, nr, accumulate)
+#define KTILE_2(h)   KTILE(2, h)
+#define KTILE_1(h)   KTILE(1, h)
     if (KQ_PANELS > 1 && nr > NR) {
-        ktile_rows(panel, 2, nb, a, nsub, wmax, mins, y, ldy, nt, nr, accumulate);
+        BY_HEIGHT(nt, TT_K, KTILE_2);
     } else {
-        ktile_rows(panel, 1, nb, a, nsub, wmax, mins, y, ldy, nt, nr, accumulate);
+        BY_HEIGHT(nt, TT_K, KTILE_1);
     }
+#undef KTILE_1
+#undef KTILE_2
+#undef KTILE
 }
 
 static void ktile_q4(const void *panel, int nb, const void *acts, const uint8_t *const *a, float *y,
@@ -818,12 +827,12 @@ static void pack_q5_1(void *panel, const uint8_t *blk, const struct panel_rows *
 }
 
 #if !SIMD_DOT_ANY_U8
-/* Fills qacts from blocks [0, nb) of the activation rows a[t]. */
-static void qprep_split(void *acts, const uint8_t *const *a, int nb)
+/* Fills qacts from blocks [0, nb) of the activation rows a[t], t < nt. */
+static void qprep_split(void *acts, const uint8_t *const *a, int nt, int nb)
 {
     struct qacts *qa = acts;
     const __m256i low = _mm256_set1_epi8(15);
-    for (int t = 0; t < TT_Q; t++) {
+    for (int t = 0; t < nt; t++) {
         const struct block_q8_0u *blk = (const void *)a[t];
         for (int b = 0; b < nb; b++) {
             const __m256i u = _mm256_loadu_si256((const void *)blk[b].u);
@@ -836,24 +845,24 @@ static void qprep_split(void *acts, const uint8_t *const *a, int nb)
 #endif
 
 /*
- * A tile of TT rows of activations a[t] (struct block_q8_0u; SPLIT: as qa holds them) times nb
+ * A tile of tt rows of activations a[t] (struct block_q8_0u; SPLIT: as qa holds them) times nb
  * packed blocks: y += d * da * dot (+ m * da * sum a).
  */
 SIMD_INLINE void qtile(const struct qpanel *p, int nb, const struct qacts *qa,
-                       const uint8_t *const *a, enum qmode mode, float *y, int64_t ldy, int nt,
+                       const uint8_t *const *a, enum qmode mode, float *y, int64_t ldy, int tt,
                        int nr, bool accumulate)
 {
     const struct block_q8_0u *blk[TT_Q];
     vf facc[TT_Q];
 #pragma GCC unroll 16
-    for (int t = 0; t < TT_Q; t++) {
+    for (int t = 0; t < tt; t++) {
         blk[t] = (const void *)a[t];
         facc[t] = vf_zero();
     }
     for (int b = 0; b < nb; b++, p++) {
         vi acc[TT_Q], acc_hi[TT_Q];
 #pragma GCC unroll 16
-        for (int t = 0; t < TT_Q; t++) {
+        for (int t = 0; t < tt; t++) {
             acc[t] = p->corr;
             acc_hi[t] = vi_zero();
         }
@@ -861,7 +870,7 @@ SIMD_INLINE void qtile(const struct qpanel *p, int nb, const struct qacts *qa,
         for (int j = 0; j < QK8_0 / 4; j += 2) {
             const vi w0 = p->q[j], w1 = p->q[j + 1];
 #pragma GCC unroll 16
-            for (int t = 0; t < TT_Q; t++) {
+            for (int t = 0; t < tt; t++) {
                 const uint8_t *u = mode == Q_SPLIT ? qa->lo[t][b] + 4 * j : blk[t][b].u + 4 * j;
                 acc[t] = vi_dot2(acc[t], vi_bcast32(u), w0, vi_bcast32(u + 4), w1);
                 if (mode == Q_SPLIT) {
@@ -871,7 +880,7 @@ SIMD_INLINE void qtile(const struct qpanel *p, int nb, const struct qacts *qa,
             }
         }
 #pragma GCC unroll 16
-        for (int t = 0; t < TT_Q; t++) {
+        for (int t = 0; t < tt; t++) {
             if (mode == Q_SPLIT) {
                 acc[t] = vi_add(acc[t], vi_sll(acc_hi[t], 4));
             }
@@ -882,30 +891,34 @@ SIMD_INLINE void qtile(const struct qpanel *p, int nb, const struct qacts *qa,
         }
     }
 #pragma GCC unroll 16
-    for (int t = 0; t < TT_Q; t++) {
-        if (t < nt) {
-            store_row(y + t * ldy, facc[t], nr, accumulate);
-        }
+    for (int t = 0; t < tt; t++) {
+        store_row(y + t * ldy, facc[t], nr, accumulate);
     }
 }
 
 static void qtile_plain(const void *panel, int nb, const void *acts, const uint8_t *const *a,
                         float *y, int64_t ldy, int nt, int nr, bool accumulate)
 {
-    qtile(panel, nb, acts, a, Q_PLAIN, y, ldy, nt, nr, accumulate);
+#define QTILE(h) qtile(panel, nb, acts, a, Q_PLAIN, y, ldy, h, nr, accumulate)
+    BY_HEIGHT(nt, TT_Q, QTILE);
+#undef QTILE
 }
 
 static void qtile_sum(const void *panel, int nb, const void *acts, const uint8_t *const *a,
                       float *y, int64_t ldy, int nt, int nr, bool accumulate)
 {
-    qtile(panel, nb, acts, a, Q_SUM, y, ldy, nt, nr, accumulate);
+#define QTILE(h) qtile(panel, nb, acts, a, Q_SUM, y, ldy, h, nr, accumulate)
+    BY_HEIGHT(nt, TT_Q, QTILE);
+#undef QTILE
 }
 
 #if !SIMD_DOT_ANY_U8
 static void qtile_split(const void *panel, int nb, const void *acts, const uint8_t *const *a,
                         float *y, int64_t ldy, int nt, int nr, bool accumulate)
 {
-    qtile(panel, nb, acts, a, Q_SPLIT, y, ldy, nt, nr, accumulate);
+#define QTILE(h) qtile(panel, nb, acts, a, Q_SPLIT, y, ldy, h, nr, accumulate)
+    BY_HEIGHT(nt, TT_Q, QTILE);
+#undef QTILE
 }
 #endif
 
@@ -958,10 +971,11 @@ static void pack_bf16(void *panel, const uint8_t *blk, const struct panel_rows *
     }
 }
 
-/* Fills facts from blocks [0, nb) of the activation rows a[t] of the given type. */
-SIMD_INLINE void fprep(struct facts *fa, const uint8_t *const *a, int nb, enum dllm_act_format act)
+/* Fills facts from blocks [0, nb) of the activation rows a[t], t < nt, of the given type. */
+SIMD_INLINE void fprep(struct facts *fa, const uint8_t *const *a, int nt, int nb,
+                       enum dllm_act_format act)
 {
-    for (int t = 0; t < TT_F; t++) {
+    for (int t = 0; t < nt; t++) {
         for (int k = 0; k < nb * FB; k += 8) {
             __m256 v;
             switch (act) {
@@ -981,47 +995,52 @@ SIMD_INLINE void fprep(struct facts *fa, const uint8_t *const *a, int nb, enum d
     }
 }
 
-static void fprep_f32(void *acts, const uint8_t *const *a, int nb)
+static void fprep_f32(void *acts, const uint8_t *const *a, int nt, int nb)
 {
-    fprep(acts, a, nb, DLLM_ACT_F32);
+    fprep(acts, a, nt, nb, DLLM_ACT_F32);
 }
 
-static void fprep_f16(void *acts, const uint8_t *const *a, int nb)
+static void fprep_f16(void *acts, const uint8_t *const *a, int nt, int nb)
 {
-    fprep(acts, a, nb, DLLM_ACT_F16);
+    fprep(acts, a, nt, nb, DLLM_ACT_F16);
 }
 
-static void fprep_bf16(void *acts, const uint8_t *const *a, int nb)
+static void fprep_bf16(void *acts, const uint8_t *const *a, int nt, int nb)
 {
-    fprep(acts, a, nb, DLLM_ACT_BF16);
+    fprep(acts, a, nt, nb, DLLM_ACT_BF16);
 }
 
-/* A tile of TT rows of fa times nb packed float blocks. */
-static void ftile(const void *panel, int nb, const void *acts, const uint8_t *const *a, float *y,
-                  int64_t ldy, int nt, int nr, bool accumulate)
+/* A tile of tt rows of fa times nb packed float blocks. */
+SIMD_INLINE void ftile_rows(const struct fpanel *p, int nb, const struct facts *fa, float *y,
+                            int64_t ldy, int tt, int nr, bool accumulate)
 {
-    const struct fpanel *p = panel;
-    const struct facts *fa = acts;
     vf facc[TT_F];
 #pragma GCC unroll 16
-    for (int t = 0; t < TT_F; t++) {
+    for (int t = 0; t < tt; t++) {
         facc[t] = vf_zero();
     }
     for (int b = 0; b < nb; b++, p++) {
         for (int k = 0; k < FB; k++) {
             const vf wk = p->w[k];
 #pragma GCC unroll 16
-            for (int t = 0; t < TT_F; t++) {
+            for (int t = 0; t < tt; t++) {
                 facc[t] = vf_fmadd(wk, vf_set1(fa->x[t][b * FB + k]), facc[t]);
             }
         }
     }
 #pragma GCC unroll 16
-    for (int t = 0; t < TT_F; t++) {
-        if (t < nt) {
-            store_row(y + t * ldy, facc[t], nr, accumulate);
-        }
+    for (int t = 0; t < tt; t++) {
+        store_row(y + t * ldy, facc[t], nr, accumulate);
     }
+}
+
+static void ftile(const void *panel, int nb, const void *acts, const uint8_t *const *a, float *y,
+                  int64_t ldy, int nt, int nr, bool accumulate)
+{
+    (void)a;
+#define FTILE(h) ftile_rows(panel, nb, acts, y, ldy, h, nr, accumulate)
+    BY_HEIGHT(nt, TT_F, FTILE);
+#undef FTILE
 }
 
 /* ---- the driver -------------------------------------------------------------------------- */
@@ -1038,7 +1057,7 @@ struct kind {
     int panels;          /* panels a tile call multiplies at once (nr up to panels * NR) */
     int pwords;          /* vectors per repacked block (kwords), 0 when the type is not repacked */
     void (*pack)(void *panel, const uint8_t *blk, const struct panel_rows *pr);
-    void (*prep)(void *acts, const uint8_t *const *a, int nb);
+    void (*prep)(void *acts, const uint8_t *const *a, int nt, int nb);
     void (*tile)(const void *panel, int nb, const void *acts, const uint8_t *const *a, float *y,
                  int64_t ldy, int nt, int nr, bool accumulate);
 };
@@ -1132,9 +1151,8 @@ static_assert(TT_K <= TT_MAX && TT_Q <= TT_MAX && TT_F <= TT_MAX, "tiles fit TT_
  * Rows [n0, n1) of W times the L activation rows in scratch. Groups of up to k->group panels
  * of NR rows are packed k->chunk blocks at a time; each tile of k->tt activation rows is then
  * prepared once and multiplied with every panel of the group, k->panels at a call. The L rows
- * are spread evenly over the fewest tiles of at most k->tt rows; a tile of fewer rows repeats
- * its last row where its kind's tiles take k->tt rows (the K-quant tiles take what they have),
- * and stores only its own.
+ * are spread evenly over the fewest tiles of at most k->tt rows, and each tile computes only the
+ * rows it has (BY_HEIGHT).
  */
 static void rows_kind(const struct kind *k, const uint8_t *w, bool packed, int64_t K, int64_t n0,
                       int64_t n1, const uint8_t *scratch, int64_t L, float *y, int64_t ldy)
@@ -1199,12 +1217,11 @@ static void rows_kind(const struct kind *k, const uint8_t *w, bool packed, int64
                                   true);
                 }
                 const uint8_t *a[TT_MAX];
-                for (int t = 0; t < k->tt; t++) {
-                    a[t] = scratch + (size_t)(l0 + (t < nt ? t : nt - 1)) * astride +
-                           (size_t)b0 * k->ablock;
+                for (int t = 0; t < nt; t++) {
+                    a[t] = scratch + (size_t)(l0 + t) * astride + (size_t)b0 * k->ablock;
                 }
                 if (k->prep != NULL) {
-                    k->prep(&acts, a, nb);
+                    k->prep(&acts, a, nt, nb);
                 }
                 for (int i = 0; i < np; i += k->panels) {
                     const int64_t p0 = g0 + i * NR, span = (int64_t)k->panels * NR;
