@@ -1053,7 +1053,7 @@ struct kind {
     size_t panel_bytes;  /* one packed block of NR rows */
     int chunk;           /* blocks packed per panel at a time */
     int group;           /* panels sharing one prepared activation tile */
-    int tt;              /* activation rows per tile */
+    int tt;              /* activation rows per tile, at most */
     int panels;          /* panels a tile call multiplies at once (nr up to panels * NR) */
     int pwords;          /* vectors per repacked block (kwords), 0 when the type is not repacked */
     void (*pack)(void *panel, const uint8_t *blk, const struct panel_rows *pr);
