@@ -848,9 +848,9 @@ static void qprep_split(void *acts, const uint8_t *const *a, int nt, int nb)
  * A tile of tt rows of activations a[t] (struct block_q8_0u; SPLIT: as qa holds them) times nb
  * packed blocks: y += d * da * dot (+ m * da * sum a).
  */
-SIMD_INLINE void qtile(const struct qpanel *p, int nb, const struct qacts *qa,
-                       const uint8_t *const *a, enum qmode mode, float *y, int64_t ldy, int tt,
-                       int nr, bool accumulate)
+SIMD_INLINE void qtile_rows(const struct qpanel *p, int nb, const struct qacts *qa,
+                            const uint8_t *const *a, enum qmode mode, float *y, int64_t ldy, int tt,
+                            int nr, bool accumulate)
 {
     const struct block_q8_0u *blk[TT_Q];
     vf facc[TT_Q];
@@ -896,29 +896,33 @@ SIMD_INLINE void qtile(const struct qpanel *p, int nb, const struct qacts *qa,
     }
 }
 
+/* qtile_rows for a tile of nt rows. */
+SIMD_INLINE void qtile(const struct qpanel *p, int nb, const struct qacts *qa,
+                       const uint8_t *const *a, enum qmode mode, float *y, int64_t ldy, int nt,
+                       int nr, bool accumulate)
+{
+#define QTILE(h) qtile_rows(p, nb, qa, a, mode, y, ldy, h, nr, accumulate)
+    BY_HEIGHT(nt, TT_Q, QTILE);
+#undef QTILE
+}
+
 static void qtile_plain(const void *panel, int nb, const void *acts, const uint8_t *const *a,
                         float *y, int64_t ldy, int nt, int nr, bool accumulate)
 {
-#define QTILE(h) qtile(panel, nb, acts, a, Q_PLAIN, y, ldy, h, nr, accumulate)
-    BY_HEIGHT(nt, TT_Q, QTILE);
-#undef QTILE
+    qtile(panel, nb, acts, a, Q_PLAIN, y, ldy, nt, nr, accumulate);
 }
 
 static void qtile_sum(const void *panel, int nb, const void *acts, const uint8_t *const *a,
                       float *y, int64_t ldy, int nt, int nr, bool accumulate)
 {
-#define QTILE(h) qtile(panel, nb, acts, a, Q_SUM, y, ldy, h, nr, accumulate)
-    BY_HEIGHT(nt, TT_Q, QTILE);
-#undef QTILE
+    qtile(panel, nb, acts, a, Q_SUM, y, ldy, nt, nr, accumulate);
 }
 
 #if !SIMD_DOT_ANY_U8
 static void qtile_split(const void *panel, int nb, const void *acts, const uint8_t *const *a,
                         float *y, int64_t ldy, int nt, int nr, bool accumulate)
 {
-#define QTILE(h) qtile(panel, nb, acts, a, Q_SPLIT, y, ldy, h, nr, accumulate)
-    BY_HEIGHT(nt, TT_Q, QTILE);
-#undef QTILE
+    qtile(panel, nb, acts, a, Q_SPLIT, y, ldy, nt, nr, accumulate);
 }
 #endif
 
