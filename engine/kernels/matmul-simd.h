@@ -593,8 +593,9 @@ SIMD_INLINE void ktile(const struct kpanel *p, int np, int nb, const uint8_t *co
             (void)wmax;
             /*
              * Unrolled twice: fully unrolled, the two-panel tile's code outgrew what the Zen 5
-             * ran fastest (Q4_K 2-5% slower, Q6_K as fast); not at all, Q6_K's short sub-blocks
-             * ran 5% slower.
+             * ran fastest (Q4_K 2-5% slower, Q6_K as fast; on the Intel Xeon of
+             * docs/benchmarks.md Q4_K 3% faster, Q6_K 1-4% slower); not at all, Q6_K's short
+             * sub-blocks ran 5% slower.
              */
 #pragma GCC unroll 2
             for (int s = h * QK8_K128 / len; s < (h + 1) * QK8_K128 / len; s++) {
