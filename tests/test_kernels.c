@@ -685,9 +685,12 @@ END_TEST
 /*
  * A row's product is the same bits whichever tile computes it: the rows of a product are spread
  * over its tiles evenly, so a row lands in tiles of every height from 1 to the variant's (each
- * height compiled on its own, for every kind) and at every place in them. Rows [s, s + n) for every
- * start s < 4 and count n, in both layouts, against the whole product of 13 rows, writing
- * nothing past their rows; N = 40 ends in a panel that a two-panel variant takes alone.
+ * height compiled on its own, for every kind) and at every place in them. Rows [s, s + n) of the
+ * first 13 for every start s < 4 and count n, in both layouts, against a product of 100 rows,
+ * writing nothing past their rows. The 100 rows make more than FEW_TILES tiles of every kind and
+ * the parts at most 4, so where a kind packs fewer blocks at a time for few tiles, the parts add
+ * up the blocks in other chunks; K = 1024 spans several chunks either way. N = 40 ends in a panel
+ * that a two-panel variant takes alone.
  */
 START_TEST(test_tile_heights)
 {
@@ -703,26 +706,26 @@ START_TEST(test_tile_heights)
     if (k == NULL) {
         return;
     }
-    const int64_t N = 40, K = 512, L = 13;
+    const int64_t N = 40, K = 1024, L = 13, L_all = 100;
     uint64_t seed = 1313 + (uint64_t)_i;
     void *w = random_weights(wtype, N, K, RANDOM_SCALES_SIGNED, &seed);
-    float *x = random_acts(L, K, &seed);
-    uint8_t *scratch = malloc(dllm_matmul_scratch_bytes(wtype, K, L));
+    float *x = random_acts(L_all, K, &seed);
+    uint8_t *scratch = malloc(dllm_matmul_scratch_bytes(wtype, K, L_all));
     const size_t bytes = k->repacked_bytes(wtype, K, N);
     uint8_t *packed = bytes > 0 ? dllm_alloc_lines(bytes) : NULL;
-    float *all = malloc((size_t)(L * N) * sizeof *all),
+    float *all = malloc((size_t)(L_all * N) * sizeof *all),
           *part = malloc((size_t)(L * N) * sizeof *part);
     ck_assert(w && x && scratch && (bytes == 0 || packed) && all && part);
     if (packed != NULL) {
         k->repack(wtype, w, K, N, 0, N, packed);
     }
-    k->quantize(wtype, x, K, L, scratch);
+    k->quantize(wtype, x, K, L_all, scratch);
     const size_t arow = dllm_matmul_act_row_bytes(wtype, K);
     for (int layout = 0; layout < (packed != NULL ? 2 : 1); layout++) {
         if (layout) {
-            k->rows_packed(wtype, packed, K, 0, N, scratch, L, all, N);
+            k->rows_packed(wtype, packed, K, 0, N, scratch, L_all, all, N);
         } else {
-            k->rows(wtype, w, K, 0, N, scratch, L, all, N);
+            k->rows(wtype, w, K, 0, N, scratch, L_all, all, N);
         }
         for (int64_t s = 0; s < 4; s++) {
             for (int64_t n = 1; s + n <= L; n++) {

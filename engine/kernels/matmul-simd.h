@@ -155,13 +155,25 @@ SIMD_INLINE vi high_bits(vi v, int shift, int mask)
     return vi_sll(vi_and(vi_srl(v, shift), vi_set1(mask * 0x01010101)), 4);
 }
 
-/* Writes a tile row: y[0..nr) = v, or y[0..nr) += v when accumulate. */
-SIMD_INLINE void store_row(float *y, vf v, int nr, bool accumulate)
+/*
+ * Where a tile row's sums start: y[0..nr) when accumulate (the blocks before), else 0. Each
+ * block's products are then added to the sums of all the blocks before it, so a row is the same
+ * bits however the blocks are split into chunks (FEW_TILES).
+ */
+SIMD_INLINE vf start_row(const float *y, int nr, bool accumulate)
 {
-    if (accumulate) {
-        v = vf_add(v, vf_loadu_n(y, nr));
-    }
-    vf_storeu_n(y, v, nr);
+    return accumulate ? vf_loadu_n(y, nr) : vf_zero();
+}
+
+/*
+ * y, hidden from the compiler, from which a tile computes its rows' addresses again to store
+ * them: without it GCC kept the addresses start_row read from in registers through the tile's
+ * loops, spilled others, and the K-quant tiles ran 1-3% slower.
+ */
+SIMD_INLINE float *rows_again(float *y)
+{
+    __asm__("" : "+r"(y));
+    return y;
 }
 
 /*
@@ -553,7 +565,8 @@ SIMD_INLINE void ktile(const struct kpanel *p, int np, int nb, const uint8_t *co
     for (int j = 0; j < np; j++) {
 #pragma GCC unroll 16
         for (int t = 0; t < tt; t++) {
-            facc[j][t] = vf_zero();
+            facc[j][t] =
+                start_row(y + t * ldy + j * NR, nr - j * NR < NR ? nr - j * NR : NR, accumulate);
         }
     }
     for (int b = 0; b < nb; b++) {
@@ -661,12 +674,12 @@ SIMD_INLINE void ktile(const struct kpanel *p, int np, int nb, const uint8_t *co
             }
         }
     }
+    y = rows_again(y);
 #pragma GCC unroll 2
     for (int j = 0; j < np; j++) {
 #pragma GCC unroll 16
         for (int t = 0; t < tt; t++) {
-            store_row(y + t * ldy + j * NR, facc[j][t], nr - j * NR < NR ? nr - j * NR : NR,
-                      accumulate);
+            vf_storeu_n(y + t * ldy + j * NR, facc[j][t], nr - j * NR < NR ? nr - j * NR : NR);
         }
     }
 }
@@ -858,7 +871,7 @@ SIMD_INLINE void qtile_rows(const struct qpanel *p, int nb, const struct qacts *
 #pragma GCC unroll 16
     for (int t = 0; t < tt; t++) {
         blk[t] = (const void *)a[t];
-        facc[t] = vf_zero();
+        facc[t] = start_row(y + t * ldy, nr, accumulate);
     }
     for (int b = 0; b < nb; b++, p++) {
         vi acc[TT_Q], acc_hi[TT_Q];
@@ -891,9 +904,10 @@ SIMD_INLINE void qtile_rows(const struct qpanel *p, int nb, const struct qacts *
             }
         }
     }
+    y = rows_again(y);
 #pragma GCC unroll 16
     for (int t = 0; t < tt; t++) {
-        store_row(y + t * ldy, facc[t], nr, accumulate);
+        vf_storeu_n(y + t * ldy, facc[t], nr);
     }
 }
 
@@ -930,7 +944,7 @@ static void qtile_split(const void *panel, int nb, const void *acts, const uint8
 /* ---- float types ------------------------------------------------------------------------- */
 
 #define FB      32 /* elements per float block */
-#define F_CHUNK 4  /* blocks unpacked per panel at a time */
+#define F_CHUNK 4  /* blocks unpacked per panel at a time, for few tiles too (FEW_TILES) */
 #define F_GROUP 4  /* panels sharing one prepared activation tile */
 
 /* One block of FB elements of NR rows: lane r of w[k] is element k of row r. */
@@ -1015,7 +1029,11 @@ static void fprep_bf16(void *acts, const uint8_t *const *a, int nt, int nb)
     fprep(acts, a, nt, nb, DLLM_ACT_BF16);
 }
 
-/* A tile of tt rows of fa times nb packed float blocks. */
+/*
+ * A tile of tt rows of fa times nb packed float blocks, added to y when accumulate: the float
+ * kinds pack as many blocks at a time for few tiles as for many (F_CHUNK), so that a row is the
+ * same bits in a product of any size without starting from y (start_row).
+ */
 SIMD_INLINE void ftile_rows(const struct fpanel *p, int nb, const struct facts *fa, float *y,
                             int64_t ldy, int tt, int nr, bool accumulate)
 {
@@ -1035,7 +1053,8 @@ SIMD_INLINE void ftile_rows(const struct fpanel *p, int nb, const struct facts *
     }
 #pragma GCC unroll 16
     for (int t = 0; t < tt; t++) {
-        store_row(y + t * ldy, facc[t], nr, accumulate);
+        vf_storeu_n(y + t * ldy,
+                    accumulate ? vf_add(facc[t], vf_loadu_n(y + t * ldy, nr)) : facc[t], nr);
     }
 }
 
@@ -1051,12 +1070,23 @@ static void ftile(const void *panel, int nb, const void *acts, const uint8_t *co
 /* ---- the driver -------------------------------------------------------------------------- */
 
 /* How one weight type is multiplied. */
+/*
+ * A group's packed chunk of over 32 kB (the AVX-512 K-quant and 32-element kinds: some 45 kB)
+ * does not stay in L1 beside the tile's other data. A product of many tiles amortizes that; one
+ * of at most FEW_TILES tiles packs half as many blocks of each panel at a time instead
+ * (docs/benchmarks.md).
+ */
+#define FEW_TILES 8
+#define FEW_CHUNK(chunk, group, panel_bytes)                                                       \
+    ((group) * (chunk) * (panel_bytes) > 32768 ? (chunk) / 2 : (chunk))
+
 struct kind {
     int64_t block_elems; /* weight elements per block */
     size_t wblock;       /* bytes per weight block */
     size_t ablock;       /* bytes per activation block of block_elems elements */
     size_t panel_bytes;  /* one packed block of NR rows */
     int chunk;           /* blocks packed per panel at a time */
+    int few;             /* the same in a product of at most FEW_TILES tiles, at most chunk */
     int group;           /* panels sharing one prepared activation tile */
     int tt;              /* activation rows per tile, at most */
     int panels;          /* panels a tile call multiplies at once (nr up to panels * NR) */
@@ -1070,18 +1100,19 @@ struct kind {
 #define KQ(type, pack, prep, tile)                                                                 \
     {                                                                                              \
         QK_K, sizeof(struct block_##type), sizeof(struct block_q8_K128), sizeof(struct kpanel),    \
-            KQ_CHUNK, KQ_GROUP, TT_K, KQ_PANELS, (sizeof(struct block_##type) + 3) / 4, pack,      \
-            prep, tile                                                                             \
+            KQ_CHUNK, FEW_CHUNK(KQ_CHUNK, KQ_GROUP, sizeof(struct kpanel)), KQ_GROUP, TT_K,        \
+            KQ_PANELS, (sizeof(struct block_##type) + 3) / 4, pack, prep, tile                     \
     }
 #define Q32(type, pack, prep, tile)                                                                \
     {                                                                                              \
         QK8_0, sizeof(struct block_##type), sizeof(struct block_q8_0u), sizeof(struct qpanel),     \
-            Q32_CHUNK, Q32_GROUP, TT_Q, 1, (sizeof(struct block_##type) + 3) / 4, pack, prep, tile \
+            Q32_CHUNK, FEW_CHUNK(Q32_CHUNK, Q32_GROUP, sizeof(struct qpanel)), Q32_GROUP, TT_Q, 1, \
+            (sizeof(struct block_##type) + 3) / 4, pack, prep, tile                                \
     }
 #define FLT(esize, pack, prep)                                                                     \
     {                                                                                              \
-        FB, FB *(esize), FB *(esize), sizeof(struct fpanel), F_CHUNK, F_GROUP, TT_F, 1, 0, pack,   \
-            prep, ftile                                                                            \
+        FB, FB *(esize), FB *(esize), sizeof(struct fpanel), F_CHUNK, F_CHUNK, F_GROUP, TT_F, 1,   \
+            0, pack, prep, ftile                                                                   \
     }
 
 static const struct kind kind_q4_K = KQ(q4_K, pack_q4_K, NULL, ktile_q4);
@@ -1154,10 +1185,10 @@ static_assert(TT_K <= TT_MAX && TT_Q <= TT_MAX && TT_F <= TT_MAX, "tiles fit TT_
 
 /*
  * Rows [n0, n1) of W times the L activation rows in scratch. Groups of up to k->group panels
- * of NR rows are packed k->chunk blocks at a time; each tile of k->tt activation rows is then
- * prepared once and multiplied with every panel of the group, k->panels at a call. The L rows
- * are spread evenly over the fewest tiles of at most k->tt rows, and each tile computes only the
- * rows it has (BY_HEIGHT).
+ * of NR rows are packed k->chunk blocks at a time (k->few for few tiles); each tile of k->tt
+ * activation rows is then prepared once and multiplied with every panel of the group,
+ * k->panels at a call. The L rows are spread evenly over the fewest tiles of at most k->tt rows,
+ * and each tile computes only the rows it has (BY_HEIGHT).
  */
 static void rows_kind(const struct kind *k, const uint8_t *w, bool packed, int64_t K, int64_t n0,
                       int64_t n1, const uint8_t *scratch, int64_t L, float *y, int64_t ldy)
@@ -1167,13 +1198,15 @@ static void rows_kind(const struct kind *k, const uint8_t *w, bool packed, int64
     /* a row, or a repacked panel of NR rows; a block in it, as the prefetches count it */
     const size_t wblock = packed ? (size_t)k->pwords * sizeof(vi) / NR : k->wblock;
     const size_t wstride = (size_t)nbk * wblock * (packed ? NR : 1);
+    const int64_t ntiles = (L + k->tt - 1) / k->tt;
+    const int chunk = ntiles <= FEW_TILES ? k->few : k->chunk;
     union panels panels __attribute__((aligned(64)));
     union acts acts __attribute__((aligned(64)));
     for (int64_t g0 = n0; g0 < n1; g0 += k->group * NR) {
         const int np =
             (int)((n1 - g0 + NR - 1) / NR < k->group ? (n1 - g0 + NR - 1) / NR : k->group);
-        for (int64_t b0 = 0; b0 < nbk; b0 += k->chunk) {
-            const int nb = (int)(nbk - b0 < k->chunk ? nbk - b0 : k->chunk);
+        for (int64_t b0 = 0; b0 < nbk; b0 += chunk) {
+            const int nb = (int)(nbk - b0 < chunk ? nbk - b0 : chunk);
             for (int i = 0; i < np; i++) {
                 const int64_t p0 = g0 + i * NR;
                 /*
@@ -1204,8 +1237,7 @@ static void rows_kind(const struct kind *k, const uint8_t *w, bool packed, int64
                               same ? gend : (n1 < gend + k->group * NR ? n1 : gend + k->group * NR);
             const int64_t qb = same ? b0 + nb : 0;
             const size_t at = (size_t)qb * wblock,
-                         len = (size_t)(nbk - qb < k->chunk ? nbk - qb : k->chunk) * wblock;
-            const int64_t ntiles = (L + k->tt - 1) / k->tt;
+                         len = (size_t)(nbk - qb < chunk ? nbk - qb : chunk) * wblock;
             for (int64_t ti = 0; ti < ntiles; ti++) {
                 /* the rows spread evenly: tiles of nt and nt + 1 rows, none over k->tt */
                 const int64_t l0 = L * ti / ntiles;
