@@ -165,6 +165,15 @@ SIMD_INLINE vf start_row(const float *y, int nr, bool accumulate)
     return accumulate ? vf_loadu_n(y, nr) : vf_zero();
 }
 
+/* Writes a tile row whose sums started at 0: y[0..nr) = v, or y[0..nr) += v when accumulate. */
+SIMD_INLINE void store_row(float *y, vf v, int nr, bool accumulate)
+{
+    if (accumulate) {
+        v = vf_add(v, vf_loadu_n(y, nr));
+    }
+    vf_storeu_n(y, v, nr);
+}
+
 /*
  * y, hidden from the compiler, from which a tile computes its rows' addresses again to store
  * them: without it GCC kept the addresses start_row read from in registers through the tile's
@@ -1053,8 +1062,7 @@ SIMD_INLINE void ftile_rows(const struct fpanel *p, int nb, const struct facts *
     }
 #pragma GCC unroll 16
     for (int t = 0; t < tt; t++) {
-        vf_storeu_n(y + t * ldy,
-                    accumulate ? vf_add(facc[t], vf_loadu_n(y + t * ldy, nr)) : facc[t], nr);
+        store_row(y + t * ldy, facc[t], nr, accumulate);
     }
 }
 
@@ -1069,7 +1077,6 @@ static void ftile(const void *panel, int nb, const void *acts, const uint8_t *co
 
 /* ---- the driver -------------------------------------------------------------------------- */
 
-/* How one weight type is multiplied. */
 /*
  * A group's packed chunk of over 32 kB (the AVX-512 K-quant and 32-element kinds: some 45 kB)
  * does not stay in L1 beside the tile's other data. A product of many tiles amortizes that; one
@@ -1080,6 +1087,7 @@ static void ftile(const void *panel, int nb, const void *acts, const uint8_t *co
 #define FEW_CHUNK(chunk, group, panel_bytes)                                                       \
     ((group) * (chunk) * (panel_bytes) > 32768 ? (chunk) / 2 : (chunk))
 
+/* How one weight type is multiplied. */
 struct kind {
     int64_t block_elems; /* weight elements per block */
     size_t wblock;       /* bytes per weight block */
