@@ -686,11 +686,13 @@ END_TEST
  * A row's product is the same bits whichever tile computes it: the rows of a product are spread
  * over its tiles evenly, so a row lands in tiles of every height from 1 to the variant's (each
  * height compiled on its own, for every kind) and at every place in them. Rows [s, s + n) of the
- * first 13 for every start s < 4 and count n, in both layouts, against a product of 100 rows,
- * writing nothing past their rows. The 100 rows make more than FEW_TILES tiles of every kind and
- * the parts at most 4, so where a kind packs fewer blocks at a time for few tiles, the parts add
- * up the blocks in other chunks; K = 1024 spans several chunks either way. N = 40 ends in a panel
- * that a two-panel variant takes alone.
+ * first 13 for every start s < 4 and count n, in both layouts, against a product of 400 rows,
+ * writing nothing past their rows; then every row of the 400 alone. The 400 rows make more than
+ * FEW_TILES tiles of every kind and the parts at most 4, so where a kind packs fewer blocks at a
+ * time for few tiles, the parts add up the blocks in other chunks; K = 5376 spans several chunks
+ * either way, and makes 400 rows several blocks of rows for every kind that takes a long product
+ * in blocks (rows_kind in matmul-simd.h: some 100 to 200 rows of activations this wide), whose
+ * rows the single ones check. N = 40 ends in a panel that a two-panel variant takes alone.
  */
 START_TEST(test_tile_heights)
 {
@@ -706,7 +708,7 @@ START_TEST(test_tile_heights)
     if (k == NULL) {
         return;
     }
-    const int64_t N = 40, K = 1024, L = 13, L_all = 100;
+    const int64_t N = 40, K = 5376, L = 13, L_all = 400;
     uint64_t seed = 1313 + (uint64_t)_i;
     void *w = random_weights(wtype, N, K, RANDOM_SCALES_SIGNED, &seed);
     float *x = random_acts(L_all, K, &seed);
@@ -744,6 +746,15 @@ START_TEST(test_tile_heights)
                     ck_assert_msg(past[b] == 0xa5, "%s %s: %lld rows wrote past them", name, what,
                                   (long long)n);
             }
+        }
+        for (int64_t l = 0; l < L_all; l++) {
+            if (layout) {
+                k->rows_packed(wtype, packed, K, 0, N, scratch + l * arow, 1, part, N);
+            } else {
+                k->rows(wtype, w, K, 0, N, scratch + l * arow, 1, part, N);
+            }
+            ck_assert_msg(!memcmp(part, all + l * N, (size_t)N * sizeof *part),
+                          "%s %s: row %lld alone, layout %d", name, what, (long long)l, layout);
         }
     }
     printf("%s %s: identical\n", name, what);

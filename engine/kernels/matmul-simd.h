@@ -1099,6 +1099,7 @@ struct kind {
     int tt;              /* activation rows per tile, at most */
     int panels;          /* panels a tile call multiplies at once (nr up to panels * NR) */
     int pwords;          /* vectors per repacked block (kwords), 0 when the type is not repacked */
+    bool row_blocks;     /* a long product is taken in blocks of rows (rows_kind) */
     void (*pack)(void *panel, const uint8_t *blk, const struct panel_rows *pr);
     void (*prep)(void *acts, const uint8_t *const *a, int nt, int nb);
     void (*tile)(const void *panel, int nb, const void *acts, const uint8_t *const *a, float *y,
@@ -1109,18 +1110,18 @@ struct kind {
     {                                                                                              \
         QK_K, sizeof(struct block_##type), sizeof(struct block_q8_K128), sizeof(struct kpanel),    \
             KQ_CHUNK, FEW_CHUNK(KQ_CHUNK, KQ_GROUP, sizeof(struct kpanel)), KQ_GROUP, TT_K,        \
-            KQ_PANELS, (sizeof(struct block_##type) + 3) / 4, pack, prep, tile                     \
+            KQ_PANELS, (sizeof(struct block_##type) + 3) / 4, true, pack, prep, tile               \
     }
 #define Q32(type, pack, prep, tile)                                                                \
     {                                                                                              \
         QK8_0, sizeof(struct block_##type), sizeof(struct block_q8_0u), sizeof(struct qpanel),     \
             Q32_CHUNK, FEW_CHUNK(Q32_CHUNK, Q32_GROUP, sizeof(struct qpanel)), Q32_GROUP, TT_Q, 1, \
-            (sizeof(struct block_##type) + 3) / 4, pack, prep, tile                                \
+            (sizeof(struct block_##type) + 3) / 4, true, pack, prep, tile                          \
     }
 #define FLT(esize, pack, prep)                                                                     \
     {                                                                                              \
         FB, FB *(esize), FB *(esize), sizeof(struct fpanel), F_CHUNK, F_CHUNK, F_GROUP, TT_F, 1,   \
-            0, pack, prep, ftile                                                                   \
+            0, false, pack, prep, ftile                                                            \
     }
 
 static const struct kind kind_q4_K = KQ(q4_K, pack_q4_K, NULL, ktile_q4);
@@ -1192,14 +1193,14 @@ union acts {
 static_assert(TT_K <= TT_MAX && TT_Q <= TT_MAX && TT_F <= TT_MAX, "tiles fit TT_MAX");
 
 /*
- * Rows [n0, n1) of W times the L activation rows in scratch. Groups of up to k->group panels
- * of NR rows are packed k->chunk blocks at a time (k->few for few tiles); each tile of k->tt
- * activation rows is then prepared once and multiplied with every panel of the group,
- * k->panels at a call. The L rows are spread evenly over the fewest tiles of at most k->tt rows,
- * and each tile computes only the rows it has (BY_HEIGHT).
+ * Rows [n0, n1) of W times the L activation rows in scratch, as one block of rows. Groups of up
+ * to k->group panels of NR rows are packed k->chunk blocks at a time (k->few for few tiles); each
+ * tile of k->tt activation rows is then prepared once and multiplied with every panel of the
+ * group, k->panels at a call. The L rows are spread evenly over the fewest tiles of at most k->tt
+ * rows, and each tile computes only the rows it has (BY_HEIGHT).
  */
-static void rows_kind(const struct kind *k, const uint8_t *w, bool packed, int64_t K, int64_t n0,
-                      int64_t n1, const uint8_t *scratch, int64_t L, float *y, int64_t ldy)
+static void rows_block(const struct kind *k, const uint8_t *w, bool packed, int64_t K, int64_t n0,
+                       int64_t n1, const uint8_t *scratch, int64_t L, float *y, int64_t ldy)
 {
     const int64_t nbk = K / k->block_elems;
     const size_t astride = (size_t)nbk * k->ablock;
@@ -1276,6 +1277,33 @@ static void rows_kind(const struct kind *k, const uint8_t *w, bool packed, int64
                 }
             }
         }
+    }
+}
+
+/*
+ * A long product of a quantized kind is taken in blocks of rows, each packing the weights again.
+ * In one block every group of panels reads all L rows' activations, which on the Intel Xeon of
+ * docs/benchmarks.md then no longer stay in its L2: a product of K = 4096 ran 6-8% slower at L =
+ * 512 and 12% at 1024 than at 160. A block holds the rows whose activations take ROW_BLOCK_BYTES,
+ * up to twice as many (the blocks even, none short). Rows too wide for ROW_BLOCK_ROWS of them to
+ * fit (K-quants of K over about 5500) are not split: in blocks of fewer rows their products ran
+ * 4-18% slower at L = 160 and 512 (the packing repeated too often), no faster at 2048. Nor are
+ * the float kinds', whose tiles convert their activations on the stack (2-5% slower in blocks).
+ */
+#define ROW_BLOCK_BYTES (768 * 1024)
+#define ROW_BLOCK_ROWS  96
+
+/* Rows [n0, n1) of W times the L activation rows in scratch, in blocks where k takes them. */
+static void rows_kind(const struct kind *k, const uint8_t *w, bool packed, int64_t K, int64_t n0,
+                      int64_t n1, const uint8_t *scratch, int64_t L, float *y, int64_t ldy)
+{
+    const size_t astride = (size_t)(K / k->block_elems) * k->ablock;
+    const int64_t rows = (int64_t)(ROW_BLOCK_BYTES / astride);
+    const int64_t nblocks = k->row_blocks && rows >= ROW_BLOCK_ROWS && L / rows > 1 ? L / rows : 1;
+    for (int64_t i = 0; i < nblocks; i++) {
+        const int64_t l0 = L * i / nblocks, l1 = L * (i + 1) / nblocks;
+        rows_block(k, w, packed, K, n0, n1, scratch + (size_t)l0 * astride, l1 - l0, y + l0 * ldy,
+                   ldy);
     }
 }
 
