@@ -682,6 +682,18 @@ START_TEST(test_repacked)
 }
 END_TEST
 
+/* Rows [0, N) of W times the L activation rows at scratch, from W's repacked copy when packed. */
+static void product_in(const struct dllm_kernels *k, bool packed, uint32_t wtype, const void *w,
+                       const void *repacked, int64_t K, int64_t N, const uint8_t *scratch,
+                       int64_t L, float *y)
+{
+    if (packed) {
+        k->rows_packed(wtype, repacked, K, 0, N, scratch, L, y, N);
+    } else {
+        k->rows(wtype, w, K, 0, N, scratch, L, y, N);
+    }
+}
+
 /*
  * A row's product is the same bits whichever tile computes it: the rows of a product are spread
  * over its tiles evenly, so a row lands in tiles of every height from 1 to the variant's (each
@@ -691,7 +703,7 @@ END_TEST
  * FEW_TILES tiles of every kind and the parts at most 4, so where a kind packs fewer blocks at a
  * time for few tiles, the parts add up the blocks in other chunks; K = 5376 spans several chunks
  * either way, and makes 400 rows several blocks of rows for every kind that takes a long product
- * in blocks (rows_kind in matmul-simd.h: some 100 to 200 rows of activations this wide), whose
+ * in blocks (rows_kind in matmul-simd.h: some 100 to 230 rows of activations this wide), whose
  * rows the single ones check. N = 40 ends in a panel that a two-panel variant takes alone.
  */
 START_TEST(test_tile_heights)
@@ -724,19 +736,11 @@ START_TEST(test_tile_heights)
     k->quantize(wtype, x, K, L_all, scratch);
     const size_t arow = dllm_matmul_act_row_bytes(wtype, K);
     for (int layout = 0; layout < (packed != NULL ? 2 : 1); layout++) {
-        if (layout) {
-            k->rows_packed(wtype, packed, K, 0, N, scratch, L_all, all, N);
-        } else {
-            k->rows(wtype, w, K, 0, N, scratch, L_all, all, N);
-        }
+        product_in(k, layout, wtype, w, packed, K, N, scratch, L_all, all);
         for (int64_t s = 0; s < 4; s++) {
             for (int64_t n = 1; s + n <= L; n++) {
                 memset(part, 0xa5, (size_t)(L * N) * sizeof *part);
-                if (layout) {
-                    k->rows_packed(wtype, packed, K, 0, N, scratch + s * arow, n, part, N);
-                } else {
-                    k->rows(wtype, w, K, 0, N, scratch + s * arow, n, part, N);
-                }
+                product_in(k, layout, wtype, w, packed, K, N, scratch + s * arow, n, part);
                 ck_assert_msg(!memcmp(part, all + s * N, (size_t)(n * N) * sizeof *part),
                               "%s %s: rows %lld..%lld, layout %d", name, what, (long long)s,
                               (long long)(s + n - 1), layout);
@@ -748,11 +752,7 @@ START_TEST(test_tile_heights)
             }
         }
         for (int64_t l = 0; l < L_all; l++) {
-            if (layout) {
-                k->rows_packed(wtype, packed, K, 0, N, scratch + l * arow, 1, part, N);
-            } else {
-                k->rows(wtype, w, K, 0, N, scratch + l * arow, 1, part, N);
-            }
+            product_in(k, layout, wtype, w, packed, K, N, scratch + l * arow, 1, part);
             ck_assert_msg(!memcmp(part, all + l * N, (size_t)N * sizeof *part),
                           "%s %s: row %lld alone, layout %d", name, what, (long long)l, layout);
         }
